@@ -1,0 +1,140 @@
+import Foundation
+
+/// The content-addressed files of a database's blobs, in `<database>/blobs/`.
+///
+/// A file is named after its digest, written to a temporary name and renamed
+/// into place, so a crash never leaves a partial blob under a real name and
+/// equal content is stored once.
+final class BlobStore: Sendable {
+    let directory: URL
+
+    init(directory: URL) throws {
+        self.directory = directory
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw StoreError.io("cannot create blob directory \(directory.path): \(error.localizedDescription)")
+        }
+    }
+
+    /// The file name for a digest: its hex form, so no digest can name a path
+    /// outside the store (base64 has `/`). Nil for a malformed digest.
+    static func fileName(digest: String) -> String? {
+        guard digest.hasPrefix("sha1-"), let raw = Data(base64Encoded: String(digest.dropFirst(5))), raw.count == 20 else {
+            return nil
+        }
+        return raw.map { String(format: "%02x", $0) }.joined() + ".blob"
+    }
+
+    /// The digest a stored file name stands for.
+    static func digest(fileName: String) -> String? {
+        guard fileName.hasSuffix(".blob") else { return nil }
+        let hex = Array(fileName.utf8.dropLast(5))
+        guard hex.count == 40 else { return nil }
+        var bytes = [UInt8]()
+        for i in stride(from: 0, to: 40, by: 2) {
+            guard let b = UInt8(String(decoding: hex[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(b)
+        }
+        return "sha1-" + Data(bytes).base64EncodedString()
+    }
+
+    func fileURL(digest: String) -> URL? {
+        guard let name = Self.fileName(digest: digest) else { return nil }
+        let url = directory.appendingPathComponent(name)
+        return FileManager.default.fileExists(atPath: url.path) ? url : nil
+    }
+
+    func contains(digest: String) -> Bool {
+        fileURL(digest: digest) != nil
+    }
+
+    func content(digest: String) -> Data? {
+        fileURL(digest: digest).flatMap { try? Data(contentsOf: $0) }
+    }
+
+    /// Makes sure the blob's content is in this store.
+    func store(_ blob: Blob) throws {
+        guard let name = Self.fileName(digest: blob.digest) else {
+            throw StoreError.invalidValue("blob digest '\(blob.digest)' is not a sha1- digest")
+        }
+        let target = directory.appendingPathComponent(name)
+        if FileManager.default.fileExists(atPath: target.path) { return }
+        switch blob.source {
+        case .data(let data):
+            try write(data, to: target)
+        case .file(let url):
+            let temp = tempURL()
+            do {
+                try FileManager.default.copyItem(at: url, to: temp)
+                try moveIntoPlace(temp, target)
+            } catch let e as StoreError {
+                throw e
+            } catch {
+                try? FileManager.default.removeItem(at: temp)
+                throw StoreError.io("copying blob from \(url.path): \(error.localizedDescription)")
+            }
+        case .store(let other):
+            // A blob from another database: copy its file if that database has it.
+            guard let source = other?.fileURL(digest: blob.digest), let data = try? Data(contentsOf: source) else {
+                throw StoreError.notFound("content of blob \(blob.digest)")
+            }
+            try write(data, to: target)
+        }
+    }
+
+    /// Stores raw content received from elsewhere (a peer) and returns its digest.
+    @discardableResult
+    func store(data: Data) throws -> String {
+        let digest = Blob.digest(of: data)
+        guard let name = Self.fileName(digest: digest) else { return digest }
+        let target = directory.appendingPathComponent(name)
+        if !FileManager.default.fileExists(atPath: target.path) {
+            try write(data, to: target)
+        }
+        return digest
+    }
+
+    func allDigests() -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.compactMap(Self.digest(fileName:))
+    }
+
+    func delete(digest: String) {
+        if let url = fileURL(digest: digest) { try? FileManager.default.removeItem(at: url) }
+    }
+
+    /// Removes temporary files a crash left behind.
+    func removeTemporaryFiles() {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        for name in names where name.hasPrefix(".tmp-") {
+            try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
+        }
+    }
+
+    private func tempURL() -> URL {
+        directory.appendingPathComponent(".tmp-\(UUID().uuidString)")
+    }
+
+    private func write(_ data: Data, to target: URL) throws {
+        let temp = tempURL()
+        do {
+            try data.write(to: temp)
+            try moveIntoPlace(temp, target)
+        } catch let e as StoreError {
+            throw e
+        } catch {
+            try? FileManager.default.removeItem(at: temp)
+            throw StoreError.io("writing blob \(target.lastPathComponent): \(error.localizedDescription)")
+        }
+    }
+
+    private func moveIntoPlace(_ temp: URL, _ target: URL) throws {
+        // rename(2) is atomic and replaces; equal names mean equal content, so a race is harmless.
+        if rename(temp.path, target.path) != 0 {
+            let err = String(cString: strerror(errno))
+            try? FileManager.default.removeItem(at: temp)
+            throw StoreError.io("renaming blob into place: \(err)")
+        }
+    }
+}

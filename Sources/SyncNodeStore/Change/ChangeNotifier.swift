@@ -1,0 +1,76 @@
+import Dispatch
+import GRDB
+import Synchronization
+
+/// Collects the document IDs a transaction changes and, once it commits,
+/// hands them to the listeners in commit order; a rollback discards them.
+///
+/// Recording happens on the writer connection's queue, and so does the
+/// delivery hook, so batches reach every listener queue in commit order.
+final class ChangeNotifier: Sendable {
+    struct Listener: Sendable {
+        let collectionID: Int64
+        let documentID: String?
+        let queue: DispatchQueue
+        let deliver: @Sendable ([String]) -> Void
+    }
+
+    private struct Pending {
+        var ids: [Int64: [String]] = [:]
+        var seen: [Int64: Set<String>] = [:]
+        var order: [Int64] = []
+        var hooked = false
+    }
+
+    private let listeners = Mutex<(next: UInt64, all: [UInt64: Listener])>((0, [:]))
+    private let pending = Mutex(Pending())
+
+    func add(_ listener: Listener) -> UInt64 {
+        listeners.withLock { l in
+            l.next += 1
+            l.all[l.next] = listener
+            return l.next
+        }
+    }
+
+    func remove(_ token: UInt64) {
+        _ = listeners.withLock { $0.all.removeValue(forKey: token) }
+    }
+
+    var listenerCount: Int { listeners.withLock { $0.all.count } }
+
+    /// Notes a change made by the current transaction on `db`.
+    func record(_ db: GRDB.Database, collectionID: Int64, documentID: String) {
+        let needsHook = pending.withLock { p -> Bool in
+            if p.seen[collectionID, default: []].insert(documentID).inserted {
+                if p.ids[collectionID] == nil { p.order.append(collectionID) }
+                p.ids[collectionID, default: []].append(documentID)
+            }
+            defer { p.hooked = true }
+            return !p.hooked
+        }
+        if needsHook {
+            db.afterNextTransaction(
+                onCommit: { [self] _ in flush() },
+                onRollback: { [self] _ in pending.withLock { $0 = Pending() } })
+        }
+    }
+
+    private func flush() {
+        let batch = pending.withLock { p -> [(Int64, [String])] in
+            defer { p = Pending() }
+            return p.order.compactMap { id in p.ids[id].map { (id, $0) } }
+        }
+        let current = listeners.withLock { Array($0.all.sorted { $0.key < $1.key }.map(\.value)) }
+        for (collectionID, ids) in batch {
+            for listener in current where listener.collectionID == collectionID {
+                if let documentID = listener.documentID {
+                    guard ids.contains(documentID) else { continue }
+                    listener.queue.async { listener.deliver([documentID]) }
+                } else {
+                    listener.queue.async { listener.deliver(ids) }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import GRDB
+
+extension Database {
+    /// Reclaims space: drops the bodies of revisions that are no longer
+    /// leaves, deletes blob files no kept body refers to, and vacuums the file.
+    public func compact() throws {
+        let collections = try read { db in try Schema.allCollectionIDs(db) }.map(CollectionTables.init(id:))
+        var droppedBodies = 0
+        var deletedBlobs = 0
+        try write { db in
+            var referenced = Set<String>()
+            for tables in collections {
+                droppedBodies += try dropNonLeafBodies(db, tables)
+                for table in [tables.docs, tables.revs] {
+                    // Canonical JSON writes blob metadata with sorted keys, so this finds every blob.
+                    let digests = try String.fetchAll(db, sql: """
+                        SELECT json_extract(j.value, '$.digest') FROM \(table), json_tree(\(table).body) AS j
+                        WHERE \(table).body LIKE '%"@type":"blob"%' AND j.type = 'object'
+                          AND json_extract(j.value, '$."@type"') = 'blob'
+                        """)
+                    referenced.formUnion(digests)
+                }
+            }
+            // Blob files are written inside write transactions, so holding the
+            // writer here means no save can be adding a blob we are about to delete.
+            for digest in blobStore.allDigests() where !referenced.contains(digest) {
+                blobStore.delete(digest: digest)
+                deletedBlobs += 1
+            }
+        }
+        try mappingVacuum()
+        logger.info("compacted", metadata: ["database": "\(name)", "droppedBodies": "\(droppedBodies)", "deletedBlobs": "\(deletedBlobs)"])
+    }
+
+    private func dropNonLeafBodies(_ db: GRDB.Database, _ tables: CollectionTables) throws -> Int {
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT r.doc_key, r.rev, d.tree FROM \(tables.revs) r JOIN \(tables.docs) d ON d.key = r.doc_key
+            """)
+        var dropped = 0
+        for row in rows {
+            let tree = try RevisionTree(serialized: row[2])
+            let rev: String = row[1]
+            if let index = tree.index(of: rev), tree.isLeaf(index) { continue }
+            try db.execute(sql: "DELETE FROM \(tables.revs) WHERE doc_key = ? AND rev = ?", arguments: [row[0] as Int64, rev])
+            dropped += 1
+        }
+        return dropped
+    }
+
+    private func mappingVacuum() throws {
+        try checkOpen()
+        do {
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                try db.execute(sql: "VACUUM")
+            }
+        } catch {
+            throw StoreError.storage("vacuum: \(error)")
+        }
+    }
+}

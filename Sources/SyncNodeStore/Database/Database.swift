@@ -1,0 +1,287 @@
+import Foundation
+import GRDB
+import Logging
+import Synchronization
+
+/// An embedded document database: a directory `<name>.syncnode/` holding a
+/// SQLite file (WAL mode: readers never block the writer) and a blob store.
+///
+/// ```swift
+/// let db = try Database(name: "app", config: DatabaseConfiguration(directory: dir))
+/// let tasks = try db.createCollection(name: "tasks", scope: "work")
+/// let doc = MutableDocument(id: "t1")
+/// doc.setString("Buy milk", forKey: "title")
+/// try tasks.save(doc)
+/// ```
+///
+/// A `Database` is `Sendable`: use it from any task or thread. Writes are
+/// serialized on one connection; ``inBatch(_:)`` groups writes into one
+/// all-or-nothing transaction.
+public final class Database: Sendable {
+    /// The database's name (its directory is `<name>.syncnode`).
+    public let name: String
+    /// The configuration it was opened with.
+    public let config: DatabaseConfiguration
+    /// The database directory, `<config.directory>/<name>.syncnode`.
+    public let path: URL
+    /// A private UUID, made when the database is created (and anew for a
+    /// copy), stable for its lifetime. Replication checkpoints are keyed on it.
+    public let uuid: String
+
+    let pool: DatabasePool
+    let blobStore: BlobStore
+    let notifier = ChangeNotifier()
+    let logger: Logger
+    let expiry = ExpiryScheduler()
+    private let state = Mutex(State())
+
+    private struct State {
+        var isClosed = false
+        var collections: [String: DocumentCollection] = [:]
+    }
+
+    static let fileName = "db.sqlite3"
+
+    /// Opens the database `name` in `config.directory`, creating it if needed.
+    ///
+    /// Expired documents are purged as it opens (catching up on time it was
+    /// closed), then by a background timer.
+    public init(name: String, config: DatabaseConfiguration = DatabaseConfiguration()) throws {
+        try Names.validateDatabase(name)
+        self.name = name
+        self.config = config
+        self.logger = config.logger
+        self.path = Self.directory(name: name, in: config.directory)
+        do {
+            try FileManager.default.createDirectory(at: path, withIntermediateDirectories: true)
+        } catch {
+            throw StoreError.io("cannot create database directory \(path.path): \(error.localizedDescription)")
+        }
+        blobStore = try BlobStore(directory: path.appendingPathComponent("blobs"))
+        blobStore.removeTemporaryFiles()
+        var grdb = Configuration()
+        grdb.label = "syncnode.\(name)"
+        // Another process (a CLI command beside a running node) may hold the write lock briefly.
+        grdb.busyMode = .timeout(10)
+        do {
+            pool = try DatabasePool(path: path.appendingPathComponent(Self.fileName).path, configuration: grdb)
+            uuid = try Schema.migrate(pool)
+        } catch let error as DatabaseError {
+            throw StoreError.storage("opening \(path.path): \(error.message ?? error.description)")
+        }
+        logger.debug("opened database", metadata: ["name": "\(name)", "path": "\(path.path)"])
+        expiry.start(database: self)
+    }
+
+    /// True when a database named `name` exists in `directory`.
+    public static func exists(name: String, directory: URL) -> Bool {
+        FileManager.default.fileExists(atPath: Self.directory(name: name, in: directory).appendingPathComponent(fileName).path)
+    }
+
+    /// Deletes the database `name` in `directory` (it must not be open).
+    public static func delete(name: String, directory: URL) throws {
+        try Names.validateDatabase(name)
+        let dir = Self.directory(name: name, in: directory)
+        guard FileManager.default.fileExists(atPath: dir.path) else { throw StoreError.notFound("database '\(name)' in \(directory.path)") }
+        do {
+            try FileManager.default.removeItem(at: dir)
+        } catch {
+            throw StoreError.io("deleting \(dir.path): \(error.localizedDescription)")
+        }
+    }
+
+    /// Installs a pre-built database: copies the `.syncnode` directory at
+    /// `path` as database `name` in `config.directory`, giving the copy a new
+    /// UUID so replication treats it as a new peer.
+    public static func copy(fromPath path: URL, toDatabase name: String, config: DatabaseConfiguration = DatabaseConfiguration()) throws {
+        try Names.validateDatabase(name)
+        let source = path.appendingPathComponent(fileName)
+        guard FileManager.default.fileExists(atPath: source.path) else {
+            throw StoreError.notFound("no database at \(path.path) (expected \(fileName) inside)")
+        }
+        let target = Self.directory(name: name, in: config.directory)
+        guard !FileManager.default.fileExists(atPath: target.path) else {
+            throw StoreError.alreadyExists("database '\(name)' in \(config.directory.path)")
+        }
+        do {
+            try FileManager.default.createDirectory(at: config.directory, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(at: path, to: target)
+            try? FileManager.default.removeItem(at: target.appendingPathComponent(fileName + "-shm"))
+        } catch {
+            throw StoreError.io("copying \(path.path) to \(target.path): \(error.localizedDescription)")
+        }
+        let copy = try Database(name: name, config: config)
+        try copy.write { db in try Schema.assignNewUUID(db) }
+        try copy.close()
+    }
+
+    static func directory(name: String, in directory: URL) -> URL {
+        directory.appendingPathComponent("\(name).syncnode", isDirectory: true)
+    }
+
+    /// Closes the database. Its collections and documents can no longer be used.
+    public func close() throws {
+        let wasOpen = state.withLock { s in
+            defer { s.isClosed = true; s.collections = [:] }
+            return !s.isClosed
+        }
+        guard wasOpen else { return }
+        expiry.stop()
+        do {
+            try pool.close()
+        } catch {
+            throw StoreError.storage("closing \(name): \(error)")
+        }
+        logger.debug("closed database", metadata: ["name": "\(name)"])
+    }
+
+    /// Closes the database and deletes its directory.
+    public func delete() throws {
+        try close()
+        do {
+            try FileManager.default.removeItem(at: path)
+        } catch {
+            throw StoreError.io("deleting \(path.path): \(error.localizedDescription)")
+        }
+    }
+
+    /// Runs `body` as one transaction: every save, delete and purge in it
+    /// commits together or, if it throws, none does. Change listeners hear of
+    /// the batch after it commits, and not at all if it rolls back.
+    public func inBatch(_ body: () throws -> Void) throws {
+        try write { _ in try body() }
+    }
+
+    // MARK: - Collections
+
+    /// The `_default` collection of the `_default` scope, which always exists.
+    public func defaultCollection() throws -> DocumentCollection {
+        guard let c = try collection(name: Names.defaultCollection, scope: Names.defaultScope) else {
+            throw StoreError.notFound("the default collection")
+        }
+        return c
+    }
+
+    /// Creates a collection (and its scope) or returns the existing one.
+    /// - parameter scope: nil means `_default`.
+    @discardableResult
+    public func createCollection(name: String, scope: String? = nil) throws -> DocumentCollection {
+        let scope = scope ?? Names.defaultScope
+        try Names.validateCollectionOrScope(name, kind: "collection")
+        try Names.validateCollectionOrScope(scope, kind: "scope")
+        if let existing = try collection(name: name, scope: scope) { return existing }
+        try write { db in try Schema.createCollection(db, scope: scope, name: name) }
+        guard let created = try collection(name: name, scope: scope) else {
+            throw StoreError.storage("collection \(scope).\(name) vanished after creation")
+        }
+        logger.info("created collection", metadata: ["collection": "\(scope).\(name)"])
+        return created
+    }
+
+    /// The collection, or nil when it does not exist.
+    public func collection(name: String, scope: String? = nil) throws -> DocumentCollection? {
+        let scope = scope ?? Names.defaultScope
+        let key = "\(scope).\(name)"
+        try checkOpen()
+        if let cached = state.withLock({ $0.collections[key] }) { return cached }
+        guard let id = try read({ db in try Schema.collectionID(db, scope: scope, name: name) }) else { return nil }
+        let collection = DocumentCollection(database: self, scope: scope, name: name, tableID: id)
+        return state.withLock { s in
+            if let cached = s.collections[key] { return cached }
+            s.collections[key] = collection
+            return collection
+        }
+    }
+
+    /// The collections of a scope (nil: `_default`), sorted by name.
+    public func collections(scope: String? = nil) throws -> [DocumentCollection] {
+        let scope = scope ?? Names.defaultScope
+        let names = try read { db in try Schema.collectionNames(db, scope: scope) }
+        return try names.compactMap { try collection(name: $0, scope: scope) }
+    }
+
+    /// Deletes a collection with all its documents. The default collection cannot be deleted.
+    public func deleteCollection(name: String, scope: String? = nil) throws {
+        let scope = scope ?? Names.defaultScope
+        if scope == Names.defaultScope, name == Names.defaultCollection {
+            throw StoreError.invalidName(name, reason: "the default collection cannot be deleted")
+        }
+        guard let collection = try collection(name: name, scope: scope) else {
+            throw StoreError.notFound("collection \(scope).\(name)")
+        }
+        try write { db in try Schema.dropCollection(db, id: collection.tableID) }
+        collection.markDeleted()
+        _ = state.withLock { $0.collections.removeValue(forKey: "\(scope).\(name)") }
+        logger.info("deleted collection", metadata: ["collection": "\(scope).\(name)"])
+    }
+
+    /// The scopes that hold at least one collection (`_default` always).
+    public func scopes() throws -> [Scope] {
+        try read { db in try Schema.scopeNames(db) }.map { Scope(name: $0, database: self) }
+    }
+
+    /// The scope, or nil when it holds no collection.
+    public func scope(name: String) throws -> Scope? {
+        try scopes().first { $0.name == name }
+    }
+
+    // MARK: - Access
+
+    func checkOpen() throws {
+        if state.withLock({ $0.isClosed }) { throw StoreError.databaseClosed(name) }
+    }
+
+    /// Runs `body` on the writer connection inside a transaction (the
+    /// current one when called from inside a batch).
+    func write<T>(_ body: (GRDB.Database) throws -> T) throws -> T {
+        try checkOpen()
+        return try mappingErrors {
+            try pool.unsafeReentrantWrite { db in
+                if db.isInsideTransaction { return try body(db) }
+                var result: Result<T, Error>?
+                try db.inTransaction {
+                    result = Result { try body(db) }
+                    if case .failure = result { return .rollback }
+                    return .commit
+                }
+                guard let result else { throw StoreError.storage("transaction did not run") }
+                return try result.get()
+            }
+        }
+    }
+
+    /// Runs `body` on a reader (or, inside a batch, on the writer, so a batch
+    /// sees its own writes). Multi-statement reads get one snapshot.
+    func read<T>(_ body: (GRDB.Database) throws -> T) throws -> T {
+        try checkOpen()
+        return try mappingErrors {
+            try pool.unsafeReentrantRead { db in
+                if db.isInsideTransaction { return try body(db) }
+                var result: Result<T, Error>?
+                try db.inTransaction(.deferred) {
+                    result = Result { try body(db) }
+                    return .commit
+                }
+                guard let result else { throw StoreError.storage("transaction did not run") }
+                return try result.get()
+            }
+        }
+    }
+
+    /// A single-statement read: no transaction needed, which keeps point lookups cheap.
+    func readStatement<T>(_ body: (GRDB.Database) throws -> T) throws -> T {
+        try checkOpen()
+        return try mappingErrors { try pool.unsafeReentrantRead(body) }
+    }
+
+    private func mappingErrors<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as DatabaseError {
+            if error.resultCode == .SQLITE_MISUSE || error.message?.contains("closed") == true {
+                throw StoreError.databaseClosed(name)
+            }
+            throw StoreError.storage(error.message ?? error.description)
+        }
+    }
+}

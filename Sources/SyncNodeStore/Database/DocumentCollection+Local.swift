@@ -1,0 +1,56 @@
+import GRDB
+
+/// A `_local` document: not replicated, no revision tree, revision `0-N`.
+package struct LocalDocument: Sendable, Equatable {
+    package let id: String
+    package let rev: String
+    /// The JSON object as it was stored.
+    package let body: String
+}
+
+/// Local documents hold replication checkpoints. Each replicator reads its
+/// own format, so bodies are stored verbatim.
+extension DocumentCollection {
+    package func localDocument(id: String) throws -> LocalDocument? {
+        try checkLive()
+        return try database.readStatement { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT generation, body FROM \(tables.local) WHERE id = ?", arguments: [id]) else {
+                return nil
+            }
+            let generation: Int64 = row[0]
+            return LocalDocument(id: id, rev: "0-\(generation)", body: row[1])
+        }
+    }
+
+    /// Creates or replaces a local document. `rev`, when given, must be the
+    /// current one; without it the document must not exist (CouchDB's rule),
+    /// unless `force` is set.
+    @discardableResult
+    package func putLocalDocument(id: String, json: String, rev: String?, force: Bool = false) throws -> LocalDocument {
+        try checkLive()
+        guard !id.isEmpty, id.utf8.count <= 250 else { throw StoreError.invalidDocumentID(id, reason: "local IDs are 1-250 bytes") }
+        _ = try JSONParser.parseObject(json)
+        return try database.write { db in
+            let current = try Int64.fetchOne(db, sql: "SELECT generation FROM \(tables.local) WHERE id = ?", arguments: [id])
+            if !force, current.map({ "0-\($0)" }) != rev, !(current == nil && rev == nil) {
+                throw StoreError.conflict(documentID: "_local/\(id)")
+            }
+            let generation = (current ?? 0) + 1
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO \(tables.local)(id, generation, body) VALUES(?, ?, ?)",
+                arguments: [id, generation, json])
+            return LocalDocument(id: id, rev: "0-\(generation)", body: json)
+        }
+    }
+
+    package func deleteLocalDocument(id: String, rev: String?) throws {
+        try checkLive()
+        try database.write { db in
+            guard let current = try Int64.fetchOne(db, sql: "SELECT generation FROM \(tables.local) WHERE id = ?", arguments: [id]) else {
+                throw StoreError.notFound("_local/\(id)")
+            }
+            if let rev, rev != "0-\(current)" { throw StoreError.conflict(documentID: "_local/\(id)") }
+            try db.execute(sql: "DELETE FROM \(tables.local) WHERE id = ?", arguments: [id])
+        }
+    }
+}

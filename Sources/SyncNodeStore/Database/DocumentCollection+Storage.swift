@@ -1,0 +1,151 @@
+import Foundation
+import GRDB
+
+/// A document's row: the winning revision's body and the revision tree.
+struct StoredRow {
+    let key: Int64
+    let rev: String
+    let sequence: Int64
+    let deleted: Bool
+    let body: String
+    let treeText: String
+
+    func tree() throws -> RevisionTree { try RevisionTree(serialized: treeText) }
+}
+
+extension DocumentCollection {
+    func loadRow(_ db: GRDB.Database, id: String) throws -> StoredRow? {
+        let statement = try db.cachedStatement(sql: "SELECT key, rev, seq, deleted, body, tree FROM \(tables.docs) WHERE id = ?")
+        guard let row = try Row.fetchOne(statement, arguments: [id]) else { return nil }
+        return StoredRow(key: row[0], rev: row[1], sequence: row[2], deleted: row[3], body: row[4], treeText: row[5])
+    }
+
+    /// Takes the next sequence number from the counter row, which every
+    /// connection and process shares and which never goes back (even after purges).
+    func nextSequence(_ db: GRDB.Database) throws -> Int64 {
+        let statement = try db.cachedStatement(sql: "UPDATE collections SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq")
+        guard let seq = try Int64.fetchOne(statement, arguments: [tableID]) else { throw StoreError.collectionDeleted(fullName) }
+        return seq
+    }
+
+    /// The sequence of the collection's latest change.
+    package func lastSequence() throws -> Int64 {
+        try checkLive()
+        return try database.readStatement { db in
+            try Int64.fetchOne(db, sql: "SELECT last_seq FROM collections WHERE id = ?", arguments: [tableID]) ?? 0
+        }
+    }
+
+    /// Saves (or deletes) a local edit as a child of the current winner.
+    /// `onConflict` decides when the document changed since `document` was read:
+    /// return true to save anyway, false to give up, or throw.
+    func commitEdit(_ document: MutableDocument, deleting: Bool, onConflict: (Document?) throws -> Bool) throws -> Bool {
+        try checkLive()
+        try Names.validateDocumentID(document.id)
+        return try database.write { db in
+            let current = try loadRow(db, id: document.id)
+            if deleting, current == nil || current?.deleted == true {
+                throw StoreError.notFound("document '\(document.id)' in \(fullName)")
+            }
+            if let current, current.rev != document.revisionID, !(document.revisionID == nil && current.deleted) {
+                let stored = current.deleted ? nil : Document(
+                    id: document.id, revisionID: current.rev, sequence: current.sequence, isDeleted: false,
+                    json: current.body, blobStore: database.blobStore)
+                guard try onConflict(stored) else { return false }
+            }
+            let values = deleting ? [:] : document.snapshot()
+            for key in values.keys where key.hasPrefix("_") { throw StoreError.reservedProperty(key) }
+            let json = try encodeBody(values)
+            let rev = RevisionID.make(parent: current?.rev, deleted: deleting, canonicalJSON: json)
+            let sequence = try nextSequence(db)
+            var tree = try current?.tree() ?? RevisionTree()
+            tree.add(rev: rev, parent: current.flatMap { tree.index(of: $0.rev) }, deleted: deleting, sequence: sequence)
+            try persist(db, id: document.id, current: current, tree: tree, newRev: rev,
+                        newBody: String(decoding: json, as: UTF8.self), sequence: sequence)
+            document.revisionID = rev
+            document.sequence = sequence
+            return true
+        }
+    }
+
+    /// Writes blob contents to the blob store and returns the canonical JSON.
+    func encodeBody(_ values: [String: DocumentValue]) throws -> [UInt8] {
+        for value in values.values { try storeBlobs(in: value) }
+        var writer = JSONWriter()
+        writer.writeObject(values)
+        return writer.bytes
+    }
+
+    private func storeBlobs(in value: DocumentValue) throws {
+        switch value {
+        case .blob(let blob): try database.blobStore.store(blob)
+        case .array(let a): for v in a { try storeBlobs(in: v) }
+        case .dictionary(let d): for v in d.values { try storeBlobs(in: v) }
+        default: break
+        }
+    }
+
+    /// Stores a document's new tree after adding the revision `newRev`:
+    /// prunes history, puts the winner's body in the row and every other kept
+    /// body in the revision-body table, and records the change.
+    func persist(
+        _ db: GRDB.Database, id: String, current: StoredRow?, tree: RevisionTree,
+        newRev: String, newBody: String, sequence: Int64
+    ) throws {
+        var tree = tree
+        let removed = tree.prune(revsLimit: database.config.revsLimit)
+        guard let winner = tree.winner else { throw StoreError.storage("empty revision tree for '\(id)'") }
+        let winnerRev = tree.nodes[winner].rev
+        var spare: [String: String] = [newRev: newBody]
+        if let current { spare[current.rev] = current.body }
+        let winnerBody: String
+        if let body = spare.removeValue(forKey: winnerRev) {
+            winnerBody = body
+        } else if let current, let body = try takeRevisionBody(db, key: current.key, rev: winnerRev) {
+            winnerBody = body
+        } else {
+            winnerBody = "{}"
+        }
+        let key: Int64
+        if let current {
+            key = current.key
+            try db.cachedStatement(sql: "UPDATE \(tables.docs) SET rev = ?, seq = ?, deleted = ?, body = ?, tree = ? WHERE key = ?")
+                .execute(arguments: [winnerRev, sequence, tree.nodes[winner].deleted, winnerBody, tree.serialized, key])
+        } else {
+            try db.cachedStatement(sql: "INSERT INTO \(tables.docs)(id, rev, seq, deleted, body, tree) VALUES(?, ?, ?, ?, ?, ?)")
+                .execute(arguments: [id, winnerRev, sequence, tree.nodes[winner].deleted, winnerBody, tree.serialized])
+            key = db.lastInsertedRowID
+        }
+        for (rev, body) in spare where tree.index(of: rev) != nil {
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO \(tables.revs)(doc_key, rev, body) VALUES(?, ?, ?)")
+                .execute(arguments: [key, rev, body])
+        }
+        for rev in removed {
+            try db.cachedStatement(sql: "DELETE FROM \(tables.revs) WHERE doc_key = ? AND rev = ?").execute(arguments: [key, rev])
+        }
+        database.notifier.record(db, collectionID: tableID, documentID: id)
+    }
+
+    func revisionBody(_ db: GRDB.Database, key: Int64, rev: String) throws -> String? {
+        try String.fetchOne(
+            db.cachedStatement(sql: "SELECT body FROM \(tables.revs) WHERE doc_key = ? AND rev = ?"),
+            arguments: [key, rev])
+    }
+
+    private func takeRevisionBody(_ db: GRDB.Database, key: Int64, rev: String) throws -> String? {
+        let body = try revisionBody(db, key: key, rev: rev)
+        try db.cachedStatement(sql: "DELETE FROM \(tables.revs) WHERE doc_key = ? AND rev = ?").execute(arguments: [key, rev])
+        return body
+    }
+
+    /// Deletes a document's row and bodies; false when there was none.
+    func purgeRow(_ db: GRDB.Database, id: String) throws -> Bool {
+        guard let key = try Int64.fetchOne(db.cachedStatement(sql: "SELECT key FROM \(tables.docs) WHERE id = ?"), arguments: [id]) else {
+            return false
+        }
+        try db.cachedStatement(sql: "DELETE FROM \(tables.revs) WHERE doc_key = ?").execute(arguments: [key])
+        try db.cachedStatement(sql: "DELETE FROM \(tables.docs) WHERE key = ?").execute(arguments: [key])
+        database.notifier.record(db, collectionID: tableID, documentID: id)
+        return true
+    }
+}

@@ -1,0 +1,198 @@
+import Dispatch
+import Foundation
+import GRDB
+import Synchronization
+
+/// A set of documents with unique IDs and its own change sequence, inside a
+/// scope of a database. Get one from ``Database/defaultCollection()``,
+/// ``Database/createCollection(name:scope:)`` or ``Database/collection(name:scope:)``.
+///
+/// (Named `DocumentCollection` so that it never shadows Swift's `Collection`.)
+public final class DocumentCollection: Sendable, Hashable, CustomStringConvertible {
+    /// The collection's name.
+    public let name: String
+    /// The name of its scope.
+    public let scopeName: String
+    /// The database it belongs to.
+    public let database: Database
+    let tables: CollectionTables
+    var tableID: Int64 { tables.id }
+    private let isDeleted = Mutex(false)
+
+    init(database: Database, scope: String, name: String, tableID: Int64) {
+        self.database = database
+        self.scopeName = scope
+        self.name = name
+        self.tables = CollectionTables(id: tableID)
+    }
+
+    /// Its scope.
+    public var scope: Scope { Scope(name: scopeName, database: database) }
+
+    /// `scope.collection`.
+    public var fullName: String { "\(scopeName).\(name)" }
+    public var description: String { fullName }
+
+    public static func == (a: DocumentCollection, b: DocumentCollection) -> Bool { a === b }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    func markDeleted() { isDeleted.withLock { $0 = true } }
+
+    func checkLive() throws {
+        if isDeleted.withLock({ $0 }) { throw StoreError.collectionDeleted(fullName) }
+    }
+
+    // MARK: - Reading
+
+    /// The number of documents, deleted ones not counted.
+    public var count: Int {
+        get throws {
+            try checkLive()
+            return try database.readStatement { db in
+                try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM \(tables.docs) WHERE deleted = 0")) ?? 0
+            }
+        }
+    }
+
+    /// The document's current revision, or nil when it does not exist or was deleted.
+    public func document(id: String) throws -> Document? {
+        try checkLive()
+        return try database.readStatement { db in
+            let statement = try db.cachedStatement(sql: "SELECT rev, seq, deleted, body FROM \(tables.docs) WHERE id = ?")
+            guard let row = try Row.fetchOne(statement, arguments: [id]), !(row[2] as Bool) else { return nil }
+            return Document(id: id, revisionID: row[0], sequence: row[1], isDeleted: false, json: row[3], blobStore: database.blobStore)
+        }
+    }
+
+    // MARK: - Saving
+
+    /// Saves the document; if it changed since it was read, this save wins
+    /// (last write wins).
+    public func save(_ document: MutableDocument) throws {
+        try save(document, concurrencyControl: .lastWriteWins)
+    }
+
+    /// Saves the document with the given conflict policy.
+    /// - throws: ``StoreError/conflict(documentID:)`` with `.failOnConflict`
+    ///   when the document changed since `document` was read.
+    public func save(_ document: MutableDocument, concurrencyControl: ConcurrencyControl) throws {
+        _ = try commitEdit(document, deleting: false) { _ in
+            guard concurrencyControl == .lastWriteWins else { throw StoreError.conflict(documentID: document.id) }
+            return true
+        }
+    }
+
+    /// Saves the document; on conflict, calls `conflictHandler` with the
+    /// document being saved (which it may edit) and the stored one (nil if it
+    /// was purged). Returns false, saving nothing, when the handler returns false.
+    @discardableResult
+    public func save(_ document: MutableDocument, conflictHandler: (MutableDocument, Document?) throws -> Bool) throws -> Bool {
+        try commitEdit(document, deleting: false) { current in try conflictHandler(document, current) }
+    }
+
+    /// Deletes the document, leaving a tombstone that replicates the deletion.
+    public func delete(_ document: Document) throws {
+        try delete(document, concurrencyControl: .lastWriteWins)
+    }
+
+    /// Deletes the document with the given conflict policy.
+    public func delete(_ document: Document, concurrencyControl: ConcurrencyControl) throws {
+        let edit = document.toMutable()
+        _ = try commitEdit(edit, deleting: true) { _ in
+            guard concurrencyControl == .lastWriteWins else { throw StoreError.conflict(documentID: document.id) }
+            return true
+        }
+    }
+
+    /// Deletes the document with this ID (last write wins).
+    public func delete(id: String) throws {
+        guard let document = try document(id: id) else { throw StoreError.notFound("document '\(id)' in \(fullName)") }
+        try delete(document)
+    }
+
+    /// Removes every trace of the document: no tombstone, nothing replicates.
+    public func purge(id: String) throws {
+        try checkLive()
+        try database.write { db in
+            guard try purgeRow(db, id: id) else { throw StoreError.notFound("document '\(id)' in \(fullName)") }
+        }
+    }
+
+    /// Removes every trace of the document.
+    public func purge(_ document: Document) throws { try purge(id: document.id) }
+
+    // MARK: - Expiration
+
+    /// Sets when the document is purged automatically; nil clears it.
+    public func setDocumentExpiration(id: String, expiration: Date?) throws {
+        try checkLive()
+        try database.write { db in
+            try db.execute(
+                sql: "UPDATE \(tables.docs) SET expiration = ? WHERE id = ?",
+                arguments: [expiration?.timeIntervalSince1970, id])
+            guard db.changesCount > 0 else { throw StoreError.notFound("document '\(id)' in \(fullName)") }
+        }
+        database.expiry.reschedule()
+    }
+
+    /// When the document expires, or nil.
+    public func getDocumentExpiration(id: String) throws -> Date? {
+        try checkLive()
+        let seconds = try database.readStatement { db in
+            try Double.fetchOne(db, sql: "SELECT expiration FROM \(tables.docs) WHERE id = ?", arguments: [id])
+        }
+        return seconds.map(Date.init(timeIntervalSince1970:))
+    }
+
+    // MARK: - Change listeners
+
+    /// Calls `listener` after each commit that changed documents of this
+    /// collection, in commit order, on `queue` (default: a serial queue of its own).
+    public func addChangeListener(
+        queue: DispatchQueue? = nil,
+        listener: @escaping @Sendable (CollectionChange) -> Void
+    ) -> ListenerToken {
+        addListener(documentID: nil, queue: queue) { [self] ids in
+            listener(CollectionChange(collection: self, documentIDs: ids))
+        }
+    }
+
+    /// Calls `listener` after each commit that changed the document `id`.
+    public func addDocumentChangeListener(
+        id: String,
+        queue: DispatchQueue? = nil,
+        listener: @escaping @Sendable (DocumentChange) -> Void
+    ) -> ListenerToken {
+        addListener(documentID: id, queue: queue) { [self] _ in
+            listener(DocumentChange(collection: self, documentID: id))
+        }
+    }
+
+    /// The collection's changes as an async sequence; it ends when the
+    /// consuming task is cancelled.
+    public func changes() -> AsyncStream<CollectionChange> {
+        let (stream, continuation) = AsyncStream<CollectionChange>.makeStream()
+        let token = addChangeListener { continuation.yield($0) }
+        continuation.onTermination = { _ in token.remove() }
+        return stream
+    }
+
+    /// The changes of one document as an async sequence.
+    public func documentChanges(for id: String) -> AsyncStream<DocumentChange> {
+        let (stream, continuation) = AsyncStream<DocumentChange>.makeStream()
+        let token = addDocumentChangeListener(id: id) { continuation.yield($0) }
+        continuation.onTermination = { _ in token.remove() }
+        return stream
+    }
+
+    private func addListener(
+        documentID: String?,
+        queue: DispatchQueue?,
+        deliver: @escaping @Sendable ([String]) -> Void
+    ) -> ListenerToken {
+        let queue = queue ?? DispatchQueue(label: "syncnode.listener.\(fullName)")
+        let notifier = database.notifier
+        let token = notifier.add(.init(collectionID: tableID, documentID: documentID, queue: queue, deliver: deliver))
+        return ListenerToken { notifier.remove(token) }
+    }
+}

@@ -1,0 +1,85 @@
+import Dispatch
+import Foundation
+import GRDB
+import Synchronization
+
+/// Purges expired documents: once when the database opens (catching up on
+/// the time it was closed), then with a timer set for the next expiration.
+final class ExpiryScheduler: Sendable {
+    private struct State {
+        weak var database: Database?
+        var timer: DispatchSourceTimer?
+    }
+
+    private let queue = DispatchQueue(label: "syncnode.expiry")
+    private let state = Mutex(State())
+
+    func start(database: Database) {
+        state.withLock { $0.database = database }
+        reschedule()
+    }
+
+    /// Purges what is due and sets the timer for the next expiration.
+    func reschedule() {
+        queue.async { [self] in run() }
+    }
+
+    func stop() {
+        state.withLock { s in
+            s.timer?.cancel()
+            s.timer = nil
+            s.database = nil
+        }
+    }
+
+    private func run() {
+        guard let database = state.withLock({ $0.database }) else { return }
+        let next: Date?
+        do {
+            next = try database.purgeExpired(now: Date())
+        } catch StoreError.databaseClosed {
+            return
+        } catch {
+            database.logger.error("purging expired documents failed: \(error)")
+            return
+        }
+        state.withLock { s in
+            s.timer?.cancel()
+            s.timer = nil
+            guard let next, s.database != nil else { return }
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            let delay = max(0, next.timeIntervalSinceNow)
+            timer.schedule(deadline: .now() + delay, leeway: .milliseconds(5))
+            timer.setEventHandler { [self] in run() }
+            timer.resume()
+            s.timer = timer
+        }
+    }
+}
+
+extension Database {
+    /// Purges every document whose expiration has passed and returns the next expiration.
+    func purgeExpired(now: Date) throws -> Date? {
+        let collections = try read { db in try Schema.allCollectionIDs(db) }.map(CollectionTables.init(id:))
+        var next: Double?
+        try write { db in
+            for tables in collections {
+                let ids = try String.fetchAll(
+                    db, sql: "SELECT id FROM \(tables.docs) WHERE expiration IS NOT NULL AND expiration <= ?",
+                    arguments: [now.timeIntervalSince1970])
+                for id in ids {
+                    try db.execute(sql: "DELETE FROM \(tables.revs) WHERE doc_key = (SELECT key FROM \(tables.docs) WHERE id = ?)", arguments: [id])
+                    try db.execute(sql: "DELETE FROM \(tables.docs) WHERE id = ?", arguments: [id])
+                    notifier.record(db, collectionID: tables.id, documentID: id)
+                }
+                if !ids.isEmpty {
+                    logger.debug("purged expired documents", metadata: ["count": "\(ids.count)"])
+                }
+                if let soonest = try Double.fetchOne(db, sql: "SELECT min(expiration) FROM \(tables.docs) WHERE expiration IS NOT NULL") {
+                    next = min(next ?? soonest, soonest)
+                }
+            }
+        }
+        return next.map(Date.init(timeIntervalSince1970:))
+    }
+}

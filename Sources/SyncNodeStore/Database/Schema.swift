@@ -1,0 +1,102 @@
+import Foundation
+import GRDB
+
+/// The SQLite schema.
+///
+/// - `meta(key, value)`: the database UUID.
+/// - `collections(id, scope, name, last_seq)`: one row per collection; its
+///   sequence counter lives here so it survives purges and is shared by every
+///   connection and process.
+/// - per collection `c<id>_docs`: one row per document (winner revision's body,
+///   revision tree, latest sequence, expiration); `c<id>_revs`: bodies of the
+///   other revisions (conflicting leaves, and ancestors until compaction);
+///   `c<id>_local`: `_local` documents (checkpoints), never replicated.
+enum Schema {
+    static func migrate(_ pool: DatabasePool) throws -> String {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
+                CREATE TABLE collections(
+                    id INTEGER PRIMARY KEY,
+                    scope TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    last_seq INTEGER NOT NULL DEFAULT 0,
+                    UNIQUE(scope, name));
+                """)
+            try db.execute(sql: "INSERT INTO meta(key, value) VALUES('uuid', ?)", arguments: [newUUID()])
+            try createCollection(db, scope: Names.defaultScope, name: Names.defaultCollection)
+        }
+        try migrator.migrate(pool)
+        return try pool.read { db in
+            guard let uuid = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'uuid'") else {
+                throw StoreError.storage("database has no UUID")
+            }
+            return uuid
+        }
+    }
+
+    static func newUUID() -> String { UUID().uuidString.lowercased() }
+
+    static func assignNewUUID(_ db: GRDB.Database) throws {
+        try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'uuid'", arguments: [newUUID()])
+    }
+
+    static func createCollection(_ db: GRDB.Database, scope: String, name: String) throws {
+        try db.execute(sql: "INSERT INTO collections(scope, name) VALUES(?, ?)", arguments: [scope, name])
+        let t = CollectionTables(id: db.lastInsertedRowID)
+        try db.execute(sql: """
+            CREATE TABLE \(t.docs)(
+                key INTEGER PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
+                rev TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                deleted INTEGER NOT NULL,
+                body TEXT NOT NULL,
+                tree TEXT NOT NULL,
+                expiration REAL);
+            CREATE UNIQUE INDEX \(t.docs)_seq ON \(t.docs)(seq);
+            CREATE INDEX \(t.docs)_expiration ON \(t.docs)(expiration) WHERE expiration IS NOT NULL;
+            CREATE TABLE \(t.revs)(
+                doc_key INTEGER NOT NULL,
+                rev TEXT NOT NULL,
+                body TEXT NOT NULL,
+                PRIMARY KEY(doc_key, rev));
+            CREATE TABLE \(t.local)(
+                id TEXT PRIMARY KEY NOT NULL,
+                generation INTEGER NOT NULL,
+                body TEXT NOT NULL);
+            """)
+    }
+
+    static func dropCollection(_ db: GRDB.Database, id: Int64) throws {
+        let t = CollectionTables(id: id)
+        try db.execute(sql: "DROP TABLE \(t.docs); DROP TABLE \(t.revs); DROP TABLE \(t.local);")
+        try db.execute(sql: "DELETE FROM collections WHERE id = ?", arguments: [id])
+    }
+
+    static func collectionID(_ db: GRDB.Database, scope: String, name: String) throws -> Int64? {
+        try Int64.fetchOne(db, sql: "SELECT id FROM collections WHERE scope = ? AND name = ?", arguments: [scope, name])
+    }
+
+    static func collectionNames(_ db: GRDB.Database, scope: String) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT name FROM collections WHERE scope = ? ORDER BY name", arguments: [scope])
+    }
+
+    static func scopeNames(_ db: GRDB.Database) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT DISTINCT scope FROM collections ORDER BY scope")
+    }
+
+    static func allCollectionIDs(_ db: GRDB.Database) throws -> [Int64] {
+        try Int64.fetchAll(db, sql: "SELECT id FROM collections")
+    }
+}
+
+/// The table names of one collection. Names come from the integer row ID,
+/// never from user input, so they are safe to interpolate into SQL.
+struct CollectionTables: Sendable {
+    let id: Int64
+    var docs: String { "c\(id)_docs" }
+    var revs: String { "c\(id)_revs" }
+    var local: String { "c\(id)_local" }
+}

@@ -1,0 +1,55 @@
+import Foundation
+
+/// The errors the store throws. Each says what went wrong and, where there is
+/// one, what to do about it.
+public enum StoreError: Error, Sendable, Equatable {
+    /// The text is not valid JSON (or not a JSON object where one is needed).
+    case invalidJSON(String)
+    /// A value has no JSON form (a custom type, NaN, an out-of-range integer).
+    case invalidValue(String)
+    /// A top-level property name starts with `_`, which is reserved (`_id`, `_rev`, ...).
+    case reservedProperty(String)
+    /// A database, scope or collection name breaks the naming rules.
+    case invalidName(String, reason: String)
+    /// A document ID is empty, too long, or reserved.
+    case invalidDocumentID(String, reason: String)
+    /// The document changed since it was read and the save asked to fail on conflict.
+    case conflict(documentID: String)
+    /// No such document, revision, database or collection.
+    case notFound(String)
+    /// The thing exists already.
+    case alreadyExists(String)
+    /// The database was closed; open it again to use it.
+    case databaseClosed(String)
+    /// The collection was deleted; get or create it again.
+    case collectionDeleted(String)
+    /// A revision ID is not of the form `<generation>-<suffix>`, or a history is inconsistent.
+    case invalidRevision(String)
+    /// A file-system operation failed (blobs, database directories).
+    case io(String)
+    /// SQLite reported an error.
+    case storage(String)
+}
+
+extension StoreError: CustomStringConvertible, LocalizedError {
+    public var description: String {
+        switch self {
+        case .invalidJSON(let r): return "invalid JSON: \(r)"
+        case .invalidValue(let r): return "invalid value: \(r)"
+        case .reservedProperty(let k):
+            return "property name '\(k)' is reserved: top-level names starting with '_' belong to the store (_id, _rev, _deleted, _attachments, _revisions)"
+        case .invalidName(let n, let r): return "invalid name '\(n)': \(r)"
+        case .invalidDocumentID(let id, let r): return "invalid document ID '\(id)': \(r)"
+        case .conflict(let id): return "conflict: document '\(id)' changed since it was read; read it again and reapply the change, or save with .lastWriteWins"
+        case .notFound(let what): return "not found: \(what)"
+        case .alreadyExists(let what): return "already exists: \(what)"
+        case .databaseClosed(let name): return "database '\(name)' is closed; open it again"
+        case .collectionDeleted(let name): return "collection '\(name)' was deleted; create it again"
+        case .invalidRevision(let r): return "invalid revision: \(r)"
+        case .io(let r): return "I/O error: \(r)"
+        case .storage(let r): return "storage error: \(r)"
+        }
+    }
+
+    public var errorDescription: String? { description }
+}

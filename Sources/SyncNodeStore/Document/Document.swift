@@ -1,0 +1,64 @@
+import Foundation
+import Synchronization
+
+/// An immutable snapshot of a document as it was read from a collection.
+///
+/// The body is parsed on first access, so fetching a document to look at its
+/// ID or revision costs no JSON parsing. Call ``toMutable()`` to edit it.
+public struct Document: DictionaryProtocol, Sendable {
+    /// The document's ID, unique in its collection.
+    public let id: String
+    /// The current revision ID (`<generation>-<digest>`).
+    public let revisionID: String?
+    /// The collection sequence of the current revision.
+    public let sequence: Int64
+    /// True for a tombstone (a deleted document's last revision).
+    public let isDeleted: Bool
+    let body: LazyBody
+
+    init(id: String, revisionID: String?, sequence: Int64, isDeleted: Bool, json: String, blobStore: BlobStore?) {
+        self.id = id
+        self.revisionID = revisionID
+        self.sequence = sequence
+        self.isDeleted = isDeleted
+        self.body = LazyBody(json: json, blobStore: blobStore)
+    }
+
+    /// The generation of the current revision (its number before the dash).
+    public var generation: Int { revisionID.flatMap { RevisionID.generation(of: $0) } ?? 0 }
+
+    public var count: Int { body.values.count }
+    public var keys: [String] { body.values.keys.sorted(by: JSONWriter.utf8Order) }
+    public func documentValue(forKey key: String) -> DocumentValue? { body.values[key] }
+
+    /// The body as stored: canonical JSON.
+    public func toJSON() -> String { body.json }
+
+    /// A mutable copy that remembers this revision, so a save with
+    /// ``ConcurrencyControl/failOnConflict`` fails if the document changed since.
+    public func toMutable() -> MutableDocument {
+        MutableDocument(id: id, revisionID: revisionID, sequence: sequence, values: body.values)
+    }
+}
+
+/// A document body parsed once, on first use, by whichever task gets there first.
+final class LazyBody: Sendable {
+    let json: String
+    private let blobStore: BlobStore?
+    private let parsed = Mutex<[String: DocumentValue]?>(nil)
+
+    init(json: String, blobStore: BlobStore?) {
+        self.json = json
+        self.blobStore = blobStore
+    }
+
+    var values: [String: DocumentValue] {
+        parsed.withLock { cached in
+            if let cached { return cached }
+            // Bodies are validated when written; an unreadable one reads as empty.
+            let values = (try? JSONParser.parseObject(json, blobStore: blobStore)) ?? [:]
+            cached = values
+            return values
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+
+/// A value stored in a document: the JSON data model plus blobs.
+///
+/// Every property of a ``Document`` is one of these. The typed accessors
+/// (`string(forKey:)`, `int(forKey:)`, ...) convert from it, so most code never
+/// touches this enum directly; it is public for code that wants to switch
+/// over the exact stored shape (the sync layer, generic tools).
+public enum DocumentValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case array([DocumentValue])
+    case dictionary([String: DocumentValue])
+    /// A blob. In the stored body it is the metadata dictionary of DESIGN.md §3.
+    case blob(Blob)
+}
+
+extension DocumentValue {
+    /// Converts a Foundation-typed value (as `JSONSerialization` produces, or
+    /// as an app writes literals) into a document value.
+    ///
+    /// - throws: ``StoreError/invalidValue(_:)`` for a type that has no JSON
+    ///   form (a custom class, `Double.nan`, ...).
+    public init(any value: Any?) throws {
+        guard let value else { self = .null; return }
+        switch value {
+        case let v as DocumentValue: self = v
+        case is NSNull: self = .null
+        case let v as String: self = .string(v)
+        case let v as Substring: self = .string(String(v))
+        case let v as Bool: self = .bool(v)
+        case let v as Int: self = .int(Int64(v))
+        case let v as Int64: self = .int(v)
+        case let v as Int32: self = .int(Int64(v))
+        case let v as Int16: self = .int(Int64(v))
+        case let v as Int8: self = .int(Int64(v))
+        case let v as UInt8: self = .int(Int64(v))
+        case let v as UInt16: self = .int(Int64(v))
+        case let v as UInt32: self = .int(Int64(v))
+        case let v as UInt:
+            guard let i = Int64(exactly: v) else { throw StoreError.invalidValue("integer \(v) does not fit in 64 signed bits") }
+            self = .int(i)
+        case let v as UInt64:
+            guard let i = Int64(exactly: v) else { throw StoreError.invalidValue("integer \(v) does not fit in 64 signed bits") }
+            self = .int(i)
+        case let v as Double: self = try .number(v)
+        case let v as Float: self = try .number(Double(v))
+        case let v as Decimal: self = try .number(NSDecimalNumber(decimal: v).doubleValue)
+        case let v as Date: self = .string(ISODate.string(from: v))
+        case let v as Blob: self = .blob(v)
+        case let v as Data: self = .blob(Blob(contentType: "application/octet-stream", data: v))
+        case let v as DictionaryObject: self = .dictionary(v.storage)
+        case let v as ArrayObject: self = .array(v.storage)
+        case let v as MutableDictionary: self = .dictionary(v.snapshot())
+        case let v as MutableArray: self = .array(v.snapshot())
+        case let v as [String: Any]: self = .dictionary(try v.mapValues { try DocumentValue(any: $0) })
+        case let v as [Any]: self = .array(try v.map { try DocumentValue(any: $0) })
+        case let v as NSNumber: self = try .number(v.doubleValue)
+        default:
+            throw StoreError.invalidValue("values of type \(type(of: value)) cannot be stored in a document")
+        }
+    }
+
+    /// A number, stored as an integer when it is integral and fits (JSON does not tell them apart).
+    static func number(_ d: Double) throws -> DocumentValue {
+        guard d.isFinite else { throw StoreError.invalidValue("\(d) is not a JSON number") }
+        if d == d.rounded(.towardZero), abs(d) < 9.0e15 { return .int(Int64(d)) }
+        return .double(d)
+    }
+
+    /// The Foundation form: `String`, `Int`, `Double`, `Bool`, `NSNull`,
+    /// `[Any]`, `[String: Any]`, or ``Blob``.
+    public var anyValue: Any {
+        switch self {
+        case .null: return NSNull()
+        case .bool(let b): return b
+        case .int(let i): return Int(i)
+        case .double(let d): return d
+        case .string(let s): return s
+        case .array(let a): return a.map(\.anyValue)
+        case .dictionary(let d): return d.mapValues(\.anyValue)
+        case .blob(let b): return b
+        }
+    }
+
+    var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+
+    var int64Value: Int64 {
+        switch self {
+        case .int(let i): return i
+        case .double(let d): return d.isFinite && abs(d) < 9.2e18 ? Int64(d) : 0
+        case .bool(let b): return b ? 1 : 0
+        default: return 0
+        }
+    }
+
+    var doubleValue: Double {
+        switch self {
+        case .int(let i): return Double(i)
+        case .double(let d): return d
+        case .bool(let b): return b ? 1 : 0
+        default: return 0
+        }
+    }
+
+    /// CBL's truthiness: false for null, false, 0; true for anything else.
+    var booleanValue: Bool {
+        switch self {
+        case .null: return false
+        case .bool(let b): return b
+        case .int(let i): return i != 0
+        case .double(let d): return d != 0
+        default: return true
+        }
+    }
+
+    var blobValue: Blob? {
+        switch self {
+        case .blob(let b): return b
+        default: return nil
+        }
+    }
+}

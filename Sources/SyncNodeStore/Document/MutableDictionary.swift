@@ -1,0 +1,198 @@
+import Foundation
+
+/// A value slot in a mutable container: nested containers stay live objects
+/// once handed out, so `doc.dictionary(forKey: "address")?.setString(...)`
+/// edits the document, as in Couchbase Lite.
+enum MutableSlot {
+    case value(DocumentValue)
+    case dictionary(MutableDictionary)
+    case array(MutableArray)
+
+    var snapshot: DocumentValue {
+        switch self {
+        case .value(let v): return v
+        case .dictionary(let d): return .dictionary(d.snapshot())
+        case .array(let a): return .array(a.snapshot())
+        }
+    }
+}
+
+/// A JSON object that can be edited. ``MutableDocument`` is one too.
+///
+/// Not `Sendable`: edit it on one task, then save it.
+public class MutableDictionary: DictionaryProtocol {
+    var storage: [String: MutableSlot]
+
+    /// An empty dictionary.
+    public init() { storage = [:] }
+
+    init(_ values: [String: DocumentValue]) {
+        storage = values.mapValues { .value($0) }
+    }
+
+    /// A dictionary holding `data` (Foundation values: see ``DocumentValue/init(any:)``).
+    public convenience init(data: [String: Any]) throws {
+        self.init(try data.mapValues { try DocumentValue(any: $0) })
+    }
+
+    public var count: Int { storage.count }
+    public var keys: [String] { storage.keys.sorted(by: JSONWriter.utf8Order) }
+    public func documentValue(forKey key: String) -> DocumentValue? { storage[key]?.snapshot }
+
+    /// The nested dictionary, live: edits to it change this dictionary.
+    public func dictionary(forKey key: String) -> MutableDictionary? {
+        switch storage[key] {
+        case .dictionary(let d)?: return d
+        case .value(.dictionary(let values))?:
+            let d = MutableDictionary(values)
+            storage[key] = .dictionary(d)
+            return d
+        default: return nil
+        }
+    }
+
+    /// The nested array, live: edits to it change this dictionary.
+    public func array(forKey key: String) -> MutableArray? {
+        switch storage[key] {
+        case .array(let a)?: return a
+        case .value(.array(let values))?:
+            let a = MutableArray(values)
+            storage[key] = .array(a)
+            return a
+        default: return nil
+        }
+    }
+
+    /// Sets a value; `nil` removes the key (use `.null` to store JSON null).
+    public func setDocumentValue(_ value: DocumentValue?, forKey key: String) {
+        storage[key] = value.map { .value($0) }
+    }
+
+    /// Sets a Foundation value (see ``DocumentValue/init(any:)``); nil removes the key.
+    public func setValue(_ value: Any?, forKey key: String) throws {
+        switch value {
+        case nil: storage[key] = nil
+        case let d as MutableDictionary: storage[key] = .dictionary(d)
+        case let a as MutableArray: storage[key] = .array(a)
+        case let v?: storage[key] = .value(try DocumentValue(any: v))
+        }
+    }
+
+    public func setString(_ value: String?, forKey key: String) { setDocumentValue(value.map { .string($0) }, forKey: key) }
+    public func setInt(_ value: Int, forKey key: String) { setDocumentValue(.int(Int64(value)), forKey: key) }
+    public func setInt64(_ value: Int64, forKey key: String) { setDocumentValue(.int(value), forKey: key) }
+    /// Stores a double; a NaN or infinite value (which JSON cannot hold) stores null.
+    public func setDouble(_ value: Double, forKey key: String) {
+        setDocumentValue((try? DocumentValue.number(value)) ?? .null, forKey: key)
+    }
+    public func setFloat(_ value: Float, forKey key: String) { setDouble(Double(value), forKey: key) }
+    public func setBoolean(_ value: Bool, forKey key: String) { setDocumentValue(.bool(value), forKey: key) }
+    /// Stores the date as an ISO-8601 string.
+    public func setDate(_ value: Date?, forKey key: String) { setString(value.map(ISODate.string(from:)), forKey: key) }
+    public func setBlob(_ value: Blob?, forKey key: String) { setDocumentValue(value.map { .blob($0) }, forKey: key) }
+    public func setArray(_ value: MutableArray?, forKey key: String) { storage[key] = value.map { .array($0) } }
+    public func setArray(_ value: ArrayObject?, forKey key: String) { setDocumentValue(value.map { .array($0.storage) }, forKey: key) }
+    public func setDictionary(_ value: MutableDictionary?, forKey key: String) { storage[key] = value.map { .dictionary($0) } }
+    public func setDictionary(_ value: DictionaryObject?, forKey key: String) { setDocumentValue(value.map { .dictionary($0.storage) }, forKey: key) }
+
+    public func removeValue(forKey key: String) { storage[key] = nil }
+
+    /// Replaces all properties with `data`.
+    public func setData(_ data: [String: Any]) throws {
+        storage = try data.mapValues { .value(try DocumentValue(any: $0)) }
+    }
+
+    /// Replaces all properties with the JSON object in `json`.
+    public func setJSON(_ json: String) throws {
+        storage = try JSONParser.parseObject(json).mapValues { .value($0) }
+    }
+
+    /// The current content as immutable values.
+    public func snapshot() -> [String: DocumentValue] { storage.mapValues(\.snapshot) }
+}
+
+/// A JSON array that can be edited. Not `Sendable`.
+public final class MutableArray: ArrayProtocol {
+    var storage: [MutableSlot]
+
+    public init() { storage = [] }
+
+    init(_ values: [DocumentValue]) { storage = values.map { .value($0) } }
+
+    /// An array holding `data` (Foundation values: see ``DocumentValue/init(any:)``).
+    public convenience init(data: [Any]) throws {
+        self.init(try data.map { try DocumentValue(any: $0) })
+    }
+
+    public var count: Int { storage.count }
+    public func documentValue(at index: Int) -> DocumentValue? {
+        storage.indices.contains(index) ? storage[index].snapshot : nil
+    }
+
+    /// The nested dictionary at `index`, live.
+    public func dictionary(at index: Int) -> MutableDictionary? {
+        guard storage.indices.contains(index) else { return nil }
+        switch storage[index] {
+        case .dictionary(let d): return d
+        case .value(.dictionary(let values)):
+            let d = MutableDictionary(values)
+            storage[index] = .dictionary(d)
+            return d
+        default: return nil
+        }
+    }
+
+    /// The nested array at `index`, live.
+    public func array(at index: Int) -> MutableArray? {
+        guard storage.indices.contains(index) else { return nil }
+        switch storage[index] {
+        case .array(let a): return a
+        case .value(.array(let values)):
+            let a = MutableArray(values)
+            storage[index] = .array(a)
+            return a
+        default: return nil
+        }
+    }
+
+    private static func slot(_ value: Any?) throws -> MutableSlot {
+        switch value {
+        case let d as MutableDictionary: return .dictionary(d)
+        case let a as MutableArray: return .array(a)
+        default: return .value(try DocumentValue(any: value))
+        }
+    }
+
+    /// Appends a Foundation value (nil appends JSON null).
+    public func append(_ value: Any?) throws { storage.append(try Self.slot(value)) }
+    public func append(documentValue value: DocumentValue) { storage.append(.value(value)) }
+
+    /// Inserts at `index` (0...count).
+    public func insert(_ value: Any?, at index: Int) throws {
+        guard (0...storage.count).contains(index) else { throw StoreError.invalidValue("index \(index) out of range 0...\(storage.count)") }
+        storage.insert(try Self.slot(value), at: index)
+    }
+
+    /// Replaces the element at `index` (0..<count).
+    public func setValue(_ value: Any?, at index: Int) throws {
+        guard storage.indices.contains(index) else { throw StoreError.invalidValue("index \(index) out of range 0..<\(storage.count)") }
+        storage[index] = try Self.slot(value)
+    }
+
+    public func remove(at index: Int) {
+        if storage.indices.contains(index) { storage.remove(at: index) }
+    }
+
+    /// Replaces all elements with `data`.
+    public func setData(_ data: [Any]) throws { storage = try data.map { try Self.slot($0) } }
+
+    /// Replaces all elements with the JSON array in `json`.
+    public func setJSON(_ json: String) throws {
+        guard case .array(let values) = try JSONParser.parse(json) else {
+            throw StoreError.invalidJSON("expected a JSON array")
+        }
+        storage = values.map { .value($0) }
+    }
+
+    public func snapshot() -> [DocumentValue] { storage.map(\.snapshot) }
+}

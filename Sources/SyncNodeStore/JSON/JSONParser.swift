@@ -1,0 +1,253 @@
+import Foundation
+
+/// A strict RFC 8259 parser into ``DocumentValue``.
+///
+/// Hand-written rather than `JSONSerialization` because it must keep integers
+/// and doubles apart, turn blob metadata into ``Blob`` values bound to the
+/// database's blob store, bound nesting depth for hostile input, and it sits
+/// on the document read path where speed matters.
+struct JSONParser {
+    /// Deeper input is rejected rather than risking the stack.
+    static let maxDepth = 256
+
+    private let input: UnsafeBufferPointer<UInt8>
+    private var pos = 0
+    private var depth = 0
+    private let blobStore: BlobStore?
+
+    private init(input: UnsafeBufferPointer<UInt8>, blobStore: BlobStore?) {
+        self.input = input
+        self.blobStore = blobStore
+    }
+
+    /// Parses one JSON value filling the whole text.
+    static func parse(_ text: String, blobStore: BlobStore? = nil) throws(StoreError) -> DocumentValue {
+        var text = text
+        let result: Result<DocumentValue, StoreError> = text.withUTF8 { buffer in
+            var parser = JSONParser(input: buffer, blobStore: blobStore)
+            do throws(StoreError) {
+                let value = try parser.parseValue()
+                parser.skipWhitespace()
+                guard parser.pos == buffer.count else { throw parser.error("unexpected data after the JSON value") }
+                return .success(value)
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Parses a JSON object, as document bodies must be.
+    static func parseObject(_ text: String, blobStore: BlobStore? = nil) throws(StoreError) -> [String: DocumentValue] {
+        guard case .dictionary(let d) = try parse(text, blobStore: blobStore) else {
+            throw StoreError.invalidJSON("a document body must be a JSON object")
+        }
+        return d
+    }
+
+    private func error(_ what: String) -> StoreError {
+        StoreError.invalidJSON("\(what) at byte \(pos)")
+    }
+
+    private mutating func skipWhitespace() {
+        while pos < input.count {
+            switch input[pos] {
+            case 0x20, 0x0A, 0x0D, 0x09: pos += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func parseValue() throws(StoreError) -> DocumentValue {
+        skipWhitespace()
+        guard pos < input.count else { throw error("unexpected end of input") }
+        switch input[pos] {
+        case UInt8(ascii: "{"): return try parseObjectValue()
+        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
+        default: throw error("unexpected character '\(Character(Unicode.Scalar(input[pos])))'")
+        }
+    }
+
+    private mutating func expectLiteral(_ literal: StaticString) throws(StoreError) {
+        let count = literal.utf8CodeUnitCount
+        guard pos + count <= input.count else { throw error("unexpected end of input") }
+        for i in 0..<count where input[pos + i] != literal.utf8Start[i] {
+            throw error("invalid literal")
+        }
+        pos += count
+    }
+
+    private mutating func enter() throws(StoreError) {
+        depth += 1
+        if depth > Self.maxDepth { throw error("nesting deeper than \(Self.maxDepth) levels") }
+    }
+
+    private mutating func parseObjectValue() throws(StoreError) -> DocumentValue {
+        try enter()
+        pos += 1
+        var dict: [String: DocumentValue] = [:]
+        skipWhitespace()
+        if pos < input.count, input[pos] == UInt8(ascii: "}") {
+            pos += 1
+            depth -= 1
+            return .dictionary(dict)
+        }
+        while true {
+            skipWhitespace()
+            guard pos < input.count, input[pos] == UInt8(ascii: "\"") else { throw error("expected a property name") }
+            let key = try parseString()
+            skipWhitespace()
+            guard pos < input.count, input[pos] == UInt8(ascii: ":") else { throw error("expected ':'") }
+            pos += 1
+            dict[key] = try parseValue()
+            skipWhitespace()
+            guard pos < input.count else { throw error("unterminated object") }
+            if input[pos] == UInt8(ascii: ",") { pos += 1; continue }
+            if input[pos] == UInt8(ascii: "}") { pos += 1; break }
+            throw error("expected ',' or '}'")
+        }
+        depth -= 1
+        if case .string("blob")? = dict[Blob.typeKey], let blob = Blob(metadata: dict, store: blobStore) {
+            return .blob(blob)
+        }
+        return .dictionary(dict)
+    }
+
+    private mutating func parseArray() throws(StoreError) -> DocumentValue {
+        try enter()
+        pos += 1
+        var array: [DocumentValue] = []
+        skipWhitespace()
+        if pos < input.count, input[pos] == UInt8(ascii: "]") {
+            pos += 1
+            depth -= 1
+            return .array(array)
+        }
+        while true {
+            array.append(try parseValue())
+            skipWhitespace()
+            guard pos < input.count else { throw error("unterminated array") }
+            if input[pos] == UInt8(ascii: ",") { pos += 1; continue }
+            if input[pos] == UInt8(ascii: "]") { pos += 1; break }
+            throw error("expected ',' or ']'")
+        }
+        depth -= 1
+        return .array(array)
+    }
+
+    private mutating func parseString() throws(StoreError) -> String {
+        pos += 1  // opening quote
+        let start = pos
+        // Fast path: no escapes.
+        while pos < input.count {
+            let c = input[pos]
+            if c == UInt8(ascii: "\"") {
+                let s = String(decoding: UnsafeBufferPointer(rebasing: input[start..<pos]), as: UTF8.self)
+                pos += 1
+                return s
+            }
+            if c == UInt8(ascii: "\\") { break }
+            if c < 0x20 { throw error("control character in string") }
+            pos += 1
+        }
+        var bytes = Array(input[start..<pos])
+        while pos < input.count {
+            let c = input[pos]
+            switch c {
+            case UInt8(ascii: "\""):
+                pos += 1
+                return String(decoding: bytes, as: UTF8.self)
+            case UInt8(ascii: "\\"):
+                pos += 1
+                guard pos < input.count else { throw error("unterminated string") }
+                let e = input[pos]
+                pos += 1
+                switch e {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): bytes.append(e)
+                case UInt8(ascii: "n"): bytes.append(0x0A)
+                case UInt8(ascii: "r"): bytes.append(0x0D)
+                case UInt8(ascii: "t"): bytes.append(0x09)
+                case UInt8(ascii: "b"): bytes.append(0x08)
+                case UInt8(ascii: "f"): bytes.append(0x0C)
+                case UInt8(ascii: "u"):
+                    var scalar = try parseHex4()
+                    if (0xD800...0xDBFF).contains(scalar) {
+                        guard pos + 1 < input.count, input[pos] == UInt8(ascii: "\\"), input[pos + 1] == UInt8(ascii: "u") else {
+                            throw error("unpaired surrogate")
+                        }
+                        pos += 2
+                        let low = try parseHex4()
+                        guard (0xDC00...0xDFFF).contains(low) else { throw error("unpaired surrogate") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00...0xDFFF).contains(scalar) {
+                        throw error("unpaired surrogate")
+                    }
+                    guard let u = Unicode.Scalar(scalar) else { throw error("invalid \\u escape") }
+                    bytes.append(contentsOf: Array(String(Character(u)).utf8))
+                default: throw error("invalid escape")
+                }
+            default:
+                if c < 0x20 { throw error("control character in string") }
+                bytes.append(c)
+                pos += 1
+            }
+        }
+        throw error("unterminated string")
+    }
+
+    private mutating func parseHex4() throws(StoreError) -> UInt32 {
+        guard pos + 4 <= input.count else { throw error("truncated \\u escape") }
+        var v: UInt32 = 0
+        for _ in 0..<4 {
+            let c = input[pos]
+            let d: UInt32
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): d = UInt32(c - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): d = UInt32(c - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): d = UInt32(c - UInt8(ascii: "A") + 10)
+            default: throw error("invalid \\u escape")
+            }
+            v = v << 4 | d
+            pos += 1
+        }
+        return v
+    }
+
+    private mutating func parseNumber() throws(StoreError) -> DocumentValue {
+        let start = pos
+        var isInteger = true
+        if input[pos] == UInt8(ascii: "-") { pos += 1 }
+        guard pos < input.count, isDigit(input[pos]) else { throw error("invalid number") }
+        if input[pos] == UInt8(ascii: "0") {
+            pos += 1
+        } else {
+            while pos < input.count, isDigit(input[pos]) { pos += 1 }
+        }
+        if pos < input.count, input[pos] == UInt8(ascii: ".") {
+            isInteger = false
+            pos += 1
+            guard pos < input.count, isDigit(input[pos]) else { throw error("invalid number") }
+            while pos < input.count, isDigit(input[pos]) { pos += 1 }
+        }
+        if pos < input.count, input[pos] == UInt8(ascii: "e") || input[pos] == UInt8(ascii: "E") {
+            isInteger = false
+            pos += 1
+            if pos < input.count, input[pos] == UInt8(ascii: "+") || input[pos] == UInt8(ascii: "-") { pos += 1 }
+            guard pos < input.count, isDigit(input[pos]) else { throw error("invalid number") }
+            while pos < input.count, isDigit(input[pos]) { pos += 1 }
+        }
+        let text = String(decoding: UnsafeBufferPointer(rebasing: input[start..<pos]), as: UTF8.self)
+        if isInteger, let i = Int64(text) { return .int(i) }
+        guard let d = Double(text), d.isFinite else { throw error("number out of range") }
+        return (try? DocumentValue.number(d)) ?? .double(d)
+    }
+
+    private func isDigit(_ c: UInt8) -> Bool {
+        c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")
+    }
+}

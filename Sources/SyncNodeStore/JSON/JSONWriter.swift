@@ -1,0 +1,103 @@
+/// Writes document values as canonical JSON: object keys sorted by their
+/// UTF-8 bytes, no insignificant whitespace, integers without a fraction and
+/// other numbers in their shortest round-trip form.
+///
+/// Canonical output is what makes revision IDs deterministic: the same body
+/// written on two nodes gives the same bytes and so the same digest.
+struct JSONWriter {
+    private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int = 1024) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    static func string(_ value: DocumentValue) -> String {
+        var w = JSONWriter()
+        w.write(value)
+        return w.text
+    }
+
+    static func string(object: [String: DocumentValue]) -> String {
+        var w = JSONWriter()
+        w.writeObject(object)
+        return w.text
+    }
+
+    var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    mutating func write(_ value: DocumentValue) {
+        switch value {
+        case .null: append("null")
+        case .bool(let b): append(b ? "true" : "false")
+        case .int(let i): append(String(i))
+        case .double(let d): writeDouble(d)
+        case .string(let s): writeString(s)
+        case .array(let a):
+            bytes.append(UInt8(ascii: "["))
+            for (i, v) in a.enumerated() {
+                if i > 0 { bytes.append(UInt8(ascii: ",")) }
+                write(v)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .dictionary(let d): writeObject(d)
+        case .blob(let b): writeObject(b.metadata)
+        }
+    }
+
+    mutating func writeObject(_ object: [String: DocumentValue]) {
+        bytes.append(UInt8(ascii: "{"))
+        var first = true
+        for key in object.keys.sorted(by: Self.utf8Order) {
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            writeString(key)
+            bytes.append(UInt8(ascii: ":"))
+            write(object[key].unsafelyUnwrapped)
+        }
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// Byte order, not Swift's `<` (which compares Unicode-normalized scalars),
+    /// so every platform and every other implementation sorts alike.
+    static func utf8Order(_ a: String, _ b: String) -> Bool {
+        a.utf8.lexicographicallyPrecedes(b.utf8)
+    }
+
+    private mutating func writeDouble(_ d: Double) {
+        if d.isFinite, d == d.rounded(.towardZero), abs(d) < 9.0e15 {
+            append(String(Int64(d)))
+        } else if d.isFinite {
+            append(d.description)
+        } else {
+            // Unreachable through DocumentValue.number; JSON has no NaN/Infinity.
+            append("null")
+        }
+    }
+
+    private mutating func append(_ s: String) {
+        bytes.append(contentsOf: s.utf8)
+    }
+
+    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    mutating func writeString(_ s: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\\")); bytes.append(byte)
+            case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\")); bytes.append(byte)
+            case 0x0A: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "n"))
+            case 0x0D: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "r"))
+            case 0x09: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "t"))
+            case 0x08: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "b"))
+            case 0x0C: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "f"))
+            case 0..<0x20:
+                bytes.append(contentsOf: Array("\\u00".utf8))
+                bytes.append(Self.hex[Int(byte >> 4)])
+                bytes.append(Self.hex[Int(byte & 0xF)])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}

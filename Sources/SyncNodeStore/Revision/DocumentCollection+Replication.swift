@@ -1,0 +1,164 @@
+import Foundation
+import GRDB
+
+/// One entry of a changes feed: a document's latest change.
+package struct ChangeEntry: Sendable, Equatable {
+    package let sequence: Int64
+    package let id: String
+    /// The winning revision.
+    package let rev: String
+    package let deleted: Bool
+    /// With `allLeaves`: every leaf revision, the winner first (CouchDB's `style=all_docs`).
+    package let leafRevs: [String]
+    /// With `includeBodies`: the winner's body as JSON.
+    package let body: String?
+}
+
+/// A stored revision with its ancestry.
+package struct StoredRevision: Sendable, Equatable {
+    package let id: String
+    package let rev: String
+    package let deleted: Bool
+    package let sequence: Int64
+    /// The body as canonical JSON; nil when it was compacted away.
+    package let body: String?
+    /// Revision IDs from this one back to the oldest kept, newest first.
+    package let history: [String]
+}
+
+/// What a peer lacks of a document (CouchDB's `_revs_diff` entry).
+package struct RevsDiffEntry: Sendable, Equatable {
+    package let missing: [String]
+    package let possibleAncestors: [String]
+}
+
+/// The operations the replicator and the listener build on: a changes feed,
+/// revs-diff, fetching revisions with history, and inserting revisions made
+/// elsewhere with their ancestry (CouchDB's `new_edits=false`).
+extension DocumentCollection {
+    /// Documents changed after `since`, in sequence order, at most `limit`.
+    package func changes(since: Int64, limit: Int? = nil, allLeaves: Bool = false, includeBodies: Bool = false) throws -> [ChangeEntry] {
+        try checkLive()
+        let columns = includeBodies ? "id, rev, seq, deleted, tree, body" : "id, rev, seq, deleted, tree"
+        return try database.readStatement { db in
+            let statement = try db.cachedStatement(
+                sql: "SELECT \(columns) FROM \(tables.docs) WHERE seq > ? ORDER BY seq LIMIT ?")
+            let rows = try Row.fetchCursor(statement, arguments: [since, limit ?? -1])
+            var out: [ChangeEntry] = []
+            while let row = try rows.next() {
+                let rev: String = row[1]
+                var leaves = [rev]
+                if allLeaves {
+                    let tree = try RevisionTree(serialized: row[4])
+                    leaves += tree.leaves.map { tree.nodes[$0].rev }.filter { $0 != rev }
+                }
+                out.append(ChangeEntry(
+                    sequence: row[2], id: row[0], rev: rev, deleted: row[3], leafRevs: leaves,
+                    body: includeBodies ? row[5] : nil))
+            }
+            return out
+        }
+    }
+
+    /// For each document, the revisions in `revs` this collection lacks, with
+    /// the known leaves of lower generation as possible ancestors. Documents
+    /// with nothing missing are left out.
+    package func revsDiff(_ revs: [String: [String]]) throws -> [String: RevsDiffEntry] {
+        try checkLive()
+        return try database.read { db in
+            var out: [String: RevsDiffEntry] = [:]
+            for (id, candidates) in revs {
+                let tree = try loadRow(db, id: id)?.tree() ?? RevisionTree()
+                let missing = candidates.filter { tree.index(of: $0) == nil }
+                guard !missing.isEmpty else { continue }
+                let maxGen = missing.compactMap(RevisionID.generation(of:)).max() ?? 0
+                let ancestors = tree.leaves.map { tree.nodes[$0].rev }.filter { (RevisionID.generation(of: $0) ?? 0) < maxGen }
+                out[id] = RevsDiffEntry(missing: Array(Set(missing)).sorted(), possibleAncestors: ancestors)
+            }
+            return out
+        }
+    }
+
+    /// A revision of a document (nil `rev`: the winner), with its history;
+    /// nil when the document or revision is unknown.
+    package func revision(id: String, rev: String? = nil, historyLimit: Int = .max) throws -> StoredRevision? {
+        try checkLive()
+        return try database.read { db in
+            guard let row = try loadRow(db, id: id) else { return nil }
+            let tree = try row.tree()
+            guard let index = tree.index(of: rev ?? row.rev) else { return nil }
+            return try storedRevision(db, id: id, row: row, tree: tree, index: index, historyLimit: historyLimit)
+        }
+    }
+
+    /// Every leaf revision of a document (CouchDB's `open_revs=all`), winner first.
+    package func leafRevisions(id: String, historyLimit: Int = .max) throws -> [StoredRevision] {
+        try checkLive()
+        return try database.read { db in
+            guard let row = try loadRow(db, id: id) else { return [] }
+            let tree = try row.tree()
+            let leaves = tree.leaves.sorted { a, b in
+                RevisionID.wins((tree.nodes[a].rev, tree.nodes[a].deleted), over: (tree.nodes[b].rev, tree.nodes[b].deleted))
+            }
+            return try leaves.map { try storedRevision(db, id: id, row: row, tree: tree, index: $0, historyLimit: historyLimit) }
+        }
+    }
+
+    /// The live leaves that lost to the winner: the document's conflicts.
+    package func conflictingRevisions(id: String) throws -> [String] {
+        try leafRevisions(id: id).dropFirst().filter { !$0.deleted }.map(\.rev)
+    }
+
+    private func storedRevision(
+        _ db: GRDB.Database, id: String, row: StoredRow, tree: RevisionTree, index: Int, historyLimit: Int
+    ) throws -> StoredRevision {
+        let node = tree.nodes[index]
+        let body = node.rev == row.rev ? row.body : try revisionBody(db, key: row.key, rev: node.rev)
+        return StoredRevision(
+            id: id, rev: node.rev, deleted: node.deleted, sequence: node.sequence, body: body,
+            history: tree.history(from: index, limit: historyLimit))
+    }
+
+    /// Inserts a revision made elsewhere, with its history (newest first),
+    /// grafting it into the tree without renumbering: a new branch when it
+    /// does not extend a leaf. Returns false when the revision was already known.
+    ///
+    /// Blob contents the body refers to must already be in the blob store.
+    @discardableResult
+    package func insertRevision(id: String, history: [String], deleted: Bool, body: [String: DocumentValue]) throws -> Bool {
+        try checkLive()
+        try Names.validateDocumentID(id)
+        guard let newest = history.first else { throw StoreError.invalidRevision("empty history for '\(id)'") }
+        var expected = try RevisionID.validate(newest)
+        for rev in history.dropFirst() {
+            expected -= 1
+            guard try RevisionID.validate(rev) == expected else {
+                throw StoreError.invalidRevision("history of '\(id)' skips a generation at '\(rev)'")
+            }
+        }
+        for key in body.keys where key.hasPrefix("_") { throw StoreError.reservedProperty(key) }
+        var writer = JSONWriter()
+        writer.writeObject(body)
+        let json = writer.text
+        return try database.write { db in
+            let current = try loadRow(db, id: id)
+            var tree = try current?.tree() ?? RevisionTree()
+            guard tree.index(of: newest) == nil else { return false }
+            let sequence = try nextSequence(db)
+            guard tree.graft(history: history, deleted: deleted, sequence: sequence) != nil else { return false }
+            try persist(db, id: id, current: current, tree: tree, newRev: newest, newBody: json, sequence: sequence)
+            return true
+        }
+    }
+
+    /// Stores blob content received from a peer; returns its digest.
+    @discardableResult
+    package func storeBlobContent(_ data: Data) throws -> String {
+        try database.blobStore.store(data: data)
+    }
+
+    /// The content of a blob by digest, when this database has it.
+    package func blobContent(digest: String) -> Data? {
+        database.blobStore.content(digest: digest)
+    }
+}

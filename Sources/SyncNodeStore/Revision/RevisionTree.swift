@@ -1,0 +1,147 @@
+/// The revision tree of one document: every known revision with its parent,
+/// stored compactly in the document's row. Bodies live elsewhere (the row
+/// holds the winner's; other revisions' bodies are in the revision-body table).
+struct RevisionTree: Equatable, Sendable {
+    struct Node: Equatable, Sendable {
+        var rev: String
+        /// Index of the parent in `nodes`; nil for a root (the first revision,
+        /// or the oldest one left after pruning).
+        var parent: Int?
+        var deleted: Bool
+        var sequence: Int64
+    }
+
+    private(set) var nodes: [Node] = []
+
+    init() {}
+
+    init(nodes: [Node]) { self.nodes = nodes }
+
+    func index(of rev: String) -> Int? { nodes.firstIndex { $0.rev == rev } }
+
+    /// Indices of revisions that have no child.
+    var leaves: [Int] {
+        var isParent = [Bool](repeating: false, count: nodes.count)
+        for n in nodes { if let p = n.parent { isParent[p] = true } }
+        return nodes.indices.filter { !isParent[$0] }
+    }
+
+    /// The winning leaf (DESIGN.md §3); nil only for an empty tree.
+    var winner: Int? {
+        leaves.max { a, b in
+            RevisionID.wins((nodes[b].rev, nodes[b].deleted), over: (nodes[a].rev, nodes[a].deleted))
+        }
+    }
+
+    func isLeaf(_ i: Int) -> Bool { !nodes.contains { $0.parent == i } }
+
+    /// Revision IDs from `index` back to its root, newest first.
+    func history(from index: Int, limit: Int = .max) -> [String] {
+        var out: [String] = []
+        var i: Int? = index
+        while let j = i, out.count < limit {
+            out.append(nodes[j].rev)
+            i = nodes[j].parent
+        }
+        return out
+    }
+
+    /// Adds a revision as a child of `parent` and returns its index.
+    @discardableResult
+    mutating func add(rev: String, parent: Int?, deleted: Bool, sequence: Int64) -> Int {
+        nodes.append(Node(rev: rev, parent: parent, deleted: deleted, sequence: sequence))
+        return nodes.count - 1
+    }
+
+    /// Grafts a revision received with its ancestry (`history`, newest first,
+    /// as in CouchDB's `_revisions`), adding the missing ancestors without
+    /// bodies. A branch that shares no revision with the tree becomes a new
+    /// root. Returns the new leaf's index, or nil when the revision was known.
+    mutating func graft(history: [String], deleted: Bool, sequence: Int64) -> Int? {
+        guard let newest = history.first, index(of: newest) == nil else { return nil }
+        var parent: Int? = nil
+        var firstMissing = history.count
+        for (i, rev) in history.enumerated().dropFirst() {
+            if let known = index(of: rev) {
+                parent = known
+                firstMissing = i
+                break
+            }
+        }
+        for i in stride(from: firstMissing - 1, through: 0, by: -1) {
+            parent = add(rev: history[i], parent: parent, deleted: i == 0 && deleted, sequence: sequence)
+        }
+        return parent
+    }
+
+    /// Forgets revisions more than `revsLimit` generations back from every
+    /// leaf (CouchDB's stemming). Returns the revision IDs removed.
+    mutating func prune(revsLimit: Int) -> [String] {
+        guard nodes.count > revsLimit else { return [] }
+        var keep = [Bool](repeating: false, count: nodes.count)
+        for leaf in leaves {
+            var i: Int? = leaf
+            var depth = 0
+            while let j = i, depth < revsLimit {
+                keep[j] = true
+                i = nodes[j].parent
+                depth += 1
+            }
+        }
+        guard keep.contains(false) else { return [] }
+        var newIndex = [Int?](repeating: nil, count: nodes.count)
+        var kept: [Node] = []
+        var removed: [String] = []
+        for (i, node) in nodes.enumerated() {
+            if keep[i] {
+                newIndex[i] = kept.count
+                kept.append(node)
+            } else {
+                removed.append(node.rev)
+            }
+        }
+        for i in kept.indices {
+            kept[i].parent = kept[i].parent.flatMap { newIndex[$0] }
+        }
+        nodes = kept
+        return removed
+    }
+
+    /// Removes one leaf (purging a conflict branch's tip, used by conflict resolution).
+    mutating func removeLeaf(_ index: Int) {
+        guard isLeaf(index) else { return }
+        nodes.remove(at: index)
+        for i in nodes.indices {
+            if let p = nodes[i].parent, p > index { nodes[i].parent = p - 1 }
+        }
+    }
+
+    // MARK: - Storage form
+    //
+    // One line per revision: `rev TAB parent TAB deleted TAB sequence`, with
+    // parent -1 for roots. Revision IDs are validated to hold no whitespace.
+
+    var serialized: String {
+        var out = ""
+        out.reserveCapacity(nodes.count * 64)
+        for (i, n) in nodes.enumerated() {
+            if i > 0 { out.append("\n") }
+            out.append(n.rev)
+            out.append("\t")
+            out.append(String(n.parent ?? -1))
+            out.append(n.deleted ? "\t1\t" : "\t0\t")
+            out.append(String(n.sequence))
+        }
+        return out
+    }
+
+    init(serialized: String) throws(StoreError) {
+        for line in serialized.split(separator: "\n") {
+            let f = line.split(separator: "\t")
+            guard f.count == 4, let p = Int(f[1]), let seq = Int64(f[3]), p < nodes.count else {
+                throw .storage("corrupt revision tree entry '\(line)'")
+            }
+            nodes.append(Node(rev: String(f[0]), parent: p >= 0 ? p : nil, deleted: f[2] == "1", sequence: seq))
+        }
+    }
+}
