@@ -127,3 +127,14 @@ extension DocumentValue {
         }
     }
 }
+
+extension DocumentValue {
+    /// Parses JSON text.
+    /// - throws: ``StoreError/invalidJSON(_:)`` naming the byte offset of the problem.
+    public init(json: String) throws {
+        self = try JSONParser.parse(json)
+    }
+
+    /// The value as canonical JSON text (sorted keys, no whitespace).
+    public func toJSON() -> String { JSONWriter.string(self) }
+}

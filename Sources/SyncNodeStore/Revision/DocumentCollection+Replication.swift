@@ -162,3 +162,20 @@ extension DocumentCollection {
         database.blobStore.content(digest: digest)
     }
 }
+
+extension DocumentCollection {
+    /// Documents in ID order (byte order), starting after `afterID`, at most
+    /// `limit`; tombstones only when `includeDeleted`.
+    package func documents(afterID: String?, limit: Int, includeDeleted: Bool = false) throws -> [Document] {
+        try checkLive()
+        let deletedFilter = includeDeleted ? "" : "AND deleted = 0"
+        return try database.readStatement { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT id, rev, seq, deleted, body FROM \(tables.docs) WHERE id > ? \(deletedFilter) ORDER BY id LIMIT ?
+                """)
+            return try Row.fetchAll(statement, arguments: [afterID ?? "", limit]).map { row in
+                Document(id: row[0], revisionID: row[1], sequence: row[2], isDeleted: row[3], json: row[4], blobStore: database.blobStore)
+            }
+        }
+    }
+}

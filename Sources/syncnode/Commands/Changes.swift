@@ -1,0 +1,28 @@
+import ArgumentParser
+import SyncNodeStore
+
+struct Changes: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print the changes feed as JSON lines {\"seq\",\"id\",\"rev\",\"deleted\"}.")
+
+    @OptionGroup var node: NodeOptions
+    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
+    @Option(help: "Only changes after this sequence.") var since: Int64 = 0
+
+    func run() throws {
+        let keyspace = try Keyspace(keyspace)
+        let (db, collection) = try node.collection(keyspace, create: false)
+        defer { try? db.close() }
+        var since = since
+        while true {
+            let page = try collection.changes(since: since, limit: 1000)
+            for change in page {
+                Output.line([
+                    "seq": .int(change.sequence), "id": .string(change.id),
+                    "rev": .string(change.rev), "deleted": .bool(change.deleted),
+                ])
+            }
+            guard let last = page.last else { break }
+            since = last.sequence
+        }
+    }
+}

@@ -1,0 +1,30 @@
+import ArgumentParser
+import SyncNodeStore
+
+struct Delete: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Delete a document (a tombstone that replicates); prints {\"id\",\"rev\"}.")
+
+    @OptionGroup var node: NodeOptions
+    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
+    @Argument(help: "The document ID.") var id: String
+
+    func run() throws {
+        let keyspace = try Keyspace(keyspace)
+        let (db, collection) = try node.collection(keyspace, create: false)
+        defer { try? db.close() }
+        guard let doc = try collection.document(id: id) else {
+            throw CLIError.user("no document '\(id)' in \(keyspace)")
+        }
+        try collection.delete(doc)
+        let rev = try collection.revisionAfterDelete(id: id)
+        Output.line(["id": .string(id), "rev": .string(rev)])
+    }
+}
+
+extension DocumentCollection {
+    /// The tombstone's revision ID after a delete.
+    func revisionAfterDelete(id: String) throws -> String {
+        guard let rev = try revision(id: id)?.rev else { throw CLIError.user("document '\(id)' vanished") }
+        return rev
+    }
+}

@@ -1,0 +1,22 @@
+import ArgumentParser
+import SyncNodeStore
+
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print every document as JSON lines (with _id and _rev), in ID order.")
+
+    @OptionGroup var node: NodeOptions
+    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
+
+    func run() throws {
+        let keyspace = try Keyspace(keyspace)
+        let (db, collection) = try node.collection(keyspace, create: false)
+        defer { try? db.close() }
+        var after: String? = nil
+        while true {
+            let page = try collection.documents(afterID: after, limit: 1000)
+            for doc in page { Output.line(doc.withMetadata()) }
+            guard let last = page.last else { break }
+            after = last.id
+        }
+    }
+}

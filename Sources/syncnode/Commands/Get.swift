@@ -1,0 +1,31 @@
+import ArgumentParser
+import SyncNodeStore
+
+struct Get: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print a document's current body with _id and _rev.")
+
+    @OptionGroup var node: NodeOptions
+    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
+    @Argument(help: "The document ID.") var id: String
+
+    func run() throws {
+        let keyspace = try Keyspace(keyspace)
+        let (db, collection) = try node.collection(keyspace, create: false)
+        defer { try? db.close() }
+        guard let doc = try collection.document(id: id) else {
+            throw CLIError.user("no document '\(id)' in \(keyspace)")
+        }
+        Output.line(doc.withMetadata())
+    }
+}
+
+extension Document {
+    /// The body plus `_id` and `_rev`, as the CLI prints and exports it.
+    func withMetadata() -> [String: DocumentValue] {
+        var body: [String: DocumentValue] = [:]
+        for key in keys { body[key] = documentValue(forKey: key) }
+        body["_id"] = .string(id)
+        body["_rev"] = .string(revisionID ?? "")
+        return body
+    }
+}

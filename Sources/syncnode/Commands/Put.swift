@@ -1,0 +1,23 @@
+import ArgumentParser
+import Foundation
+import SyncNodeStore
+
+struct Put: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Create or update a document (last write wins); prints {\"id\",\"rev\"}.")
+
+    @OptionGroup var node: NodeOptions
+    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
+    @Argument(help: "The document ID.") var id: String
+    @Argument(help: "The body as a JSON object, or - to read it from stdin.") var json: String
+
+    func run() throws {
+        let keyspace = try Keyspace(keyspace)
+        let text = json == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : json
+        let doc = MutableDocument(id: id)
+        try doc.setJSON(text)
+        let (db, collection) = try node.collection(keyspace, create: true)
+        defer { try? db.close() }
+        try collection.save(doc)
+        Output.line(["id": .string(doc.id), "rev": .string(doc.revisionID ?? "")])
+    }
+}

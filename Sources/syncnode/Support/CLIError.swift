@@ -1,0 +1,11 @@
+/// An error the CLI reports as one line on stderr with its exit code
+/// (DESIGN.md §7: 1 user error, 2 usage, 3 network or peer failure).
+struct CLIError: Error, CustomStringConvertible {
+    let message: String
+    let exitCode: Int32
+
+    static func user(_ message: String) -> CLIError { CLIError(message: message, exitCode: 1) }
+    static func usage(_ message: String) -> CLIError { CLIError(message: message, exitCode: 2) }
+
+    var description: String { message }
+}

@@ -1,0 +1,34 @@
+import ArgumentParser
+import Foundation
+import SyncNodeStore
+
+/// The `--dir` option shared by every command: the node's data directory.
+struct NodeOptions: ParsableArguments {
+    @Option(name: .customLong("dir"), help: "The node's data directory (default: $SYNCNODE_DIR, else ./syncnode-data).")
+    var directory: String?
+
+    var directoryURL: URL {
+        let path = directory ?? ProcessInfo.processInfo.environment["SYNCNODE_DIR"] ?? "syncnode-data"
+        return URL(fileURLWithPath: path, isDirectory: true)
+    }
+
+    func open(database name: String, create: Bool = true) throws -> Database {
+        if !create, !Database.exists(name: name, directory: directoryURL) {
+            throw CLIError.user("no database '\(name)' in \(directoryURL.path)")
+        }
+        return try Database(name: name, config: DatabaseConfiguration(directory: directoryURL))
+    }
+
+    /// Opens the keyspace's collection; creates it only when `create` is set.
+    func collection(_ keyspace: Keyspace, create: Bool) throws -> (Database, DocumentCollection) {
+        let db = try open(database: keyspace.database, create: create)
+        if create {
+            return (db, try db.createCollection(name: keyspace.collection, scope: keyspace.scope))
+        }
+        guard let c = try db.collection(name: keyspace.collection, scope: keyspace.scope) else {
+            try? db.close()
+            throw CLIError.user("no collection '\(keyspace.scope).\(keyspace.collection)' in database '\(keyspace.database)'")
+        }
+        return (db, c)
+    }
+}

@@ -1,0 +1,73 @@
+import ArgumentParser
+import Foundation
+import Logging
+import SyncNodeStore
+
+@main
+struct SyncNodeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "syncnode",
+        abstract: "An embedded document database node with CouchDB-protocol LAN sync.",
+        subcommands: [Put.self, Get.self, Delete.self, Import.self, Export.self, Changes.self])
+
+    /// Exit codes of DESIGN.md §7: 0 ok, 1 user error, 2 usage, 3 network/peer failure.
+    static func main() async {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            let level = ProcessInfo.processInfo.environment["SYNCNODE_LOG"].flatMap(Logger.Level.init(rawValue:))
+            handler.logLevel = level ?? .warning
+            return handler
+        }
+        let command: ParsableCommand
+        do {
+            command = try parseAsRoot(globalOptionsMovedAfterCommand(Array(CommandLine.arguments.dropFirst())))
+        } catch {
+            if exitCode(for: error) == .success {
+                print(fullMessage(for: error))
+                Foundation.exit(0)
+            }
+            let message = fullMessage(for: error).split(separator: "\n").first.map(String.init) ?? "usage error"
+            Output.error(message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message)
+            Foundation.exit(2)
+        }
+        do {
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                var command = command
+                try command.run()
+            }
+        } catch let error as CLIError {
+            Output.error(error.message)
+            Foundation.exit(error.exitCode)
+        } catch let error as StoreError {
+            Output.error(error.description)
+            Foundation.exit(1)
+        } catch {
+            if exitCode(for: error) == .success { Foundation.exit(0) }
+            Output.error("\(error)")
+            Foundation.exit(1)
+        }
+    }
+
+    /// `syncnode --dir PATH put ...`: the contract puts `--dir` before the
+    /// command, while argument-parser wants a subcommand's options after its
+    /// name, so a leading `--dir` is moved behind the command name.
+    static func globalOptionsMovedAfterCommand(_ args: [String]) -> [String] {
+        var leading: [String] = []
+        var rest = args[...]
+        while let first = rest.first {
+            if first == "--dir", rest.count >= 2 {
+                leading += rest.prefix(2)
+                rest = rest.dropFirst(2)
+            } else if first.hasPrefix("--dir=") {
+                leading.append(first)
+                rest = rest.dropFirst()
+            } else {
+                break
+            }
+        }
+        guard !leading.isEmpty, let command = rest.first else { return args }
+        return [command] + leading + rest.dropFirst()
+    }
+}

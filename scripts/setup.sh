@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what SyncNode needs on Debian 12 (idempotent; run as root or with sudo).
+set -euo pipefail
+
+packages=(libsqlite3-dev sqlite3 python3)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+command -v swift >/dev/null || { echo "setup: the Swift toolchain (6.1 or later) must be on PATH" >&2; exit 1; }
+echo "setup: ok" >&2
