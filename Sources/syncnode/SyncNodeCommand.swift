@@ -68,6 +68,9 @@ struct SyncNodeCommand: AsyncParsableCommand {
             }
         }
         guard !leading.isEmpty, let command = rest.first else { return args }
+        // An unknown command: leave --dir out so the error names the command.
+        let known = configuration.subcommands.map { $0._commandName }
+        guard known.contains(command) else { return Array(rest) }
         return [command] + leading + rest.dropFirst()
     }
 }

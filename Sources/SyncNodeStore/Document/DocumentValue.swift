@@ -138,3 +138,17 @@ extension DocumentValue {
     /// The value as canonical JSON text (sorted keys, no whitespace).
     public func toJSON() -> String { JSONWriter.string(self) }
 }
+
+extension DocumentValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+    ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = (try? .number(value)) ?? .null }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: DocumentValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, DocumentValue)...) {
+        self = .dictionary(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+    public init(nilLiteral: ()) { self = .null }
+}

@@ -72,7 +72,7 @@ extension DocumentCollection {
                 let missing = candidates.filter { tree.index(of: $0) == nil }
                 guard !missing.isEmpty else { continue }
                 let maxGen = missing.compactMap(RevisionID.generation(of:)).max() ?? 0
-                let ancestors = tree.leaves.map { tree.nodes[$0].rev }.filter { (RevisionID.generation(of: $0) ?? 0) < maxGen }
+                let ancestors = tree.leaves.map { tree.nodes[$0].rev }.filter { (RevisionID.generation(of: $0) ?? 0) < maxGen }.sorted()
                 out[id] = RevsDiffEntry(missing: Array(Set(missing)).sorted(), possibleAncestors: ancestors)
             }
             return out

@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+@testable import SyncNodeStore
+
+@Suite struct BlobTests {
+    func blobFiles(_ db: Database) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: db.path.appendingPathComponent("blobs").path)
+            .filter { $0.hasSuffix(".blob") }
+    }
+
+    @Test func blobsAreStoredOnceAndReadLazily() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let content = Data("hello blob".utf8)
+        for id in ["a", "b"] {
+            let doc = MutableDocument(id: id)
+            doc.setBlob(Blob(contentType: "text/plain", data: content), forKey: "file")
+            try c.save(doc)
+        }
+        #expect(try blobFiles(db).count == 1)
+        let blob = try #require(try c.document(id: "a")?.blob(forKey: "file"))
+        #expect(blob.content == content)
+        #expect(blob.length == content.count)
+        #expect(blob.contentType == "text/plain")
+        #expect(blob.digest.hasPrefix("sha1-"))
+        let stream = try #require(blob.contentStream())
+        stream.open()
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let n = stream.read(&buffer, maxLength: 64)
+        stream.close()
+        #expect(Data(buffer[0..<n]) == content)
+        // The body holds only the metadata.
+        let body = try #require(try c.document(id: "a")).toJSON()
+        #expect(body == #"{"file":{"@type":"blob","content_type":"text/plain","digest":"\#(blob.digest)","length":10}}"#)
+    }
+
+    @Test func blobsFromFilesAndStreamsInNestedValues() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let file = dir.url.appendingPathComponent("input.bin")
+        let big = Data((0..<300_000).map { UInt8($0 % 251) })
+        try big.write(to: file)
+        let fromFile = try Blob(contentType: "application/octet-stream", fileURL: file)
+        let fromStream = try Blob(contentType: "application/octet-stream", contentStream: InputStream(data: big))
+        #expect(fromFile.digest == fromStream.digest)
+        #expect(fromFile.digest == Blob(contentType: "x", data: big).digest)
+        let doc = MutableDocument(id: "n")
+        let list = MutableArray()
+        try list.append(fromFile)
+        doc.setArray(list, forKey: "files")
+        try doc.setValue(["inner": fromStream], forKey: "dict")
+        try c.save(doc)
+        let read = try #require(try c.document(id: "n"))
+        #expect(read.array(forKey: "files")?.blob(at: 0)?.content == big)
+        #expect(read.dictionary(forKey: "dict")?.blob(forKey: "inner")?.content == big)
+        #expect(try blobFiles(db).count == 1)
+    }
+
+    @Test func compactionKeepsReferencedBlobsOnly() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let other = try db.createCollection(name: "other", scope: "s")
+        let doc = MutableDocument(id: "d")
+        doc.setBlob(Blob(contentType: "text/plain", data: Data("v1".utf8)), forKey: "att")
+        try c.save(doc)
+        let keep = MutableDocument(id: "k")
+        keep.setBlob(Blob(contentType: "text/plain", data: Data("kept".utf8)), forKey: "att")
+        try other.save(keep)
+        doc.setBlob(Blob(contentType: "text/plain", data: Data("v2".utf8)), forKey: "att")
+        try c.save(doc)
+        #expect(try blobFiles(db).count == 3)
+
+        // v1 is still referenced by the old revision's body until compaction drops it.
+        try db.compact()
+        #expect(try blobFiles(db).count == 2)
+        #expect(try c.document(id: "d")?.blob(forKey: "att")?.content == Data("v2".utf8))
+        #expect(try other.document(id: "k")?.blob(forKey: "att")?.content == Data("kept".utf8))
+        #expect(try c.revision(id: "d")?.history.count == 2)
+
+        try c.delete(id: "d")
+        try db.compact()
+        #expect(try blobFiles(db).count == 1)
+        // A tombstone's ancestors' bodies are gone, its history is not.
+        #expect(try c.revision(id: "d")?.history.count == 3)
+        let integrity = try db.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") }
+        #expect(integrity == "ok")
+    }
+
+    @Test func conflictLeafBodiesSurviveCompaction() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        try c.insertRevision(id: "d", history: ["1-a"], deleted: false, body: ["v": 1])
+        try c.insertRevision(id: "d", history: ["2-b", "1-a"], deleted: false, body: ["v": 2])
+        try c.insertRevision(id: "d", history: ["2-c", "1-a"], deleted: false, body: ["v": 3])
+        try db.compact()
+        #expect(try c.revision(id: "d", rev: "2-b")?.body == #"{"v":2}"#)
+        #expect(try c.revision(id: "d", rev: "1-a")?.body == nil)
+    }
+}

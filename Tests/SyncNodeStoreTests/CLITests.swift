@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+@testable import SyncNodeStore
+
+@Suite struct CLITests {
+    @Test func putGetDeleteExportChangesRoundTrip() throws {
+        let dir = try TempDirectory()
+        let d = ["--dir", dir.url.path]
+        let put = try runCLI(d + ["put", "app.s.c", "doc1", #"{"b": 2, "a": [1, "x"]}"#])
+        #expect(put.status == 0)
+        let created = try DocumentValue(json: put.stdout)
+        guard case .dictionary(let ids) = created, case .string(let rev)? = ids["rev"] else {
+            Issue.record("put printed \(put.stdout)")
+            return
+        }
+        #expect(rev.hasPrefix("1-"))
+        let get = try runCLI(d + ["get", "app.s.c", "doc1"])
+        #expect(get.stdout == #"{"_id":"doc1","_rev":"\#(rev)","a":[1,"x"],"b":2}"# + "\n")
+        // Update from stdin.
+        #expect(try runCLI(d + ["put", "app.s.c", "doc1", "-"], stdin: #"{"b": 3}"#).status == 0)
+        let del = try runCLI(d + ["delete", "app.s.c", "doc1"])
+        #expect(del.status == 0 && del.stdout.contains(#""rev":"3-"#))
+        let changes = try runCLI(d + ["changes", "app.s.c"])
+        #expect(changes.stdout.split(separator: "\n").count == 1)
+        #expect(changes.stdout.contains(#""deleted":true"#))
+        #expect(try runCLI(d + ["changes", "app.s.c", "--since", "3"]).stdout.isEmpty)
+    }
+
+    @Test func importExportRoundTrip() throws {
+        let dir = try TempDirectory()
+        let d = ["--dir", dir.url.path]
+        let input = (0..<2500).map { #"{"_id":"k\#($0)","v":\#($0)}"# }.joined(separator: "\n")
+        let imported = try runCLI(d + ["import", "db", "-"], stdin: input)
+        #expect(imported.status == 0)
+        #expect(imported.stdout.hasPrefix(#"{"imported":2500,"seconds":"#))
+        let exported = try runCLI(d + ["export", "db"])
+        let lines = exported.stdout.split(separator: "\n")
+        #expect(lines.count == 2500)
+        #expect(lines.first?.hasPrefix(#"{"_id":"k0","_rev":"1-"#) == true)
+        // Export output imports again (the _rev is ignored: new revisions on top).
+        let other = try runCLI(d + ["import", "db2", "-"], stdin: exported.stdout)
+        #expect(other.status == 0)
+        #expect(try runCLI(d + ["export", "db2"]).stdout.split(separator: "\n").count == 2500)
+    }
+
+    @Test func badInputGetsOneLineAndExitCodes() throws {
+        let dir = try TempDirectory()
+        let d = ["--dir", dir.url.path]
+        let cases: [([String], String?, Int32, String)] = [
+            (d + ["put", "db", "x", "{not json"], nil, 1, "invalid JSON"),
+            (d + ["put", "db", "x", #"{"_secret":1}"#], nil, 1, "reserved"),
+            (d + ["put", "db", "_design/x", "{}"], nil, 1, "invalid document ID"),
+            (d + ["put", "bad/name", "x", "{}"], nil, 1, "invalid name"),
+            (d + ["put", "a.b", "x", "{}"], nil, 2, "keyspace"),
+            (d + ["get", "db", "missing"], nil, 1, "no document"),
+            (d + ["get", "nodb", "missing"], nil, 1, "no database"),
+            (d + ["import", "db", "-"], "{\"v\":1}\n{oops\n", 1, "line 2"),
+            (d + ["import", "db", "/nonexistent/file"], nil, 1, "cannot read"),
+            (d + ["frobnicate"], nil, 2, "Unexpected argument"),
+            (d + ["get", "db"], nil, 2, "Missing expected argument"),
+        ]
+        for (args, stdin, status, message) in cases {
+            let r = try runCLI(args, stdin: stdin)
+            #expect(r.status == status, "\(args): exit \(r.status), stderr \(r.stderr)")
+            #expect(r.stderr.contains(message), "\(args): stderr \(r.stderr)")
+            #expect(r.stderr.split(separator: "\n").count == 1, "\(args): stderr \(r.stderr)")
+        }
+        // The failed import committed nothing of its batch.
+        #expect(try runCLI(d + ["export", "db"]).stdout.isEmpty)
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+@testable import SyncNodeStore
+
+@Suite struct DatabaseTests {
+    @Test func openCloseDeleteExists() throws {
+        let dir = try TempDirectory()
+        #expect(!Database.exists(name: "db", directory: dir.url))
+        let db = try dir.open()
+        let uuid = db.uuid
+        #expect(Database.exists(name: "db", directory: dir.url))
+        #expect(db.path.lastPathComponent == "db.syncnode")
+        try db.defaultCollection().save(MutableDocument(id: "x"))
+        try db.close()
+        #expect(throws: StoreError.databaseClosed("db")) { try db.defaultCollection() }
+        let again = try dir.open()
+        #expect(again.uuid == uuid)
+        #expect(try again.defaultCollection().document(id: "x") != nil)
+        try again.delete()
+        #expect(!Database.exists(name: "db", directory: dir.url))
+        #expect(throws: StoreError.self) { try Database.delete(name: "db", directory: dir.url) }
+    }
+
+    @Test(arguments: ["", "a.b", "a/b", "../x", "_x", ".hidden", String(repeating: "n", count: 201)])
+    func badDatabaseNamesAreRejected(_ name: String) throws {
+        let dir = try TempDirectory()
+        #expect(throws: StoreError.self) { try dir.open(name) }
+    }
+
+    @Test func copyMakesANewDatabaseWithANewUUID() throws {
+        let dir = try TempDirectory()
+        let source = try dir.open("prebuilt")
+        try source.defaultCollection().save(try MutableDocument(id: "seed", data: ["v": 1]))
+        let sourceUUID = source.uuid
+        let sourcePath = source.path
+        try source.close()
+        try Database.copy(fromPath: sourcePath, toDatabase: "copy", config: DatabaseConfiguration(directory: dir.url))
+        let copy = try dir.open("copy")
+        defer { try? copy.close() }
+        #expect(copy.uuid != sourceUUID)
+        #expect(try copy.defaultCollection().document(id: "seed")?.int(forKey: "v") == 1)
+        #expect(throws: StoreError.self) {
+            try Database.copy(fromPath: sourcePath, toDatabase: "copy", config: DatabaseConfiguration(directory: dir.url))
+        }
+    }
+
+    @Test func scopesAndCollections() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        #expect(try db.scopes().map(\.name) == ["_default"])
+        #expect(try db.collections().map(\.name) == ["_default"])
+        let tasks = try db.createCollection(name: "tasks", scope: "work")
+        #expect(try db.createCollection(name: "tasks", scope: "work") === tasks)
+        try db.createCollection(name: "notes", scope: "work")
+        #expect(try db.scopes().map(\.name) == ["_default", "work"])
+        #expect(try db.scope(name: "work")?.collections().map(\.fullName) == ["work.notes", "work.tasks"])
+        #expect(try db.collection(name: "nope", scope: "work") == nil)
+
+        // Each collection has its own sequence.
+        let a = MutableDocument(), b = MutableDocument()
+        try tasks.save(a)
+        try db.defaultCollection().save(b)
+        #expect(a.sequence == 1 && b.sequence == 1)
+
+        try db.deleteCollection(name: "tasks", scope: "work")
+        #expect(throws: StoreError.collectionDeleted("work.tasks")) { try tasks.save(MutableDocument()) }
+        #expect(try db.collection(name: "tasks", scope: "work") == nil)
+        let recreated = try db.createCollection(name: "tasks", scope: "work")
+        #expect(try recreated.count == 0)
+        #expect(throws: StoreError.self) { try db.deleteCollection(name: "_default") }
+        #expect(throws: StoreError.self) { try db.deleteCollection(name: "missing", scope: "work") }
+    }
+
+    @Test(arguments: ["", "_x", "%x", "a.b", "a b", "ü", String(repeating: "c", count: 252)])
+    func badCollectionNamesAreRejected(_ name: String) throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        #expect(throws: StoreError.self) { try db.createCollection(name: name, scope: "s") }
+        #expect(throws: StoreError.self) { try db.createCollection(name: "ok", scope: name) }
+    }
+
+    @Test func concurrentWritersAndReadersLoseNothing() async throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for w in 0..<8 {
+                group.addTask {
+                    for i in 0..<100 {
+                        try c.save(try MutableDocument(id: "w\(w)-\(i)", data: ["i": i]))
+                        _ = try c.document(id: "w\(w)-\(max(0, i - 1))")
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try c.count == 800)
+        #expect(try c.lastSequence() == 800)
+        #expect(Set(try c.changes(since: 0).map(\.sequence)).count == 800)
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+@testable import SyncNodeStore
+
+@Suite struct DocumentTests {
+    @Test func typedAccessorsAndDefaults() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let date = Date(timeIntervalSince1970: 1_700_000_000.123)
+        let doc = MutableDocument(id: "typed")
+        doc.setString("s", forKey: "string")
+        doc.setInt(42, forKey: "int")
+        doc.setInt64(Int64.max, forKey: "int64")
+        doc.setDouble(2.5, forKey: "double")
+        doc.setFloat(1.25, forKey: "float")
+        doc.setBoolean(true, forKey: "bool")
+        doc.setDate(date, forKey: "date")
+        doc.setDocumentValue(.null, forKey: "null")
+        try doc.setValue(["a": 1, "b": [1, "two"]], forKey: "dict")
+        try c.save(doc)
+
+        let read = try #require(try c.document(id: "typed"))
+        #expect(read.string(forKey: "string") == "s")
+        #expect(read.int(forKey: "int") == 42)
+        #expect(read.int64(forKey: "int64") == Int64.max)
+        #expect(read.double(forKey: "double") == 2.5)
+        #expect(read.float(forKey: "float") == 1.25)
+        #expect(read.boolean(forKey: "bool"))
+        #expect(abs(try #require(read.date(forKey: "date")).timeIntervalSince(date)) < 0.001)
+        #expect(read.string(forKey: "date")?.hasSuffix("Z") == true)
+        #expect(read.dictionary(forKey: "dict")?.array(forKey: "b")?.string(at: 1) == "two")
+        #expect(read.sequence > 0)
+        // Missing keys read as defaults; contains tells them apart from stored defaults.
+        #expect(read.string(forKey: "missing") == nil)
+        #expect(read.int(forKey: "missing") == 0)
+        #expect(read.boolean(forKey: "missing") == false)
+        #expect(!read.contains(key: "missing"))
+        #expect(read.contains(key: "null"))
+        #expect(read.value(forKey: "null") is NSNull)
+        #expect(read.count == 9)
+        #expect(read.keys == ["bool", "date", "dict", "double", "float", "int", "int64", "null", "string"])
+        #expect(read.toDictionary()["int"] as? Int == 42)
+        #expect(try DocumentValue(json: read.toJSON()) == DocumentValue.dictionary(read.toMutable().snapshot()))
+        // Wrong-type reads give the default, not a crash.
+        #expect(read.int(forKey: "string") == 0)
+        #expect(read.array(forKey: "int") == nil)
+    }
+
+    @Test func nestedMutableContainersAreLive() throws {
+        let doc = try MutableDocument(id: "n", json: #"{"address":{"city":"Oslo"},"tags":["a"]}"#)
+        doc.dictionary(forKey: "address")?.setString("Bergen", forKey: "city")
+        try doc.array(forKey: "tags")?.append("b")
+        let inner = MutableDictionary()
+        doc.setDictionary(inner, forKey: "later")
+        inner.setInt(1, forKey: "set-after")
+        #expect(doc.toJSON() == #"{"address":{"city":"Bergen"},"later":{"set-after":1},"tags":["a","b"]}"#)
+    }
+
+    @Test func toMutableRemembersTheRevision() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let doc = MutableDocument()
+        #expect(UUID(uuidString: doc.id) != nil)
+        try c.save(doc)
+        let read = try #require(try c.document(id: doc.id))
+        let edit = read.toMutable()
+        #expect(edit.revisionID == read.revisionID)
+        #expect(edit.id == doc.id)
+    }
+
+    @Test func reservedPropertiesAreRejected() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        for key in ["_id", "_rev", "_deleted", "_attachments", "_anything"] {
+            let doc = MutableDocument(id: "r")
+            doc.setString("x", forKey: key)
+            #expect(throws: StoreError.reservedProperty(key)) { try c.save(doc) }
+        }
+        // Nested underscore keys are the user's.
+        let ok = try MutableDocument(id: "r", data: ["inner": ["_id": 1]])
+        try c.save(ok)
+        #expect(try c.count == 1)
+    }
+
+    @Test(arguments: ["", "_design/x", "_local/x", String(repeating: "x", count: 251), "tab\there"])
+    func invalidDocumentIDsAreRejected(_ id: String) throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        #expect(throws: StoreError.self) { try db.defaultCollection().save(MutableDocument(id: id)) }
+    }
+
+    @Test func unsupportedValuesThrow() {
+        struct Custom {}
+        let doc = MutableDocument()
+        #expect(throws: StoreError.self) { try doc.setValue(Custom(), forKey: "x") }
+        #expect(throws: StoreError.self) { try doc.setValue(Double.nan, forKey: "x") }
+        #expect(throws: StoreError.self) { try doc.setValue(UInt64.max, forKey: "x") }
+        #expect(throws: StoreError.self) { try doc.setJSON("[1,2]") }
+    }
+}

@@ -1,0 +1,51 @@
+import Testing
+@testable import SyncNodeStore
+
+@Suite struct JSONTests {
+    @Test func canonicalFormSortsKeysAndDropsWhitespace() throws {
+        let value = try DocumentValue(json: #" { "b" : [1, 2.5, true, null], "a" : {"z": "x", "y": -0.0}, "é": 1 } "#)
+        #expect(value.toJSON() == #"{"a":{"y":0,"z":"x"},"b":[1,2.5,true,null],"é":1}"#)
+    }
+
+    @Test func roundTripsEscapesAndUnicode() throws {
+        let text = #"{"s":"quote \" backslash \\ newline \n tab \t ctrl \u0001 emoji 😀 \ud83d\ude00"}"#
+        let value = try DocumentValue(json: text)
+        guard case .dictionary(let d) = value, case .string(let s)? = d["s"] else {
+            Issue.record("not a string")
+            return
+        }
+        #expect(s == "quote \" backslash \\ newline \n tab \t ctrl \u{1} emoji 😀 😀")
+        #expect(try DocumentValue(json: value.toJSON()) == value)
+    }
+
+    @Test func integersAndDoublesStayApart() throws {
+        let value = try DocumentValue(json: #"[1, 1.0, 1.5, -7, 1e3, 12345678901234567, 0.1]"#)
+        #expect(value == .array([.int(1), .int(1), .double(1.5), .int(-7), .int(1000), .int(12345678901234567), .double(0.1)]))
+    }
+
+    @Test(arguments: [
+        "", "{", "{\"a\":}", "[1,]", "{\"a\" 1}", "tru", "\"unterminated", "01", "1.", "{\"a\":1}x",
+        "\"bad \\q escape\"", "\"\\ud800\"", "[\"tab\tinside\"]", "NaN", "{'a':1}",
+    ])
+    func rejectsMalformedInput(_ text: String) {
+        #expect(throws: StoreError.self) { try DocumentValue(json: text) }
+    }
+
+    @Test func errorsNameTheBytePosition() {
+        do {
+            _ = try DocumentValue(json: #"{"a": [1, 2, x]}"#)
+            Issue.record("expected an error")
+        } catch let error as StoreError {
+            #expect(error.description.contains("at byte 13"))
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
+    @Test func deepNestingIsRejectedNotACrash() {
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        #expect(throws: StoreError.self) { try DocumentValue(json: deep) }
+        let ok = String(repeating: "[", count: 200) + String(repeating: "]", count: 200)
+        #expect(throws: Never.self) { try DocumentValue(json: ok) }
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import Testing
+@testable import SyncNodeStore
+
+@Suite struct RevisionTests {
+    @Test func sameEditOnTwoDatabasesGivesTheSameRevisionIDs() throws {
+        let dir = try TempDirectory()
+        let a = try dir.open("a"), b = try dir.open("b")
+        defer { try? a.close(); try? b.close() }
+        var revs: [[String?]] = []
+        for db in [a, b] {
+            let c = try db.defaultCollection()
+            let doc = try MutableDocument(id: "doc", data: ["name": "x", "n": 1, "tags": ["a", "b"], "nested": ["k": 1.5]])
+            try c.save(doc)
+            let first = doc.revisionID
+            doc.setInt(2, forKey: "n")
+            try c.save(doc)
+            let second = doc.revisionID
+            try c.delete(id: "doc")
+            revs.append([first, second, try c.revision(id: "doc")?.rev])
+        }
+        #expect(revs[0] == revs[1])
+        #expect(revs[0][0]?.hasPrefix("1-") == true)
+        #expect(revs[0][1]?.hasPrefix("2-") == true)
+        #expect(revs[0][2]?.hasPrefix("3-") == true)
+        #expect(a.uuid != b.uuid)
+    }
+
+    @Test func revisionIDDependsOnParentBodyAndDeletion() {
+        let body = Array(#"{"a":1}"#.utf8)
+        let r1 = RevisionID.make(parent: nil, deleted: false, canonicalJSON: body)
+        #expect(r1 == RevisionID.make(parent: nil, deleted: false, canonicalJSON: body))
+        #expect(r1 != RevisionID.make(parent: nil, deleted: true, canonicalJSON: body))
+        #expect(r1 != RevisionID.make(parent: "1-x", deleted: false, canonicalJSON: body))
+        #expect(r1 != RevisionID.make(parent: nil, deleted: false, canonicalJSON: Array(#"{"a":2}"#.utf8)))
+        #expect(RevisionID.make(parent: "9-abc", deleted: false, canonicalJSON: body).hasPrefix("10-"))
+    }
+
+    /// Builds a tree from `(rev, parentRev, deleted)` triples.
+    func tree(_ spec: [(String, String?, Bool)]) -> RevisionTree {
+        var t = RevisionTree()
+        for (rev, parent, deleted) in spec {
+            t.add(rev: rev, parent: parent.flatMap { t.index(of: $0) }, deleted: deleted, sequence: 1)
+        }
+        return t
+    }
+
+    func winner(_ t: RevisionTree) -> String? { t.winner.map { t.nodes[$0].rev } }
+
+    @Test func longestBranchWins() {
+        let t = tree([("1-a", nil, false), ("2-b", "1-a", false), ("2-c", "1-a", false), ("3-c", "2-c", false)])
+        #expect(winner(t) == "3-c")
+        #expect(Set(t.leaves.map { t.nodes[$0].rev }) == ["2-b", "3-c"])
+    }
+
+    @Test func liveLeafBeatsLongerDeletedBranch() {
+        let t = tree([("1-a", nil, false), ("2-b", "1-a", false), ("2-c", "1-a", false), ("3-c", "2-c", true)])
+        #expect(winner(t) == "2-b")
+    }
+
+    @Test func allLeavesDeletedPicksTheHighestDeleted() {
+        let t = tree([("1-a", nil, false), ("2-b", "1-a", true), ("2-c", "1-a", false), ("3-c", "2-c", true)])
+        #expect(winner(t) == "3-c")
+    }
+
+    @Test func equalGenerationsTieBreakByASCII() {
+        let t = tree([("1-a", nil, false), ("2-B", "1-a", false), ("2-a", "1-a", false), ("2-Z", "1-a", false)])
+        #expect(winner(t) == "2-a")  // 'a' (0x61) sorts above 'B' and 'Z'
+        // The same tree built in another order picks the same winner.
+        let u = tree([("1-a", nil, false), ("2-a", "1-a", false), ("2-Z", "1-a", false), ("2-B", "1-a", false)])
+        #expect(winner(u) == "2-a")
+    }
+
+    @Test func pruningKeepsRevsLimitGenerations() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open(revsLimit: 5)
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let doc = MutableDocument(id: "d")
+        for i in 0..<12 {
+            doc.setInt(i, forKey: "i")
+            try c.save(doc)
+        }
+        let rev = try #require(try c.revision(id: "d"))
+        #expect(rev.rev.hasPrefix("12-"))
+        #expect(rev.history.count == 5)
+        #expect(rev.history.compactMap(RevisionID.generation(of:)) == [12, 11, 10, 9, 8])
+        // Pruned ancestors' bodies are gone too.
+        let stored = try db.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM c1_revs") }
+        #expect(stored == 4)
+    }
+
+    @Test func pruningKeepsEachBranchsOwnHistory() {
+        var t = tree([("1-a", nil, false), ("2-a", "1-a", false), ("3-a", "2-a", false), ("4-a", "3-a", false), ("2-b", "1-a", false)])
+        let removed = t.prune(revsLimit: 2)
+        // 1-a stays (within 2 of leaf 2-b); 2-a goes, and 3-a becomes a root.
+        #expect(removed == ["2-a"])
+        #expect(t.history(from: t.index(of: "4-a")!) == ["4-a", "3-a"])
+        var u = tree([("1-a", nil, false), ("2-a", "1-a", false), ("3-a", "2-a", false), ("4-a", "3-a", false)])
+        #expect(Set(u.prune(revsLimit: 2)) == ["1-a", "2-a"])
+        #expect(u.history(from: u.index(of: "4-a")!) == ["4-a", "3-a"])
+    }
+
+    @Test func graftingAForeignBranchCreatesAConflictWithoutRenumbering() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let doc = try MutableDocument(id: "d", data: ["v": 1])
+        try c.save(doc)
+        let r1 = try #require(doc.revisionID)
+        doc.setInt(2, forKey: "v")
+        try c.save(doc)
+        let r2 = try #require(doc.revisionID)
+
+        // A peer edited from r1 twice: 2-p, 3-p.
+        let inserted = try c.insertRevision(id: "d", history: ["3-ppp", "2-ppp", r1], deleted: false, body: ["v": .string("peer")])
+        #expect(inserted)
+        // Known revisions are not inserted twice.
+        #expect(try c.insertRevision(id: "d", history: ["3-ppp", "2-ppp", r1], deleted: false, body: [:]) == false)
+
+        let current = try #require(try c.document(id: "d"))
+        #expect(current.revisionID == "3-ppp")
+        #expect(current.string(forKey: "v") == "peer")
+        #expect(try c.conflictingRevisions(id: "d") == [r2])
+        let leaves = try c.leafRevisions(id: "d")
+        #expect(leaves.map(\.rev) == ["3-ppp", r2])
+        #expect(leaves[1].body == #"{"v":2}"#)
+        #expect(try c.revision(id: "d", rev: "3-ppp")?.history == ["3-ppp", "2-ppp", r1])
+        #expect(try c.revision(id: "d", rev: "2-ppp")?.body == nil)
+
+        let diff = try c.revsDiff(["d": ["3-ppp", "4-qqq", r1], "new": ["1-x"]])
+        #expect(diff["d"] == RevsDiffEntry(missing: ["4-qqq"], possibleAncestors: [r2, "3-ppp"]))
+        #expect(diff["new"] == RevsDiffEntry(missing: ["1-x"], possibleAncestors: []))
+        #expect(try c.revsDiff(["d": [r1, r2]]).isEmpty)
+    }
+
+    @Test func graftingWithNoCommonAncestorStartsANewRoot() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        try c.insertRevision(id: "d", history: ["2-aa", "1-aa"], deleted: false, body: ["x": 1])
+        try c.insertRevision(id: "d", history: ["5-bb", "4-bb"], deleted: false, body: ["x": 2])
+        #expect(try c.document(id: "d")?.revisionID == "5-bb")
+        #expect(try c.revision(id: "d")?.history == ["5-bb", "4-bb"])
+        #expect(try c.conflictingRevisions(id: "d") == ["2-aa"])
+    }
+
+    @Test func foreignDeletionOfTheWinnerExposesTheConflict() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        try c.insertRevision(id: "d", history: ["1-a"], deleted: false, body: ["v": "root"])
+        try c.insertRevision(id: "d", history: ["2-b", "1-a"], deleted: false, body: ["v": "b"])
+        try c.insertRevision(id: "d", history: ["2-c", "1-a"], deleted: false, body: ["v": "c"])
+        #expect(try c.document(id: "d")?.string(forKey: "v") == "c")
+        try c.insertRevision(id: "d", history: ["3-c", "2-c"], deleted: true, body: [:])
+        let doc = try #require(try c.document(id: "d"))
+        #expect(doc.revisionID == "2-b")
+        #expect(doc.string(forKey: "v") == "b")
+    }
+
+    @Test func malformedForeignRevisionsAreRejected() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        for history in [["abc"], ["0-a"], ["2-a", "2-b"], ["3-a", "1-a"], ["1-has space"], []] {
+            #expect(throws: StoreError.self) { try c.insertRevision(id: "d", history: history, deleted: false, body: [:]) }
+        }
+        #expect(throws: StoreError.self) { try c.insertRevision(id: "d", history: ["1-a"], deleted: false, body: ["_x": 1]) }
+        #expect(try c.document(id: "d") == nil)
+    }
+}

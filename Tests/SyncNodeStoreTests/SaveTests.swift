@@ -1,0 +1,247 @@
+import Foundation
+import Testing
+@testable import SyncNodeStore
+
+@Suite struct SaveTests {
+    @Test func failOnConflictThrowsAndKeepsTheStoredRevision() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        try c.save(try MutableDocument(id: "d", data: ["v": 0]))
+        let a = try #require(try c.document(id: "d")).toMutable()
+        let b = try #require(try c.document(id: "d")).toMutable()
+        a.setInt(1, forKey: "v")
+        try c.save(a, concurrencyControl: .failOnConflict)
+        b.setInt(2, forKey: "v")
+        #expect(throws: StoreError.conflict(documentID: "d")) { try c.save(b, concurrencyControl: .failOnConflict) }
+        #expect(try c.document(id: "d")?.int(forKey: "v") == 1)
+        // Last write wins overwrites, as a child of the current revision (no conflict branch).
+        try c.save(b, concurrencyControl: .lastWriteWins)
+        #expect(try c.document(id: "d")?.int(forKey: "v") == 2)
+        #expect(try c.document(id: "d")?.generation == 3)
+        #expect(try c.conflictingRevisions(id: "d").isEmpty)
+        // A new document over an existing one conflicts too.
+        #expect(throws: StoreError.conflict(documentID: "d")) {
+            try c.save(MutableDocument(id: "d"), concurrencyControl: .failOnConflict)
+        }
+    }
+
+    @Test func conflictHandlerMergesOrGivesUp() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        try c.save(try MutableDocument(id: "d", data: ["likes": 1, "tags": ["a"]]))
+        let stale = try #require(try c.document(id: "d")).toMutable()
+        let fresh = try #require(try c.document(id: "d")).toMutable()
+        fresh.setInt(5, forKey: "likes")
+        try c.save(fresh)
+
+        stale.setString("mine", forKey: "note")
+        var calls = 0
+        let saved = try c.save(stale) { mine, theirs in
+            calls += 1
+            mine.setInt(theirs?.int(forKey: "likes") ?? 0, forKey: "likes")
+            return true
+        }
+        #expect(saved && calls == 1)
+        let merged = try #require(try c.document(id: "d"))
+        #expect(merged.int(forKey: "likes") == 5)
+        #expect(merged.string(forKey: "note") == "mine")
+
+        let another = try MutableDocument(id: "d", data: ["x": 1])
+        #expect(try c.save(another) { _, _ in false } == false)
+        #expect(try c.document(id: "d")?.revisionID == merged.revisionID)
+        // No conflict: the handler is not called.
+        let current = try #require(try c.document(id: "d")).toMutable()
+        #expect(try c.save(current) { _, _ in Issue.record("handler called"); return false })
+    }
+
+    @Test func deleteLeavesATombstonePurgeLeavesNothing() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        try c.save(MutableDocument(id: "del"))
+        try c.save(MutableDocument(id: "pur"))
+        try c.delete(id: "del")
+        try c.purge(id: "pur")
+        #expect(try c.document(id: "del") == nil)
+        #expect(try c.document(id: "pur") == nil)
+        #expect(try c.count == 0)
+        let tombstone = try #require(try c.revision(id: "del"))
+        #expect(tombstone.deleted && tombstone.rev.hasPrefix("2-"))
+        #expect(try c.revision(id: "pur") == nil)
+        let feed = try c.changes(since: 0)
+        #expect(feed.map(\.id) == ["del"])
+        #expect(feed[0].deleted)
+        #expect(throws: StoreError.self) { try c.purge(id: "pur") }
+        #expect(throws: StoreError.self) { try c.delete(id: "pur") }
+        // Recreating a deleted document continues its history.
+        try c.save(MutableDocument(id: "del"))
+        #expect(try c.document(id: "del")?.generation == 3)
+    }
+
+    @Test func deleteWithFailOnConflict() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        try c.save(MutableDocument(id: "d"))
+        let old = try #require(try c.document(id: "d"))
+        try c.save(old.toMutable())
+        #expect(throws: StoreError.conflict(documentID: "d")) { try c.delete(old, concurrencyControl: .failOnConflict) }
+        try c.delete(old, concurrencyControl: .lastWriteWins)
+        #expect(try c.document(id: "d") == nil)
+    }
+
+    @Test func sequencesIncreaseAndSurvivePurges() throws {
+        let dir = try TempDirectory()
+        var db = try dir.open()
+        var c = try db.defaultCollection()
+        for i in 0..<3 { try c.save(MutableDocument(id: "d\(i)")) }
+        try c.purge(id: "d2")
+        try db.close()
+        db = try dir.open()
+        defer { try? db.close() }
+        c = try db.defaultCollection()
+        let doc = MutableDocument(id: "new")
+        try c.save(doc)
+        #expect(doc.sequence == 4)
+        #expect(try c.changes(since: 1).map(\.sequence) == [2, 4])
+        #expect(try c.changes(since: 0, limit: 1).map(\.id) == ["d0"])
+    }
+
+    @Test func batchCommitsAtomicallyAndNotifiesAfterCommit() async throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let changes = Collector<[String]>()
+        let token = c.addChangeListener { changes.append($0.documentIDs) }
+        defer { token.remove() }
+
+        struct Boom: Error {}
+        #expect(throws: Boom.self) {
+            try db.inBatch {
+                try c.save(MutableDocument(id: "a"))
+                // Reads inside the batch see its writes.
+                #expect(try c.document(id: "a") != nil)
+                try c.save(MutableDocument(id: "b"))
+                throw Boom()
+            }
+        }
+        #expect(try c.document(id: "a") == nil)
+        #expect(try c.count == 0)
+
+        try db.inBatch {
+            try c.save(MutableDocument(id: "x"))
+            try c.save(MutableDocument(id: "y"))
+            try c.save(MutableDocument(id: "x"))
+        }
+        try c.save(MutableDocument(id: "z"))
+        let received = await changes.wait(count: 2)
+        // The rolled-back batch was never announced; each commit is one notification, in order.
+        #expect(received == [["x", "y"], ["z"]])
+    }
+
+    @Test func documentListenerAndAsyncSequence() async throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let seen = Collector<String>()
+        let token = c.addDocumentChangeListener(id: "watched") { seen.append($0.documentID) }
+        // The stream lives only in the consumer task, so it ends with it.
+        let consumer: Task<[[String]], Never> = {
+            let stream = c.changes()
+            return Task {
+            var out: [[String]] = []
+            for await change in stream {
+                out.append(change.documentIDs)
+                if out.count == 3 { break }
+            }
+            return out
+            }
+        }()
+        try c.save(MutableDocument(id: "other"))
+        try c.save(MutableDocument(id: "watched"))
+        try c.delete(id: "watched")
+        #expect(await consumer.value == [["other"], ["watched"], ["watched"]])
+        #expect(await seen.wait(count: 2) == ["watched", "watched"])
+        token.remove()
+        try c.save(MutableDocument(id: "watched"))
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(seen.values.count == 2)
+        // The stream's listener went away with the consumer.
+        let deadline = Date().addingTimeInterval(2)
+        while db.notifier.listenerCount > 0, Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(db.notifier.listenerCount == 0)
+    }
+
+    @Test func listenersDeliverOnTheGivenQueue() async throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let queue = DispatchQueue(label: "test.queue")
+        let key = DispatchSpecificKey<Int>()
+        queue.setSpecific(key: key, value: 7)
+        let onQueue = Collector<Int?>()
+        let token = c.addChangeListener(queue: queue) { _ in onQueue.append(DispatchQueue.getSpecific(key: key)) }
+        defer { token.remove() }
+        try c.save(MutableDocument())
+        #expect(await onQueue.wait(count: 1) == [7])
+    }
+
+    @Test func expiredDocumentsArePurged() async throws {
+        let dir = try TempDirectory()
+        var db = try dir.open()
+        var c = try db.defaultCollection()
+        try c.save(MutableDocument(id: "soon"))
+        try c.save(MutableDocument(id: "later"))
+        try c.save(MutableDocument(id: "kept"))
+        let purged = Collector<[String]>()
+        let token = c.addChangeListener { purged.append($0.documentIDs) }
+        try c.setDocumentExpiration(id: "soon", expiration: Date().addingTimeInterval(0.2))
+        try c.setDocumentExpiration(id: "later", expiration: Date().addingTimeInterval(0.6))
+        #expect(try c.getDocumentExpiration(id: "soon") != nil)
+        #expect(throws: StoreError.self) { try c.setDocumentExpiration(id: "missing", expiration: Date()) }
+
+        #expect(await purged.wait(count: 1) == [["soon"]])
+        #expect(try c.revision(id: "soon") == nil)
+        #expect(try c.document(id: "later") != nil)
+        token.remove()
+
+        // Closed while "later" expires: opening catches up.
+        try db.close()
+        try await Task.sleep(for: .milliseconds(700))
+        db = try dir.open()
+        defer { try? db.close() }
+        c = try db.defaultCollection()
+        let deadline = Date().addingTimeInterval(5)
+        while try c.revision(id: "later") != nil, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(try c.revision(id: "later") == nil)
+        #expect(try c.document(id: "kept") != nil)
+    }
+
+    @Test func localDocumentsHaveTheirOwnRevisions() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let first = try c.putLocalDocument(id: "cp", json: #"{"seq": 5, "_rev": "kept verbatim"}"#, rev: nil)
+        #expect(first.rev == "0-1")
+        #expect(throws: StoreError.self) { try c.putLocalDocument(id: "cp", json: "{}", rev: nil) }
+        #expect(throws: StoreError.self) { try c.putLocalDocument(id: "cp", json: "{}", rev: "0-9") }
+        let second = try c.putLocalDocument(id: "cp", json: #"{"seq": 6}"#, rev: "0-1")
+        #expect(second.rev == "0-2")
+        #expect(try c.localDocument(id: "cp")?.body == #"{"seq": 6}"#)
+        #expect(throws: StoreError.self) { try c.putLocalDocument(id: "bad", json: "[1]", rev: nil) }
+        // Local documents are not documents: no changes, no count.
+        #expect(try c.changes(since: 0).isEmpty)
+        try c.deleteLocalDocument(id: "cp", rev: "0-2")
+        #expect(try c.localDocument(id: "cp") == nil)
+    }
+}
