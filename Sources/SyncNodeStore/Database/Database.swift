@@ -33,6 +33,8 @@ public final class Database: Sendable {
     let notifier = ChangeNotifier()
     let logger: Logger
     let expiry = ExpiryScheduler()
+    let sequences = SequenceAllocator()
+    let pointReader: PointReader
     private let state = Mutex(State())
 
     private struct State {
@@ -63,8 +65,10 @@ public final class Database: Sendable {
         grdb.label = "syncnode.\(name)"
         // Another process (a CLI command beside a running node) may hold the write lock briefly.
         grdb.busyMode = .timeout(10)
+        let file = path.appendingPathComponent(Self.fileName).path
+        pointReader = PointReader(path: file)
         do {
-            pool = try DatabasePool(path: path.appendingPathComponent(Self.fileName).path, configuration: grdb)
+            pool = try DatabasePool(path: file, configuration: grdb)
             uuid = try Schema.migrate(pool)
         } catch let error as DatabaseError {
             throw StoreError.storage("opening \(path.path): \(error.message ?? error.description)")
@@ -127,6 +131,7 @@ public final class Database: Sendable {
         }
         guard wasOpen else { return }
         expiry.stop()
+        pointReader.close()
         do {
             try pool.close()
         } catch {
@@ -239,10 +244,14 @@ public final class Database: Sendable {
             try pool.unsafeReentrantWrite { db in
                 if db.isInsideTransaction { return try body(db) }
                 var result: Result<T, Error>?
-                try db.inTransaction {
-                    result = Result { try body(db) }
-                    if case .failure = result { return .rollback }
-                    return .commit
+                try WriterThread.marking(self) {
+                    try db.inTransaction {
+                        sequences.beginTransaction()
+                        result = Result { try body(db) }
+                        if case .failure = result { return .rollback }
+                        try sequences.flush(db)
+                        return .commit
+                    }
                 }
                 guard let result else { throw StoreError.storage("transaction did not run") }
                 return try result.get()

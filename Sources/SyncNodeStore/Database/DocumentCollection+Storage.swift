@@ -20,12 +20,11 @@ extension DocumentCollection {
         return StoredRow(key: row[0], rev: row[1], sequence: row[2], deleted: row[3], body: row[4], treeText: row[5])
     }
 
-    /// Takes the next sequence number from the counter row, which every
-    /// connection and process shares and which never goes back (even after purges).
+    /// Takes the next sequence number. The counter lives in the collections
+    /// table, shared by every connection and process, and never goes back
+    /// (not even after purges), so a peer's `since` never skips a change.
     func nextSequence(_ db: GRDB.Database) throws -> Int64 {
-        let statement = try db.cachedStatement(sql: "UPDATE collections SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq")
-        guard let seq = try Int64.fetchOne(statement, arguments: [tableID]) else { throw StoreError.collectionDeleted(fullName) }
-        return seq
+        try database.sequences.next(db, collectionID: tableID)
     }
 
     /// The sequence of the collection's latest change.

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import GRDB
+import GRDBSQLite
 import Synchronization
 
 /// A set of documents with unique IDs and its own change sequence, inside a
@@ -57,11 +58,22 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
     /// The document's current revision, or nil when it does not exist or was deleted.
     public func document(id: String) throws -> Document? {
         try checkLive()
-        return try database.readStatement { db in
-            let statement = try db.cachedStatement(sql: "SELECT rev, seq, deleted, body FROM \(tables.docs) WHERE id = ?")
-            guard let row = try Row.fetchOne(statement, arguments: [id]), !(row[2] as Bool) else { return nil }
-            return Document(id: id, revisionID: row[0], sequence: row[1], isDeleted: false, json: row[3], blobStore: database.blobStore)
+        let sql = "SELECT rev, seq, deleted, body FROM \(tables.docs) WHERE id = ?"
+        let read = { (s: SQLiteStatement) throws -> Document? in
+            s.bind(1, id)
+            guard try s.step(), s.int64(2) == 0 else { return nil }
+            return Document(id: id, revisionID: s.text(0), sequence: s.int64(1), isDeleted: false, json: s.text(3), blobStore: self.database.blobStore)
         }
+        if WriterThread.isWriting(database) {
+            // Inside a batch: read through the writer to see the batch's own writes.
+            return try database.readStatement { db in
+                let statement = try db.cachedStatement(sql: sql)
+                defer { sqlite3_reset(statement.sqliteStatement) }
+                return try read(SQLiteStatement(statement.sqliteStatement))
+            }
+        }
+        try database.checkOpen()
+        return try database.pointReader.withStatement(sql, read)
     }
 
     // MARK: - Saving

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Writes document values as canonical JSON: object keys sorted by their
 /// UTF-8 bytes, no insignificant whitespace, integers without a fraction and
 /// other numbers in their shortest round-trip form.
@@ -29,7 +31,7 @@ struct JSONWriter {
         switch value {
         case .null: append("null")
         case .bool(let b): append(b ? "true" : "false")
-        case .int(let i): append(String(i))
+        case .int(let i): writeInteger(i)
         case .double(let d): writeDouble(d)
         case .string(let s): writeString(s)
         case .array(let a):
@@ -47,12 +49,12 @@ struct JSONWriter {
     mutating func writeObject(_ object: [String: DocumentValue]) {
         bytes.append(UInt8(ascii: "{"))
         var first = true
-        for key in object.keys.sorted(by: Self.utf8Order) {
+        for (key, value) in object.sorted(by: { Self.utf8Order($0.key, $1.key) }) {
             if !first { bytes.append(UInt8(ascii: ",")) }
             first = false
             writeString(key)
             bytes.append(UInt8(ascii: ":"))
-            write(object[key].unsafelyUnwrapped)
+            write(value)
         }
         bytes.append(UInt8(ascii: "}"))
     }
@@ -60,12 +62,41 @@ struct JSONWriter {
     /// Byte order, not Swift's `<` (which compares Unicode-normalized scalars),
     /// so every platform and every other implementation sorts alike.
     static func utf8Order(_ a: String, _ b: String) -> Bool {
-        a.utf8.lexicographicallyPrecedes(b.utf8)
+        var a = a, b = b
+        return a.withUTF8 { pa in
+            b.withUTF8 { pb in
+                let n = min(pa.count, pb.count)
+                if n > 0, let x = pa.baseAddress, let y = pb.baseAddress {
+                    let c = memcmp(x, y, n)
+                    if c != 0 { return c < 0 }
+                }
+                return pa.count < pb.count
+            }
+        }
+    }
+
+    private mutating func writeInteger(_ i: Int64) {
+        if i < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = i.magnitude
+        if magnitude < 10 {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude))
+            return
+        }
+        var digits: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)  // 32 bytes of scratch, no allocation
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var n = 0
+            while magnitude > 0 {
+                buffer[31 - n] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                n += 1
+            }
+            bytes.append(contentsOf: buffer[(32 - n)...])
+        }
     }
 
     private mutating func writeDouble(_ d: Double) {
         if d.isFinite, d == d.rounded(.towardZero), abs(d) < 9.0e15 {
-            append(String(Int64(d)))
+            writeInteger(Int64(d))
         } else if d.isFinite {
             append(d.description)
         } else {
@@ -82,6 +113,19 @@ struct JSONWriter {
 
     mutating func writeString(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
+        var s = s
+        // Fast path: nothing to escape, copy the bytes at once.
+        let plain = s.withUTF8 { buffer -> Bool in
+            for byte in buffer where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                return false
+            }
+            bytes.append(contentsOf: buffer)
+            return true
+        }
+        if plain {
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in s.utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\\")); bytes.append(byte)

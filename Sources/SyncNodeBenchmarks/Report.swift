@@ -1,0 +1,29 @@
+import Foundation
+
+/// Times work and prints benchmark lines.
+enum Report {
+    @discardableResult
+    static func time(_ body: () throws -> Void) rethrows -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try body()
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    }
+
+    static func rate(_ count: Int, _ seconds: Double) -> String {
+        String(format: "%9.0f docs/s (%.3f s)", Double(count) / seconds, seconds)
+    }
+
+    /// One comparison line: our time against the baseline's, as docs/s and the ratio of times.
+    static func compare(_ name: String, count: Int, ours: Double, baseline: Double, target: Double?) {
+        let ratio = ours / baseline
+        var line = "\(name.padding(toLength: 18, withPad: " ", startingAt: 0)) store \(rate(count, ours))   raw \(rate(count, baseline))   ratio \(String(format: "%.2f", ratio))"
+        if let target { line += " (target <= \(target): \(ratio <= target ? "met" : "MISSED"))" }
+        print(line)
+    }
+
+    static func peakRSSMegabytes() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_maxrss) / 1024
+    }
+}

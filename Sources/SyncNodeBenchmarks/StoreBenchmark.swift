@@ -1,0 +1,106 @@
+import Foundation
+import GRDB
+import SyncNodeStore
+
+/// `SyncNodeBenchmarks store [N]`: the store against raw SQLite (GRDB's
+/// statement API over a `(id TEXT PRIMARY KEY, body TEXT)` table) doing the
+/// same work in the same run.
+enum StoreBenchmark {
+    static func run(count: Int) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+
+        let docs = DocumentGenerator.documents(count: count)
+        let texts = docs.map { DocumentValue.dictionary($0.body).toJSON() }
+        let averageSize = texts.reduce(0) { $0 + $1.utf8.count } / max(1, count)
+        var rng = SeededRandom(seed: 7)
+        let order = docs.indices.shuffled(using: &rng)
+        print("store benchmark: \(count) documents of about \(averageSize) bytes, batches of 1000, release build expected")
+
+        // Raw SQLite.
+        let raw = try DatabasePool(path: dir.appendingPathComponent("raw.sqlite3").path)
+        try raw.write { db in try db.execute(sql: "CREATE TABLE docs(id TEXT PRIMARY KEY, body TEXT)") }
+        let rawInsert = try Report.time {
+            for start in stride(from: 0, to: count, by: 1000) {
+                try raw.write { db in
+                    let statement = try db.cachedStatement(sql: "INSERT INTO docs(id, body) VALUES(?, ?)")
+                    for i in start..<min(start + 1000, count) {
+                        try statement.execute(arguments: [docs[i].id, texts[i]])
+                    }
+                }
+            }
+        }
+        var rawBytes = 0
+        let rawGet = try Report.time {
+            try raw.read { db in
+                let statement = try db.cachedStatement(sql: "SELECT body FROM docs WHERE id = ?")
+                for i in order {
+                    let body = try String.fetchOne(statement, arguments: [docs[i].id])
+                    rawBytes += body?.utf8.count ?? 0
+                }
+            }
+        }
+        let updatedTexts = texts.map { $0.replacingOccurrences(of: "\"type\":\"product\"", with: "\"type\":\"item\"") }
+        let rawUpdate = try Report.time {
+            for start in stride(from: 0, to: count, by: 1000) {
+                try raw.write { db in
+                    let statement = try db.cachedStatement(sql: "UPDATE docs SET body = ? WHERE id = ?")
+                    for i in start..<min(start + 1000, count) {
+                        try statement.execute(arguments: [updatedTexts[i], docs[i].id])
+                    }
+                }
+            }
+        }
+        try raw.close()
+
+        // The store.
+        let db = try Database(name: "bench", config: DatabaseConfiguration(directory: dir))
+        let collection = try db.defaultCollection()
+        let insert = try Report.time {
+            for start in stride(from: 0, to: count, by: 1000) {
+                try db.inBatch {
+                    for i in start..<min(start + 1000, count) {
+                        let doc = MutableDocument(id: docs[i].id)
+                        for (key, value) in docs[i].body { doc.setDocumentValue(value, forKey: key) }
+                        try collection.save(doc)
+                    }
+                }
+            }
+        }
+        var revs = 0
+        let get = try Report.time {
+            for i in order {
+                if try collection.document(id: docs[i].id)?.revisionID != nil { revs += 1 }
+            }
+        }
+        var names = 0
+        let getAndRead = try Report.time {
+            for i in order {
+                if try collection.document(id: docs[i].id)?.string(forKey: "name") != nil { names += 1 }
+            }
+        }
+        let update = try Report.time {
+            for start in stride(from: 0, to: count, by: 1000) {
+                try db.inBatch {
+                    for i in start..<min(start + 1000, count) {
+                        guard let doc = try collection.document(id: docs[i].id)?.toMutable() else { continue }
+                        doc.setString("item", forKey: "type")
+                        try collection.save(doc, concurrencyControl: .failOnConflict)
+                    }
+                }
+            }
+        }
+        let stored = try collection.count
+        try db.close()
+        guard revs == count, names == count, stored == count, rawBytes > 0 else {
+            throw StoreError.storage("benchmark self-check failed: \(revs) gets, \(names) reads, \(stored) stored of \(count)")
+        }
+
+        Report.compare("bulk insert", count: count, ours: insert, baseline: rawInsert, target: 4.0)
+        Report.compare("get by ID", count: count, ours: get, baseline: rawGet, target: 2.5)
+        Report.compare("get + read a field", count: count, ours: getAndRead, baseline: rawGet, target: nil)
+        Report.compare("update all", count: count, ours: update, baseline: rawUpdate, target: nil)
+        print(String(format: "peak RSS %.0f MB", Report.peakRSSMegabytes()))
+    }
+}

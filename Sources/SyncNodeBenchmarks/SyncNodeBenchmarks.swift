@@ -1,0 +1,32 @@
+import Foundation
+import SyncNodeStore
+
+/// Prints benchmark figures and ratios against baselines measured in the same run.
+///
+///     swift run -c release SyncNodeBenchmarks store [N]      store vs raw SQLite
+///     swift run -c release SyncNodeBenchmarks generate N      N documents as JSON lines (for scripts/bench.sh)
+@main
+enum SyncNodeBenchmarks {
+    static func main() {
+        let args = Array(CommandLine.arguments.dropFirst())
+        let count = args.count > 1 ? Int(args[1]) : nil
+        do {
+            switch args.first {
+            case "store":
+                try StoreBenchmark.run(count: count ?? 100_000)
+            case "generate":
+                for (id, body) in DocumentGenerator.documents(count: count ?? 100_000) {
+                    var line = body
+                    line["_id"] = .string(id)
+                    print(DocumentValue.dictionary(line).toJSON())
+                }
+            default:
+                FileHandle.standardError.write(Data("usage: SyncNodeBenchmarks store [N] | generate N\n".utf8))
+                exit(2)
+            }
+        } catch {
+            FileHandle.standardError.write(Data("benchmark failed: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import GRDB
+import Synchronization
+
+/// Hands out collection sequence numbers inside a write transaction: the
+/// counter row is read at a collection's first change in the transaction and
+/// written back once before commit, instead of an UPDATE per document.
+/// The transaction holds SQLite's write lock, so no other connection or
+/// process can interleave.
+final class SequenceAllocator: Sendable {
+    private let counters = Mutex<[Int64: Int64]>([:])
+
+    /// Forgets counters from an earlier transaction (committed or rolled back).
+    func beginTransaction() {
+        counters.withLock { $0.removeAll(keepingCapacity: true) }
+    }
+
+    func next(_ db: GRDB.Database, collectionID: Int64) throws -> Int64 {
+        if let next = counters.withLock({ c -> Int64? in
+            guard let last = c[collectionID] else { return nil }
+            c[collectionID] = last + 1
+            return last + 1
+        }) {
+            return next
+        }
+        guard let last = try Int64.fetchOne(db, sql: "SELECT last_seq FROM collections WHERE id = ?", arguments: [collectionID]) else {
+            throw StoreError.notFound("collection #\(collectionID)")
+        }
+        counters.withLock { $0[collectionID] = last + 1 }
+        return last + 1
+    }
+
+    /// Writes the counters back; call last in the transaction.
+    func flush(_ db: GRDB.Database) throws {
+        let dirty = counters.withLock { c in
+            defer { c.removeAll(keepingCapacity: true) }
+            return c
+        }
+        for (collectionID, last) in dirty {
+            try db.execute(sql: "UPDATE collections SET last_seq = ? WHERE id = ?", arguments: [last, collectionID])
+        }
+    }
+}
