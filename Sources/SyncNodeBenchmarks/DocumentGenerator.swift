@@ -38,7 +38,7 @@ enum DocumentGenerator {
             "rating": .double(Double(rng.next() % 50) / 10 + 0.05),
             "category": .string(words[Int(rng.next() % 8)]),
             "created": .string("2026-\(String(format: "%02d", 1 + rng.next() % 12))-\(String(format: "%02d", 1 + rng.next() % 28))T10:00:00.000Z"),
-            "description": .string(sentence(&rng, words: 60)),
+            "description": .string(sentence(&rng, words: 80)),
             "tags": .array((0..<tagCount).map { _ in .string(words[Int(rng.next() % UInt64(words.count))]) }),
             "dimensions": ["width": .int(Int64(rng.next() % 200)), "height": .int(Int64(rng.next() % 200)), "depth": .int(Int64(rng.next() % 200)), "unit": "cm"],
             "supplier": ["name": .string(sentence(&rng, words: 2)), "city": .string(cities[Int(rng.next() % 8)]), "contact": .string("sales\(rng.next() % 100)@example.com")],

@@ -136,12 +136,40 @@ struct RevisionTree: Equatable, Sendable {
     }
 
     init(serialized: String) throws(StoreError) {
-        for line in serialized.split(separator: "\n") {
-            let f = line.split(separator: "\t")
-            guard f.count == 4, let p = Int(f[1]), let seq = Int64(f[3]), p < nodes.count else {
-                throw .storage("corrupt revision tree entry '\(line)'")
+        var text = serialized
+        let parsed: [Node]? = text.withUTF8 { bytes in
+            var nodes: [Node] = []
+            var i = 0
+            func field() -> Range<Int> {
+                let start = i
+                while i < bytes.count, bytes[i] != 0x09, bytes[i] != 0x0A { i += 1 }
+                return start..<i
             }
-            nodes.append(Node(rev: String(f[0]), parent: p >= 0 ? p : nil, deleted: f[2] == "1", sequence: seq))
+            func integer(_ r: Range<Int>) -> Int64? {
+                var negative = false, value: Int64 = 0, any = false
+                for j in r {
+                    if j == r.lowerBound, bytes[j] == UInt8(ascii: "-") { negative = true; continue }
+                    guard bytes[j] >= 0x30, bytes[j] <= 0x39 else { return nil }
+                    value = value &* 10 &+ Int64(bytes[j] - 0x30)
+                    any = true
+                }
+                return any ? (negative ? -value : value) : nil
+            }
+            while i < bytes.count {
+                let rev = field(); i += 1
+                let parent = field(); i += 1
+                let deleted = field(); i += 1
+                let seq = field(); i += 1
+                guard !rev.isEmpty, let p = integer(parent), p < nodes.count, let s = integer(seq) else { return nil }
+                nodes.append(Node(
+                    rev: String(decoding: UnsafeBufferPointer(rebasing: bytes[rev]), as: UTF8.self),
+                    parent: p >= 0 ? Int(p) : nil,
+                    deleted: deleted.count == 1 && bytes[deleted.lowerBound] == UInt8(ascii: "1"),
+                    sequence: s))
+            }
+            return nodes
         }
+        guard let parsed else { throw .storage("corrupt revision tree '\(serialized.prefix(200))'") }
+        nodes = parsed
     }
 }
