@@ -7,7 +7,9 @@ import Testing
 @Suite(.serialized) struct CrashTests {
     @Test func killDuringALargeBatchLeavesNoneOrAll() async throws {
         let dir = try TempDirectory()
-        let total = 20_000
+        // About 30 MB in one transaction: far more than SQLite's page cache,
+        // so pages spill to the WAL long before the commit.
+        let total = 100_000
         let input = dir.url.appendingPathComponent("docs.jsonl")
         let lines = (0..<total).map { #"{"_id":"doc-\#($0)","n":\#($0),"text":"\#(String(repeating: "x", count: 200))"}"# }
         try (lines.joined(separator: "\n") + "\n").write(to: input, atomically: true, encoding: .utf8)
@@ -28,7 +30,7 @@ import Testing
         var walSize = 0
         while process.isRunning, Date() < deadline {
             walSize = ((try? FileManager.default.attributesOfItem(atPath: wal))?[.size] as? Int) ?? 0
-            if walSize > 512 * 1024 { break }
+            if walSize > 2 * 1024 * 1024 { break }
             try await Task.sleep(for: .milliseconds(2))
         }
         let killedMidway = process.isRunning

@@ -27,13 +27,13 @@ import Testing
     }
 
     @Test func revisionIDDependsOnParentBodyAndDeletion() {
-        let body = Array(#"{"a":1}"#.utf8)
-        let r1 = RevisionID.make(parent: nil, deleted: false, canonicalJSON: body)
-        #expect(r1 == RevisionID.make(parent: nil, deleted: false, canonicalJSON: body))
-        #expect(r1 != RevisionID.make(parent: nil, deleted: true, canonicalJSON: body))
-        #expect(r1 != RevisionID.make(parent: "1-x", deleted: false, canonicalJSON: body))
-        #expect(r1 != RevisionID.make(parent: nil, deleted: false, canonicalJSON: Array(#"{"a":2}"#.utf8)))
-        #expect(RevisionID.make(parent: "9-abc", deleted: false, canonicalJSON: body).hasPrefix("10-"))
+        let body = CanonicalBody(json: Array(#"{"a":1}"#.utf8))
+        let r1 = RevisionID.make(parent: nil, deleted: false, body: body)
+        #expect(r1 == RevisionID.make(parent: nil, deleted: false, body: body))
+        #expect(r1 != RevisionID.make(parent: nil, deleted: true, body: body))
+        #expect(r1 != RevisionID.make(parent: "1-x", deleted: false, body: body))
+        #expect(r1 != RevisionID.make(parent: nil, deleted: false, body: CanonicalBody(json: Array(#"{"a":2}"#.utf8))))
+        #expect(RevisionID.make(parent: "9-abc", deleted: false, body: body).hasPrefix("10-"))
     }
 
     /// Builds a tree from `(rev, parentRev, deleted)` triples.

@@ -10,6 +10,8 @@ import Foundation
 /// A blob read from a document loads its content lazily.
 public final class Blob: Sendable, Hashable, CustomStringConvertible {
     static let typeKey = "@type"
+    /// A dictionary with `"@type":"blob"` and only these keys reads as a blob.
+    static let metadataKeys: Set<String> = [typeKey, "digest", "length", "content_type"]
 
     /// The MIME type, e.g. `image/jpeg`.
     public let contentType: String

@@ -63,25 +63,44 @@ extension DocumentCollection {
             }
             let values = deleting ? [:] : document.snapshot()
             for key in values.keys where key.hasPrefix("_") { throw StoreError.reservedProperty(key) }
-            let json = try encodeBody(values)
-            let rev = RevisionID.make(parent: current?.rev, deleted: deleting, canonicalJSON: json)
-            let sequence = try nextSequence(db)
-            var tree = try current?.tree() ?? RevisionTree()
-            tree.add(rev: rev, parent: current.flatMap { tree.index(of: $0.rev) }, deleted: deleting, sequence: sequence)
-            try persist(db, id: document.id, current: current, tree: tree, newRev: rev,
-                        newBody: String(decoding: json, as: UTF8.self), sequence: sequence)
+            let (rev, sequence) = try commitChild(db, id: document.id, of: current, body: try encodeBody(values), deleting: deleting)
             document.revisionID = rev
             document.sequence = sequence
             return true
         }
     }
 
-    /// Writes blob contents to the blob store and returns the canonical JSON.
-    func encodeBody(_ values: [String: DocumentValue]) throws -> [UInt8] {
+    /// Saves bodies prepared ahead (see ``CanonicalBody/parse(objectJSON:)``)
+    /// as new revisions of their documents, last write wins, in one
+    /// transaction. Returns the new revision IDs in order.
+    package func saveBodies(_ documents: [(id: String, body: CanonicalBody)]) throws -> [String] {
+        try checkLive()
+        for (id, _) in documents { try Names.validateDocumentID(id) }
+        return try database.write { db in
+            try documents.map { id, body in
+                try commitChild(db, id: id, of: try loadRow(db, id: id), body: body, deleting: false).rev
+            }
+        }
+    }
+
+    /// Adds a local revision as a child of the current winner.
+    private func commitChild(
+        _ db: GRDB.Database, id: String, of current: StoredRow?, body: CanonicalBody, deleting: Bool
+    ) throws -> (rev: String, sequence: Int64) {
+        let rev = RevisionID.make(parent: current?.rev, deleted: deleting, body: body)
+        let sequence = try nextSequence(db)
+        var tree = try current?.tree() ?? RevisionTree()
+        tree.add(rev: rev, parent: current.flatMap { tree.index(of: $0.rev) }, deleted: deleting, sequence: sequence)
+        try persist(db, id: id, current: current, tree: tree, newRev: rev, newBody: body.text, sequence: sequence)
+        return (rev, sequence)
+    }
+
+    /// Writes blob contents to the blob store and returns the canonical body.
+    func encodeBody(_ values: [String: DocumentValue]) throws -> CanonicalBody {
         for value in values.values { try storeBlobs(in: value) }
         var writer = JSONWriter()
         writer.writeObject(values)
-        return writer.bytes
+        return CanonicalBody(json: writer.bytes)
     }
 
     private func storeBlobs(in value: DocumentValue) throws {

@@ -112,7 +112,8 @@ struct JSONParser {
             throw error("expected ',' or '}'")
         }
         depth -= 1
-        if case .string("blob")? = dict[Blob.typeKey], let blob = Blob(metadata: dict, store: blobStore) {
+        if case .string("blob")? = dict[Blob.typeKey], dict.keys.allSatisfy(Blob.metadataKeys.contains),
+           let blob = Blob(metadata: dict, store: blobStore) {
             return .blob(blob)
         }
         return .dictionary(dict)
@@ -145,6 +146,8 @@ struct JSONParser {
         let start = pos
         // Fast path: no escapes.
         while pos < input.count {
+            pos = StringScan.firstSpecial(input, from: pos, to: input.count)
+            guard pos < input.count else { break }
             let c = input[pos]
             if c == UInt8(ascii: "\"") {
                 let s = String(decoding: UnsafeBufferPointer(rebasing: input[start..<pos]), as: UTF8.self)

@@ -7,7 +7,7 @@ import Foundation
 /// Canonical output is what makes revision IDs deterministic: the same body
 /// written on two nodes gives the same bytes and so the same digest.
 struct JSONWriter {
-    private(set) var bytes: [UInt8] = []
+    var bytes: [UInt8] = []
 
     init(capacity: Int = 1024) {
         bytes.reserveCapacity(capacity)
@@ -78,7 +78,7 @@ struct JSONWriter {
         }
     }
 
-    private mutating func writeInteger(_ i: Int64) {
+    mutating func writeInteger(_ i: Int64) {
         if i < 0 { bytes.append(UInt8(ascii: "-")) }
         var magnitude = i.magnitude
         if magnitude < 10 {
@@ -97,7 +97,7 @@ struct JSONWriter {
         }
     }
 
-    private mutating func writeDouble(_ d: Double) {
+    mutating func writeDouble(_ d: Double) {
         if d.isFinite, d == d.rounded(.towardZero), abs(d) < 9.0e15 {
             writeInteger(Int64(d))
         } else if d.isFinite {

@@ -31,17 +31,16 @@ enum RevisionID {
     }
 
     /// The revision ID of a new revision: generation one more than the
-    /// parent's; the suffix is the hex SHA-1 of the parent revision ID, a NUL,
-    /// the deleted flag (`1`/`0`), a NUL and the canonical JSON body. The same
-    /// edit on two nodes yields the same ID.
-    static func make(parent: String?, deleted: Bool, canonicalJSON: [UInt8]) -> String {
-        var hasher = Insecure.SHA1()
-        var prefix = Array((parent ?? "").utf8)
-        prefix.append(0)
-        prefix.append(deleted ? UInt8(ascii: "1") : UInt8(ascii: "0"))
-        prefix.append(0)
-        hasher.update(data: prefix)
-        hasher.update(data: canonicalJSON)
+    /// parent's; the suffix is the hex SHA-1 of the canonical JSON body, a
+    /// NUL, the deleted flag (`1`/`0`), a NUL and the parent revision ID
+    /// (empty for a first revision). The same edit on two nodes yields the
+    /// same ID. The body comes first so its hashing can happen early (see
+    /// ``CanonicalBody``).
+    static func make(parent: String?, deleted: Bool, body: CanonicalBody) -> String {
+        var hasher = body.digestState
+        var suffix: [UInt8] = [0, deleted ? UInt8(ascii: "1") : UInt8(ascii: "0"), 0]
+        suffix.append(contentsOf: (parent ?? "").utf8)
+        hasher.update(data: suffix)
         let gen = (parent.flatMap(generation(of:)) ?? 0) + 1
         return "\(gen)-" + hex(hasher.finalize())
     }

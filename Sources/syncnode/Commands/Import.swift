@@ -1,5 +1,7 @@
 import ArgumentParser
+import Dispatch
 import Foundation
+import Synchronization
 import SyncNodeStore
 
 struct Import: ParsableCommand {
@@ -24,54 +26,121 @@ struct Import: ParsableCommand {
         let (db, collection) = try node.collection(keyspace, create: true)
         defer { try? db.close() }
 
+        // A pipeline: this thread reads a batch and canonicalizes it on every
+        // core while the writer commits the previous batch.
         let start = Date()
         var lastReport = start
         var reader = LineReader(handle: handle)
-        var imported = 0
-        var batch: [MutableDocument] = []
-        batch.reserveCapacity(batchSize)
-        func flush() throws {
-            try db.inBatch { for doc in batch { try collection.save(doc) } }
-            imported += batch.count
-            batch.removeAll(keepingCapacity: true)
+        let writer = BatchWriter(collection: collection)
+        while true {
+            var lines: [(number: Int, text: String)] = []
+            lines.reserveCapacity(batchSize)
+            while lines.count < batchSize, let line = try reader.next() {
+                if !line.allSatisfy(\.isWhitespace) { lines.append((reader.lineNumber, line)) }
+            }
+            if lines.isEmpty { break }
+            let prepared: [(id: String, body: CanonicalBody)]
+            do {
+                prepared = try Self.prepare(lines)
+            } catch let error as CLIError {
+                let imported = try writer.finish()
+                throw CLIError.user("\(error.message); \(imported) documents imported before its batch")
+            }
+            try writer.submit(prepared)
             if Date().timeIntervalSince(lastReport) >= 1 {
                 lastReport = Date()
-                let rate = Double(imported) / lastReport.timeIntervalSince(start)
-                Output.progress("import: \(imported) documents (\(Int(rate))/s)")
+                let done = writer.imported
+                Output.progress("import: \(done) documents (\(Int(Double(done) / lastReport.timeIntervalSince(start)))/s)")
             }
         }
-        while let line = try reader.next() {
-            if line.allSatisfy(\.isWhitespace) { continue }
-            do {
-                batch.append(try Self.document(from: line))
-                if batch.count == batchSize { try flush() }
-            } catch {
-                // The failing batch rolled back; earlier batches are committed.
-                throw CLIError.user("line \(reader.lineNumber): \(error); \(imported) documents imported before its batch")
-            }
-        }
-        do {
-            try flush()
-        } catch {
-            throw CLIError.user("\(error); \(imported) documents imported before the last batch")
-        }
+        let imported = try writer.finish()
         let seconds = Date().timeIntervalSince(start)
         Output.line(["imported": .int(Int64(imported)), "seconds": .double((seconds * 1000).rounded() / 1000)])
     }
 
-    /// A document from one JSON line: `_id` names it, `_rev` is dropped.
-    static func document(from line: String) throws -> MutableDocument {
-        guard case .dictionary(var values) = try DocumentValue(json: line) else {
-            throw StoreError.invalidJSON("a line must hold a JSON object")
+    /// Canonicalizes a batch in parallel; the first bad line (by number) is the error.
+    static func prepare(_ lines: [(number: Int, text: String)]) throws -> [(id: String, body: CanonicalBody)] {
+        let results = ResultSlots<(id: String, body: CanonicalBody)>(count: lines.count)
+        let chunks = min(lines.count, ProcessInfo.processInfo.activeProcessorCount * 4)
+        DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+            for i in stride(from: chunk, to: lines.count, by: chunks) {
+                results.set(i, Result { try document(from: lines[i].text) })
+            }
         }
-        var id: String? = nil
-        if let idValue = values.removeValue(forKey: "_id") {
-            guard case .string(let s) = idValue else { throw StoreError.invalidValue("_id must be a string") }
-            id = s
+        return try results.values.enumerated().map { i, result in
+            do {
+                return try result.get()
+            } catch {
+                throw CLIError.user("line \(lines[i].number): \(error)")
+            }
         }
-        values["_rev"] = nil
-        let doc = MutableDocument(id: id)
-        for (key, value) in values { doc.setDocumentValue(value, forKey: key) }
-        return doc
+    }
+
+    /// A document from one JSON line: `_id` names it (else a UUID), `_rev` is
+    /// dropped, any other top-level `_` name is an error.
+    static func document(from line: String) throws -> (id: String, body: CanonicalBody) {
+        let (body, reserved) = try CanonicalBody.parse(objectJSON: line)
+        var id = UUID().uuidString
+        for (key, value) in reserved {
+            switch (key, value) {
+            case ("_id", .string(let s)): id = s
+            case ("_id", _): throw StoreError.invalidValue("_id must be a string")
+            case ("_rev", _): continue
+            default: throw StoreError.reservedProperty(key)
+            }
+        }
+        return (id, body)
+    }
+}
+
+/// Slots that parallel workers fill, each index by one worker.
+private final class ResultSlots<T>: @unchecked Sendable {
+    private var slots: [Result<T, Error>?]
+    private let lock = NSLock()
+
+    init(count: Int) { slots = Array(repeating: nil, count: count) }
+
+    func set(_ index: Int, _ value: Result<T, Error>) { lock.withLock { slots[index] = value } }
+
+    var values: [Result<T, Error>] {
+        lock.withLock { slots.map { $0 ?? .failure(CLIError.user("line was not processed")) } }
+    }
+}
+
+/// Commits batches on its own thread, one at a time, so the next batch can be
+/// prepared meanwhile. A failed batch rolls back whole; earlier ones stay.
+private final class BatchWriter: Sendable {
+    private let collection: DocumentCollection
+    private let queue = DispatchQueue(label: "syncnode.import.writer")
+    private let state = Mutex<(imported: Int, error: CLIError?)>((0, nil))
+
+    init(collection: DocumentCollection) { self.collection = collection }
+
+    var imported: Int { state.withLock { $0.imported } }
+
+    func submit(_ batch: [(id: String, body: CanonicalBody)]) throws {
+        queue.sync {}  // at most one batch in flight
+        try throwIfFailed()
+        queue.async { [self] in
+            do {
+                _ = try collection.saveBodies(batch)
+                state.withLock { $0.imported += batch.count }
+            } catch {
+                state.withLock { s in
+                    s.error = CLIError.user("\(error); \(s.imported) documents imported before the failing batch")
+                }
+            }
+        }
+    }
+
+    /// Waits for the last batch; returns the number imported.
+    func finish() throws -> Int {
+        queue.sync {}
+        try throwIfFailed()
+        return imported
+    }
+
+    private func throwIfFailed() throws {
+        if let error = state.withLock({ $0.error }) { throw error }
     }
 }

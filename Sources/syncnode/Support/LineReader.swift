@@ -4,7 +4,10 @@ import Foundation
 /// size run in bounded memory.
 struct LineReader {
     private let handle: FileHandle
-    private var buffer = Data()
+    private var buffer: [UInt8] = []
+    /// Where the unread part of `buffer` starts; consumed bytes are dropped only
+    /// when a new chunk is read, so a line costs no copying of the rest.
+    private var start = 0
     private var atEOF = false
     private(set) var lineNumber = 0
 
@@ -12,21 +15,25 @@ struct LineReader {
 
     /// The next line without its newline, or nil at the end.
     mutating func next() throws -> String? {
+        var searchFrom = start
         while true {
-            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = buffer[buffer.startIndex..<newline]
-                buffer.removeSubrange(buffer.startIndex...newline)
+            if let newline = buffer[searchFrom...].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: buffer[start..<newline], as: UTF8.self)
+                start = newline + 1
                 lineNumber += 1
-                return String(decoding: line, as: UTF8.self)
+                return line
             }
             if atEOF {
-                guard !buffer.isEmpty else { return nil }
-                defer { buffer.removeAll() }
+                guard start < buffer.count else { return nil }
+                defer { start = buffer.count }
                 lineNumber += 1
-                return String(decoding: buffer, as: UTF8.self)
+                return String(decoding: buffer[start...], as: UTF8.self)
             }
+            buffer.removeSubrange(0..<start)
+            start = 0
+            searchFrom = buffer.count
             let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
-            if chunk.isEmpty { atEOF = true } else { buffer.append(chunk) }
+            if chunk.isEmpty { atEOF = true } else { buffer.append(contentsOf: chunk) }
         }
     }
 }

@@ -1,0 +1,38 @@
+import Crypto
+
+/// A document body in canonical JSON with its SHA-1 already absorbed: the
+/// costly part of making a revision ID, done before the write transaction
+/// (in parallel, for bulk work) rather than while holding the writer.
+package struct CanonicalBody: Sendable {
+    /// The canonical JSON bytes (sorted keys, no whitespace).
+    let json: [UInt8]
+    /// SHA-1 state after absorbing `json`; ``RevisionID/make(parent:deleted:body:)`` finishes it.
+    let digestState: Insecure.SHA1
+
+    init(json: [UInt8]) {
+        self.json = json
+        var hasher = Insecure.SHA1()
+        hasher.update(data: json)
+        self.digestState = hasher
+    }
+
+    /// The body of a deleted revision.
+    static let empty = CanonicalBody(json: Array("{}".utf8))
+
+    var text: String { String(decoding: json, as: UTF8.self) }
+
+    /// Canonicalizes the JSON object in `text`. Top-level members whose names
+    /// start with `_` are not part of the body: they are returned apart, for
+    /// the caller to interpret (`_id`) or reject.
+    package static func parse(objectJSON text: String) throws -> (body: CanonicalBody, reserved: [String: DocumentValue]) {
+        if let (bytes, reserved) = try JSONCanonicalizer.canonicalObject(text) {
+            return (CanonicalBody(json: bytes), reserved)
+        }
+        var values = try JSONParser.parseObject(text)
+        var reserved: [String: DocumentValue] = [:]
+        for key in values.keys where key.hasPrefix("_") { reserved[key] = values.removeValue(forKey: key) }
+        var writer = JSONWriter()
+        writer.writeObject(values)
+        return (CanonicalBody(json: writer.bytes), reserved)
+    }
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Benchmarks (release build): the store against raw SQLite, then `syncnode import`
+# against a ten-line Python importer, both on the same N generated documents.
+#   scripts/bench.sh [store] [N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export SWIFT_DETERMINISTIC_HASHING=1
+what="${1:-store}"
+n="${2:-100000}"
+
+bash scripts/setup.sh
+swift build -c release >/dev/null
+bin="$(swift build -c release --show-bin-path)"
+
+case "$what" in
+  store)
+    "$bin/SyncNodeBenchmarks" store "$n"
+
+    work="$(mktemp -d)"
+    trap 'rm -rf "$work"' EXIT
+    "$bin/SyncNodeBenchmarks" generate "$n" > "$work/docs.jsonl"
+    cat > "$work/baseline.py" <<'PY'
+import json, sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+con.execute("PRAGMA journal_mode=WAL")
+con.execute("CREATE TABLE docs(id TEXT PRIMARY KEY, body TEXT)")
+with con:
+    for line in open(sys.argv[2]):
+        doc = json.loads(line)
+        con.execute("INSERT INTO docs(id, body) VALUES(?, ?)", (doc["_id"], line))
+print(con.execute("SELECT count(*) FROM docs").fetchone()[0])
+PY
+    now() { date +%s.%N; }
+    t0=$(now); count=$(python3 "$work/baseline.py" "$work/py.sqlite3" "$work/docs.jsonl"); t1=$(now)
+    out=$("$bin/syncnode" --dir "$work/node" import bench "$work/docs.jsonl" 2>/dev/null); t2=$(now)
+    python3 - "$n" "$t0" "$t1" "$t2" "$count" "$out" <<'PY'
+import json, sys
+n, t0, t1, t2 = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+py, ours = t1 - t0, t2 - t1
+imported = json.loads(sys.argv[6])["imported"]
+assert int(sys.argv[5]) == n and imported == n, (sys.argv[5], imported)
+print(f"cli import         syncnode {n/ours:9.0f} docs/s ({ours:.3f} s)   python {n/py:9.0f} docs/s ({py:.3f} s)   "
+      f"ratio {ours/py:.2f} (target < 1.0: {'met' if ours < py else 'MISSED'}; whole processes)")
+PY
+    ;;
+  *)
+    echo "usage: scripts/bench.sh [store] [N]" >&2
+    exit 2
+    ;;
+esac
