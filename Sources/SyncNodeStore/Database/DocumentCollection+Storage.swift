@@ -83,14 +83,41 @@ extension DocumentCollection {
         }
     }
 
-    /// Adds a local revision as a child of the current winner.
+    /// CouchDB's edit rule (`new_edits=true`): `parentRev` must name a leaf
+    /// of the document (usually the winner; a losing leaf to resolve a
+    /// conflict); without one the document must be missing or deleted.
+    /// - throws: ``StoreError/conflict(documentID:)`` otherwise.
+    @discardableResult
+    package func putRevision(id: String, parentRev: String?, body: CanonicalBody, deleting: Bool) throws -> (rev: String, sequence: Int64) {
+        try checkLive()
+        try Names.validateDocumentID(id)
+        return try database.write { db in
+            let current = try loadRow(db, id: id)
+            if let parentRev {
+                guard let tree = try current?.tree(), let index = tree.index(of: parentRev), tree.isLeaf(index) else {
+                    if current == nil { throw StoreError.notFound("document '\(id)' in \(fullName)") }
+                    throw StoreError.conflict(documentID: id)
+                }
+                if deleting, tree.nodes[index].deleted { throw StoreError.notFound("document '\(id)' (revision \(parentRev) is deleted)") }
+            } else if let current, !current.deleted {
+                throw StoreError.conflict(documentID: id)
+            } else if deleting {
+                throw StoreError.notFound("document '\(id)' in \(fullName)")
+            }
+            return try commitChild(db, id: id, of: current, parentRev: parentRev ?? current?.rev, body: body, deleting: deleting)
+        }
+    }
+
+    /// Adds a local revision as a child of `parentRev` (default: the current winner).
     private func commitChild(
-        _ db: GRDB.Database, id: String, of current: StoredRow?, body: CanonicalBody, deleting: Bool
+        _ db: GRDB.Database, id: String, of current: StoredRow?, parentRev: String? = nil, body: CanonicalBody, deleting: Bool
     ) throws -> (rev: String, sequence: Int64) {
-        let rev = RevisionID.make(parent: current?.rev, deleted: deleting, body: body)
-        let sequence = try nextSequence(db)
+        let parentRev = parentRev ?? current?.rev
+        let rev = RevisionID.make(parent: parentRev, deleted: deleting, body: body)
         var tree = try current?.tree() ?? RevisionTree()
-        tree.add(rev: rev, parent: current.flatMap { tree.index(of: $0.rev) }, deleted: deleting, sequence: sequence)
+        if let current, tree.index(of: rev) != nil { return (rev, current.sequence) }
+        let sequence = try nextSequence(db)
+        tree.add(rev: rev, parent: parentRev.flatMap { tree.index(of: $0) }, deleted: deleting, sequence: sequence)
         try persist(db, id: id, current: current, tree: tree, newRev: rev, newBody: body.text, sequence: sequence)
         return (rev, sequence)
     }

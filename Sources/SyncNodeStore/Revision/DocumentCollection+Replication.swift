@@ -36,6 +36,10 @@ package struct RevsDiffEntry: Sendable, Equatable {
 /// revs-diff, fetching revisions with history, and inserting revisions made
 /// elsewhere with their ancestry (CouchDB's `new_edits=false`).
 extension DocumentCollection {
+    /// The one reserved top-level property a stored body may hold: CouchDB
+    /// attachments by name, each a blob metadata dictionary.
+    package static let attachmentsKey = "_attachments"
+
     /// Documents changed after `since`, in sequence order, at most `limit`.
     package func changes(since: Int64, limit: Int? = nil, allLeaves: Bool = false, includeBodies: Bool = false) throws -> [ChangeEntry] {
         try checkLive()
@@ -136,7 +140,7 @@ extension DocumentCollection {
                 throw StoreError.invalidRevision("history of '\(id)' skips a generation at '\(rev)'")
             }
         }
-        for key in body.keys where key.hasPrefix("_") { throw StoreError.reservedProperty(key) }
+        for key in body.keys where key.hasPrefix("_") && key != Self.attachmentsKey { throw StoreError.reservedProperty(key) }
         var writer = JSONWriter()
         writer.writeObject(body)
         let json = writer.text
@@ -174,6 +178,34 @@ extension DocumentCollection {
                 SELECT id, rev, seq, deleted, body FROM \(tables.docs) WHERE id > ? \(deletedFilter) ORDER BY id LIMIT ?
                 """)
             return try Row.fetchAll(statement, arguments: [afterID ?? "", limit]).map { row in
+                Document(id: row[0], revisionID: row[1], sequence: row[2], isDeleted: row[3], json: row[4], blobStore: database.blobStore)
+            }
+        }
+    }
+}
+
+extension DocumentCollection {
+    /// Live documents by ID range (CouchDB's `_all_docs`): IDs from `start`
+    /// to `end` (both optional; `end` included unless `inclusiveEnd` is
+    /// false), ascending or descending, after skipping `skip`, at most `limit`.
+    package func documents(
+        from start: String?, to end: String?, inclusiveEnd: Bool = true, descending: Bool = false,
+        skip: Int = 0, limit: Int? = nil
+    ) throws -> [Document] {
+        try checkLive()
+        var conditions = ["deleted = 0"]
+        var arguments: [String] = []
+        let (low, high) = descending ? (end, start) : (start, end)
+        let lowInclusive = descending ? inclusiveEnd : true
+        let highInclusive = descending ? true : inclusiveEnd
+        if let low { conditions.append(lowInclusive ? "id >= ?" : "id > ?"); arguments.append(low) }
+        if let high { conditions.append(highInclusive ? "id <= ?" : "id < ?"); arguments.append(high) }
+        let sql = """
+            SELECT id, rev, seq, deleted, body FROM \(tables.docs) WHERE \(conditions.joined(separator: " AND "))
+            ORDER BY id \(descending ? "DESC" : "ASC") LIMIT \(limit ?? -1) OFFSET \(max(0, skip))
+            """
+        return try database.readStatement { db in
+            try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map { row in
                 Document(id: row[0], revisionID: row[1], sequence: row[2], isDeleted: row[3], json: row[4], blobStore: database.blobStore)
             }
         }

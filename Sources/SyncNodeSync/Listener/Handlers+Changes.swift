@@ -1,0 +1,156 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import ServiceLifecycle
+import SyncNodeStore
+
+extension Handlers {
+    /// What a `_changes` request asks for.
+    struct ChangesRequest {
+        enum Feed: String { case normal, longpoll, continuous, eventsource }
+        var feed: Feed
+        var since: Int64
+        var limit: Int?
+        var allLeaves: Bool
+        var includeDocs: Bool
+        var conflicts: Bool
+        var descending: Bool
+        var docIDs: Set<String>?
+        /// Milliseconds; nil means no heartbeat.
+        var heartbeat: Int?
+        var timeout: Int
+    }
+
+    func changes(_ request: Request, collection: DocumentCollection) async throws -> Response {
+        let spec = try await parseChanges(request, collection: collection)
+        let signal = ChangeSignal()
+        let token = collection.addChangeListener { _ in signal.fire() }
+        switch spec.feed {
+        case .normal, .longpoll:
+            defer { token.remove() }
+            var (entries, last) = try page(collection, spec, since: spec.since)
+            if spec.feed == .longpoll, entries.isEmpty {
+                _ = await signal.wait(timeout: .milliseconds(spec.timeout))
+                (entries, last) = try page(collection, spec, since: spec.since)
+            }
+            let pending = spec.limit == nil ? 0 : max(0, try collection.changes(since: last).count)
+            let results = try entries.map { try DocumentValue(json: changeJSON($0, collection: collection, spec)) }
+            return HTTP.json(["results": .array(results), "last_seq": .int(last), "pending": .int(Int64(pending))])
+        case .continuous, .eventsource:
+            let contentType = spec.feed == .eventsource ? "text/event-stream" : HTTP.json
+            let body = ResponseBody { [self] writer in
+                defer { token.remove() }
+                var since = spec.since
+                var sent = 0
+                var idleSince = ContinuousClock.now
+                while !Task.isShuttingDownGracefully {
+                    let (entries, last) = try page(collection, spec, since: since)
+                    for entry in entries {
+                        let line = try changeJSON(entry, collection: collection, spec)
+                        let framed = spec.feed == .eventsource ? "data: \(line)\nid: \(entry.sequence)\n\n" : line + "\n"
+                        try await writer.write(ByteBuffer(string: framed))
+                        sent += 1
+                    }
+                    since = last
+                    if let limit = spec.limit, sent >= limit { break }
+                    if !entries.isEmpty { idleSince = .now; continue }
+                    // A heartbeat keeps the feed open indefinitely; without one it ends after `timeout` idle.
+                    let wait: Duration
+                    if let heartbeat = spec.heartbeat {
+                        wait = .milliseconds(heartbeat)
+                    } else {
+                        let remaining = Duration.milliseconds(spec.timeout) - idleSince.duration(to: .now)
+                        if remaining <= .zero { break }
+                        wait = remaining
+                    }
+                    if await !signal.wait(timeout: wait), spec.heartbeat != nil {
+                        // Each heartbeat in a chunk of its own: some clients parse chunks, not lines.
+                        try await writer.write(ByteBuffer(string: "\n"))
+                    }
+                }
+                if spec.feed == .continuous {
+                    try await writer.write(ByteBuffer(string: #"{"last_seq":\#(since),"pending":0}"# + "\n"))
+                }
+                try await writer.finish(nil)
+            }
+            return Response(status: .ok, headers: [.contentType: contentType], body: body)
+        }
+    }
+
+    private func page(_ c: DocumentCollection, _ spec: ChangesRequest, since: Int64) throws -> ([ChangeEntry], Int64) {
+        var entries = try c.changes(since: since, limit: spec.docIDs == nil ? spec.limit : nil, allLeaves: spec.allLeaves, includeBodies: spec.includeDocs)
+        let current = spec.feed == .normal ? try c.lastSequence() : since
+        let last = entries.last?.sequence ?? max(since, current)
+        if let ids = spec.docIDs { entries = entries.filter { ids.contains($0.id) } }
+        if spec.descending { entries.reverse() }
+        if let limit = spec.limit, entries.count > limit { entries = Array(entries.prefix(limit)) }
+        let lastSent = spec.limit != nil && !spec.descending ? (entries.last?.sequence ?? last) : last
+        return (entries, lastSent)
+    }
+
+    private func changeJSON(_ entry: ChangeEntry, collection: DocumentCollection, _ spec: ChangesRequest) throws -> String {
+        var row: [String: DocumentValue] = [
+            "seq": .int(entry.sequence), "id": .string(entry.id),
+            "changes": .array(entry.leafRevs.map { ["rev": .string($0)] }),
+        ]
+        if entry.deleted { row["deleted"] = true }
+        guard spec.includeDocs else { return DocumentValue.dictionary(row).toJSON() }
+        let conflicts = spec.conflicts ? try collection.conflictingRevisions(id: entry.id) : nil
+        let doc = try WireDocument.encode(
+            id: entry.id, rev: entry.rev, deleted: entry.deleted, body: entry.body, conflicts: conflicts,
+            blobs: { collection.blobContent(digest: $0) })
+        let head = DocumentValue.dictionary(row).toJSON()
+        return head.dropLast() + #","doc":"# + doc + "}"
+    }
+
+    private func parseChanges(_ request: Request, collection: DocumentCollection) async throws -> ChangesRequest {
+        let query = QueryOptions(request.uri)
+        var body: [String: DocumentValue] = [:]
+        if request.method == .post {
+            let text = try await request.textBody(limit: bodyLimit)
+            if !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+                guard case .dictionary(let d) = try DocumentValue(json: text) else { throw CouchError.badRequest("body must be an object") }
+                body = d
+            }
+        }
+        guard let feed = ChangesRequest.Feed(rawValue: query["feed"] ?? "normal") else {
+            throw CouchError.badRequest("Supported `feed` types: normal, longpoll, continuous, eventsource")
+        }
+        var since: Int64 = 0
+        if let raw = query["since"] ?? body["since"].map({ v -> String in if case .string(let s) = v { return s } else { return v.toJSON() } }) {
+            if raw == "now" {
+                since = try collection.lastSequence()
+            } else if let n = Int64(raw.split(separator: "-").first ?? ""), n >= 0 {
+                since = n
+            } else {
+                throw CouchError.badRequest("Malformed sequence supplied in 'since' parameter.")
+            }
+        }
+        var docIDs: Set<String>?
+        if let filter = query["filter"] {
+            guard filter == "_doc_ids" else { throw CouchError.badRequest("Only the _doc_ids filter is supported") }
+            var ids: [DocumentValue] = []
+            if case .array(let a)? = try query.json("doc_ids") { ids = a }
+            if case .array(let a)? = body["doc_ids"] { ids = a }
+            docIDs = Set(ids.compactMap { if case .string(let s) = $0 { return s } else { return nil } })
+        }
+        var heartbeat: Int?
+        if let raw = query["heartbeat"] {
+            switch raw.lowercased() {
+            case "true": heartbeat = 60_000
+            case "false": heartbeat = nil
+            default:
+                guard let ms = Int(raw), ms > 0 else { throw CouchError.badRequest("Invalid heartbeat value: \(raw)") }
+                heartbeat = max(ms, 100)
+            }
+        }
+        let style = query["style"] ?? "main_only"
+        guard style == "main_only" || style == "all_docs" else { throw CouchError.badRequest("style must be main_only or all_docs") }
+        return ChangesRequest(
+            feed: feed, since: since, limit: try query.int("limit"), allLeaves: style == "all_docs",
+            includeDocs: try query.bool("include_docs"), conflicts: try query.bool("conflicts"),
+            descending: try query.bool("descending"), docIDs: docIDs, heartbeat: heartbeat,
+            timeout: min(try query.int("timeout") ?? 60_000, 3_600_000))
+    }
+}

@@ -1,0 +1,277 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SyncNodeStore
+
+extension Handlers {
+    /// `/{keyspace}`: info, create, delete, and POST of a new document.
+    func database(_ request: Request, keyspace: String) async throws -> Response {
+        switch request.method {
+        case .get, .head:
+            let c = try collection(keyspace)
+            let seq = try c.lastSequence()
+            let count = try c.count
+            return HTTP.json([
+                "db_name": .string(keyspace), "doc_count": .int(Int64(count)), "doc_del_count": 0,
+                "update_seq": .int(seq), "committed_update_seq": .int(seq), "purge_seq": 0,
+                "instance_start_time": "0", "compact_running": false, "disk_format_version": 8,
+                "sizes": ["file": 0, "external": 0, "active": 0],
+                "props": [:],
+            ])
+        case .put:
+            try checkWritable()
+            let (name, scope, collectionName) = try Self.parse(keyspace: keyspace)
+            guard config.databases == nil || isServed(name) else { throw CouchError.forbidden("This node serves a fixed list of databases.") }
+            let existing = try directory.database(name)
+            let collectionExists = try existing.map { try $0.collection(name: collectionName ?? "_default", scope: scope) != nil } ?? false
+            if existing != nil, scope == nil || collectionExists {
+                throw CouchError(status: 412, error: "file_exists", reason: "The database could not be created, the file already exists.")
+            }
+            guard let db = try directory.database(name, create: true) else { throw CouchError.notFound() }
+            if let scope, let collectionName { try db.createCollection(name: collectionName, scope: scope) }
+            return HTTP.json(HTTP.ok, status: .created, headers: [.location: "/\(keyspace)"])
+        case .delete:
+            try checkWritable()
+            let (name, scope, collectionName) = try Self.parse(keyspace: keyspace)
+            guard config.databases == nil else { throw CouchError.forbidden("This node serves a fixed list of databases.") }
+            guard let db = try directory.database(name) else { throw CouchError.notFound("Database does not exist.") }
+            if let scope, let collectionName {
+                try db.deleteCollection(name: collectionName, scope: scope)
+            } else {
+                try directory.deleteDatabase(name)
+            }
+            return HTTP.json(HTTP.ok)
+        case .post:
+            try checkWritable()
+            let c = try collection(keyspace)
+            let object = try await request.jsonObject(limit: bodyLimit)
+            let incoming = try WireDocument.decode(object)
+            let id = incoming.id ?? UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            let rev = try save(incoming, id: id, in: c)
+            return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created,
+                             headers: [.eTag: "\"\(rev)\"", .location: "/\(keyspace)/\(id)"])
+        default:
+            throw Self.methodNotAllowed("GET,HEAD,PUT,DELETE,POST")
+        }
+    }
+
+    func databaseEndpoint(_ request: Request, keyspace: String, endpoint: String) async throws -> Response {
+        let c = try collection(keyspace)
+        switch (endpoint, request.method) {
+        case ("_all_docs", .get), ("_all_docs", .head), ("_all_docs", .post):
+            return try await allDocs(request, collection: c)
+        case ("_changes", .get), ("_changes", .head), ("_changes", .post):
+            return try await changes(request, collection: c)
+        case ("_revs_diff", .post):
+            return try await revsDiff(request, collection: c)
+        case ("_bulk_docs", .post):
+            try checkWritable()
+            return try await bulkDocs(request, collection: c)
+        case ("_bulk_get", .post):
+            return try await bulkGet(request, collection: c)
+        case ("_ensure_full_commit", .post):
+            return HTTP.json(["ok": true, "instance_start_time": "0"], status: .created)
+        case ("_query", .post):
+            throw CouchError(status: 501, error: "not_implemented", reason: "SQL++ queries come with the query engine; it is not built yet.")
+        case ("_all_docs", _), ("_changes", _):
+            throw Self.methodNotAllowed("GET,HEAD,POST")
+        case ("_revs_diff", _), ("_bulk_docs", _), ("_bulk_get", _), ("_ensure_full_commit", _), ("_query", _):
+            throw Self.methodNotAllowed("POST")
+        default:
+            throw CouchError.notFound()
+        }
+    }
+
+    // MARK: - _all_docs
+
+    private func allDocs(_ request: Request, collection: DocumentCollection) async throws -> Response {
+        let query = QueryOptions(request.uri)
+        var keys: [DocumentValue]?
+        if case .array(let k)? = try query.json("keys") { keys = k }
+        if request.method == .post {
+            let body = try await request.jsonObject(limit: bodyLimit)
+            if case .array(let k)? = body["keys"] { keys = k }
+        }
+        if let key = try query.json("key") { keys = [key] }
+        let includeDocs = try query.bool("include_docs")
+        let total = try collection.count
+        var rows: [DocumentValue] = []
+        if let keys {
+            for key in keys {
+                guard case .string(let id) = key else {
+                    rows.append(["key": key, "error": "not_found"])
+                    continue
+                }
+                guard let revision = try collection.revision(id: id) else {
+                    rows.append(["key": key, "error": "not_found"])
+                    continue
+                }
+                var value: [String: DocumentValue] = ["rev": .string(revision.rev)]
+                if revision.deleted { value["deleted"] = true }
+                var row: [String: DocumentValue] = ["id": .string(id), "key": key, "value": .dictionary(value)]
+                if includeDocs {
+                    row["doc"] = revision.deleted ? .null : try DocumentValue(json: try wireJSON(revision, collection: collection))
+                }
+                rows.append(.dictionary(row))
+            }
+        } else {
+            func stringKey(_ names: [String]) throws -> String? {
+                for name in names {
+                    if let value = try query.json(name) {
+                        guard case .string(let s) = value else { throw CouchError.badRequest("\(name) must be a JSON string") }
+                        return s
+                    }
+                }
+                return nil
+            }
+            let docs = try collection.documents(
+                from: try stringKey(["startkey", "start_key"]), to: try stringKey(["endkey", "end_key"]),
+                inclusiveEnd: try query.bool("inclusive_end", default: true), descending: try query.bool("descending"),
+                skip: try query.int("skip") ?? 0, limit: try query.int("limit"))
+            for doc in docs {
+                var row: [String: DocumentValue] = [
+                    "id": .string(doc.id), "key": .string(doc.id), "value": ["rev": .string(doc.revisionID ?? "")],
+                ]
+                if includeDocs {
+                    row["doc"] = try DocumentValue(json: WireDocument.encode(
+                        id: doc.id, rev: doc.revisionID ?? "", deleted: false, body: doc.toJSON(),
+                        blobs: { collection.blobContent(digest: $0) }))
+                }
+                rows.append(.dictionary(row))
+            }
+        }
+        return HTTP.json([
+            "total_rows": .int(Int64(total)), "offset": .int(Int64(try query.int("skip") ?? 0)), "rows": .array(rows),
+        ])
+    }
+
+    /// The wire JSON of a stored revision.
+    func wireJSON(
+        _ revision: StoredRevision, collection: DocumentCollection, revs: Bool = false, conflicts: [String]? = nil,
+        attachments: WireDocument.AttachmentContent = .stubs
+    ) throws -> String {
+        try WireDocument.encode(
+            id: revision.id, rev: revision.rev, deleted: revision.deleted, body: revision.body,
+            revisions: revs ? revision.history : nil, conflicts: conflicts, attachments: attachments,
+            blobs: { collection.blobContent(digest: $0) })
+    }
+
+    // MARK: - _revs_diff
+
+    private func revsDiff(_ request: Request, collection: DocumentCollection) async throws -> Response {
+        let body = try await request.jsonObject(limit: bodyLimit)
+        var asked: [String: [String]] = [:]
+        for (id, value) in body {
+            guard case .array(let revs) = value else { throw CouchError.badRequest("revs of '\(id)' must be an array") }
+            asked[id] = revs.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
+        }
+        var out: [String: DocumentValue] = [:]
+        for (id, diff) in try collection.revsDiff(asked) {
+            var entry: [String: DocumentValue] = ["missing": .array(diff.missing.map { .string($0) })]
+            if !diff.possibleAncestors.isEmpty { entry["possible_ancestors"] = .array(diff.possibleAncestors.map { .string($0) }) }
+            out[id] = .dictionary(entry)
+        }
+        return HTTP.json(.dictionary(out))
+    }
+
+    // MARK: - _bulk_docs
+
+    private func bulkDocs(_ request: Request, collection: DocumentCollection) async throws -> Response {
+        let body = try await request.jsonObject(limit: bodyLimit)
+        guard case .array(let docs)? = body["docs"] else { throw CouchError.badRequest("POST body must include a `docs` array") }
+        var newEdits = true
+        if case .bool(let b)? = body["new_edits"] { newEdits = b }
+        var results: [DocumentValue] = []
+        try collection.database.inBatch {
+            for doc in docs {
+                var id: String?
+                do {
+                    guard case .dictionary(let object) = doc else { throw CouchError.badRequest("each doc must be an object") }
+                    let incoming = try WireDocument.decode(object)
+                    id = incoming.id
+                    if newEdits {
+                        let docID = incoming.id ?? UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+                        id = docID
+                        let rev = try save(incoming, id: docID, in: collection)
+                        results.append(["ok": true, "id": .string(docID), "rev": .string(rev)])
+                    } else {
+                        try insertReplicated(incoming, in: collection)
+                    }
+                } catch {
+                    let e = (error as? CouchError) ?? (error as? StoreError).map(CouchError.init) ?? CouchError(status: 500, error: "unknown_error", reason: "\(error)")
+                    results.append(["id": id.map { .string($0) } ?? .null, "error": .string(e.error), "reason": .string(e.reason)])
+                }
+            }
+        }
+        return HTTP.json(.array(results), status: .created)
+    }
+
+    /// A client's edit (`new_edits=true`): a child of `_rev`, which must be a leaf.
+    func save(_ incoming: WireDocument.Incoming, id: String, in collection: DocumentCollection) throws -> String {
+        let previous = try incoming.rev.flatMap { try collection.revision(id: id, rev: $0) }
+        var body = try AttachmentStore.resolve(incoming.attachments, body: incoming.body, previousBody: previous?.body, collection: collection)
+        if incoming.deleted { body = [:] }
+        let canonical = try CanonicalBody.parse(objectJSON: DocumentValue.dictionary(body).toJSON()).body
+        return try collection.putRevision(id: id, parentRev: incoming.rev, body: canonical, deleting: incoming.deleted).rev
+    }
+
+    /// A revision from a replicator (`new_edits=false`), grafted with its history.
+    func insertReplicated(_ incoming: WireDocument.Incoming, in collection: DocumentCollection) throws {
+        guard let id = incoming.id, let rev = incoming.rev else {
+            throw CouchError.badRequest("new_edits=false needs _id and _rev")
+        }
+        let history = incoming.history ?? [rev]
+        guard history.first == rev else { throw CouchError.badRequest("_revisions does not start with _rev") }
+        var previousBody: String?
+        if !incoming.attachments.isEmpty {
+            for ancestor in history.dropFirst() {
+                if let known = try collection.revision(id: id, rev: ancestor), let body = known.body {
+                    previousBody = body
+                    break
+                }
+            }
+            if previousBody == nil { previousBody = try collection.revision(id: id)?.body }
+        }
+        let body = try AttachmentStore.resolve(incoming.attachments, body: incoming.body, previousBody: previousBody, collection: collection)
+        try collection.insertRevision(id: id, history: history, deleted: incoming.deleted, body: body)
+    }
+
+    // MARK: - _bulk_get
+
+    private func bulkGet(_ request: Request, collection: DocumentCollection) async throws -> Response {
+        let query = QueryOptions(request.uri)
+        let revs = try query.bool("revs")
+        let latest = try query.bool("latest")
+        let wantAttachments = try query.bool("attachments")
+        let body = try await request.jsonObject(limit: bodyLimit)
+        guard case .array(let asked)? = body["docs"] else { throw CouchError.badRequest("POST body must include a `docs` array") }
+        var results: [DocumentValue] = []
+        for item in asked {
+            guard case .dictionary(let spec) = item, case .string(let id)? = spec["id"] else {
+                results.append(["id": .null, "docs": [["error": ["id": .null, "rev": .null, "error": "bad_request", "reason": "each entry needs an id"]]]])
+                continue
+            }
+            let rev = spec["rev"].flatMap { if case .string(let s) = $0 { return s } else { return nil } }
+            var since: Int?
+            if case .array(let atts)? = spec["atts_since"] {
+                since = atts.compactMap { if case .string(let s) = $0 { return WireDocument.generation(s) } else { return nil } }.max()
+            }
+            let mode: WireDocument.AttachmentContent = wantAttachments ? .data(since: since) : .stubs
+            var docs: [DocumentValue] = []
+            let found: [StoredRevision]
+            if let rev, latest {
+                found = try collection.leafRevisions(id: id).filter { $0.history.contains(rev) }
+            } else {
+                found = try collection.revision(id: id, rev: rev).map { [$0] } ?? []
+            }
+            for revision in found where revision.body != nil {
+                docs.append(["ok": try DocumentValue(json: wireJSON(revision, collection: collection, revs: revs, attachments: mode))])
+            }
+            if docs.isEmpty {
+                docs.append(["error": ["id": .string(id), "rev": rev.map { .string($0) } ?? .null, "error": "not_found", "reason": "missing"]])
+            }
+            results.append(["id": .string(id), "docs": .array(docs)])
+        }
+        return HTTP.json(["results": .array(results)])
+    }
+}

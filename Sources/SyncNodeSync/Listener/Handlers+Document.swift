@@ -1,0 +1,185 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import SyncNodeStore
+
+extension Handlers {
+    /// `/{keyspace}/{docid}`.
+    func document(_ request: Request, keyspace: String, id: String) async throws -> Response {
+        let c = try collection(keyspace)
+        let query = QueryOptions(request.uri)
+        switch request.method {
+        case .get, .head:
+            return try getDocument(request, collection: c, id: id, query: query)
+        case .put:
+            try checkWritable()
+            var object = try await request.jsonObject(limit: bodyLimit)
+            if object["_rev"] == nil, let rev = query["rev"] ?? request.headers[.ifMatch].map(unquote) { object["_rev"] = .string(rev) }
+            var incoming = try WireDocument.decode(object)
+            if let bodyID = incoming.id, bodyID != id { throw CouchError.badRequest("_id in the body does not match the URL") }
+            incoming.id = id
+            if try !query.bool("new_edits", default: true) {
+                try insertReplicated(incoming, in: c)
+                return HTTP.json(["ok": true, "id": .string(id), "rev": .string(incoming.rev ?? "")], status: .created)
+            }
+            let rev = try save(incoming, id: id, in: c)
+            return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created,
+                             headers: [.eTag: "\"\(rev)\"", .location: "/\(keyspace)/\(id)"])
+        case .delete:
+            try checkWritable()
+            guard let rev = query["rev"] ?? request.headers[.ifMatch].map(unquote) else {
+                throw CouchError.conflict("Document update conflict: a rev is required to delete")
+            }
+            let result = try c.putRevision(id: id, parentRev: rev, body: CanonicalBody.parse(objectJSON: "{}").body, deleting: true)
+            return HTTP.json(["ok": true, "id": .string(id), "rev": .string(result.rev)], headers: [.eTag: "\"\(result.rev)\""])
+        default:
+            throw Self.methodNotAllowed("GET,HEAD,PUT,DELETE")
+        }
+    }
+
+    private func unquote(_ s: String) -> String { s.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+
+    private func getDocument(_ request: Request, collection c: DocumentCollection, id: String, query: QueryOptions) throws -> Response {
+        let revs = try query.bool("revs")
+        var since: Int?
+        if case .array(let atts)? = try query.json("atts_since") {
+            since = atts.compactMap { if case .string(let s) = $0 { return WireDocument.generation(s) } else { return nil } }.max()
+        }
+        let attachments: WireDocument.AttachmentContent = try query.bool("attachments") || since != nil ? .data(since: since) : .stubs
+
+        if let openRevs = query["open_revs"] {
+            let leaves = try c.leafRevisions(id: id)
+            var wanted: [String]?
+            if openRevs != "all" {
+                guard case .array(let list) = try query.json("open_revs") ?? .null else {
+                    throw CouchError.badRequest("open_revs must be \"all\" or a JSON array of revisions")
+                }
+                wanted = list.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
+            }
+            var out: [DocumentValue] = []
+            if let wanted {
+                let latest = try query.bool("latest")
+                for rev in wanted {
+                    let matches = latest ? leaves.filter { $0.history.contains(rev) } : (try c.revision(id: id, rev: rev)).map { [$0] } ?? []
+                    if matches.isEmpty { out.append(["missing": .string(rev)]) }
+                    for m in matches where m.body != nil {
+                        out.append(["ok": try DocumentValue(json: wireJSON(m, collection: c, revs: revs, attachments: attachments))])
+                    }
+                }
+            } else {
+                for leaf in leaves where leaf.body != nil {
+                    out.append(["ok": try DocumentValue(json: wireJSON(leaf, collection: c, revs: revs, attachments: attachments))])
+                }
+            }
+            return HTTP.json(.array(out))
+        }
+
+        guard let revision = try c.revision(id: id, rev: query["rev"]), revision.body != nil else {
+            throw CouchError.notFound("missing")
+        }
+        // A deleted winner reads as missing unless its revision was asked for.
+        if revision.deleted, query["rev"] == nil { throw CouchError.notFound("deleted") }
+        let etag = "\"\(revision.rev)\""
+        if let match = request.headers[.ifNoneMatch], match == etag {
+            return Response(status: .notModified, headers: [.eTag: etag])
+        }
+        let conflicts = try query.bool("conflicts") ? try c.conflictingRevisions(id: id) : nil
+        let json = try wireJSON(revision, collection: c, revs: revs, conflicts: conflicts, attachments: attachments)
+        return HTTP.json(json, headers: [.eTag: etag])
+    }
+
+    // MARK: - Attachments
+
+    /// `/{keyspace}/{docid}/{name}`: one attachment's bytes.
+    func attachment(_ request: Request, keyspace: String, id: String, name: String) async throws -> Response {
+        let c = try collection(keyspace)
+        let query = QueryOptions(request.uri)
+        switch request.method {
+        case .get, .head:
+            guard let revision = try c.revision(id: id, rev: query["rev"]), !revision.deleted, let body = revision.body,
+                  case .dictionary(let values) = try DocumentValue(json: body),
+                  case .blob(let blob)? = AttachmentStore.lookup(name, in: values) ?? nil else {
+                throw CouchError.notFound("Document is missing attachment")
+            }
+            guard let data = c.blobContent(digest: blob.digest) else {
+                throw CouchError.notFound("The attachment's content is not on this node")
+            }
+            let etag = "\"\(blob.digest)\""
+            if request.headers[.ifNoneMatch] == etag { return Response(status: .notModified, headers: [.eTag: etag]) }
+            return Response(status: .ok, headers: [.contentType: blob.contentType, .eTag: etag],
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+        case .put:
+            try checkWritable()
+            let data = Data(buffer: try await request.bytesBody(limit: bodyLimit))
+            let type = request.headers[.contentType].flatMap { $0.isEmpty ? nil : $0 } ?? "application/octet-stream"
+            let rev = try editAttachments(c, id: id, rev: query["rev"] ?? request.headers[.ifMatch].map(unquote)) { attachments in
+                let digest = try c.storeBlobContent(data)
+                attachments[name] = ["@type": "blob", "digest": .string(digest), "length": .int(Int64(data.count)), "content_type": .string(type)]
+            }
+            return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created, headers: [.eTag: "\"\(rev)\""])
+        case .delete:
+            try checkWritable()
+            guard let parent = query["rev"] ?? request.headers[.ifMatch].map(unquote) else {
+                throw CouchError.conflict("Document update conflict: a rev is required")
+            }
+            let rev = try editAttachments(c, id: id, rev: parent) { attachments in
+                guard attachments.removeValue(forKey: name) != nil else { throw CouchError.notFound("Document is missing attachment") }
+            }
+            return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)])
+        default:
+            throw Self.methodNotAllowed("GET,HEAD,PUT,DELETE")
+        }
+    }
+
+    /// Saves a new revision whose named attachments are `edit`ed.
+    private func editAttachments(
+        _ c: DocumentCollection, id: String, rev: String?, _ edit: (inout [String: DocumentValue]) throws -> Void
+    ) throws -> String {
+        var values: [String: DocumentValue] = [:]
+        if let rev {
+            guard let revision = try c.revision(id: id, rev: rev), let body = revision.body else { throw CouchError.conflict() }
+            if case .dictionary(let d) = try DocumentValue(json: body) { values = d }
+        }
+        var attachments: [String: DocumentValue] = [:]
+        if case .dictionary(let a)? = values[DocumentCollection.attachmentsKey] { attachments = a }
+        try edit(&attachments)
+        values[DocumentCollection.attachmentsKey] = attachments.isEmpty ? nil : .dictionary(attachments)
+        let body = try CanonicalBody.parse(objectJSON: DocumentValue.dictionary(values).toJSON()).body
+        return try c.putRevision(id: id, parentRev: rev, body: body, deleting: false).rev
+    }
+
+    // MARK: - _local
+
+    /// `/{keyspace}/_local/{id}`: replication checkpoints, stored verbatim.
+    func localDocument(_ request: Request, keyspace: String, id: String) async throws -> Response {
+        let c = try collection(keyspace)
+        let query = QueryOptions(request.uri)
+        switch request.method {
+        case .get, .head:
+            guard let doc = try c.localDocument(id: id) else { throw CouchError.notFound("missing") }
+            return HTTP.json(try localJSON(doc), headers: [.eTag: "\"\(doc.rev)\""])
+        case .put:
+            try checkWritable()
+            var object = try await request.jsonObject(limit: bodyLimit)
+            let rev = object.removeValue(forKey: "_rev").flatMap { if case .string(let s) = $0 { return s } else { return nil } } ?? query["rev"]
+            object["_id"] = nil
+            // Replicators overwrite their checkpoints; CouchDB does not check _local revisions strictly either.
+            let saved = try c.putLocalDocument(id: id, json: DocumentValue.dictionary(object).toJSON(), rev: rev, force: true)
+            return HTTP.json(["ok": true, "id": .string("_local/\(id)"), "rev": .string(saved.rev)], status: .created)
+        case .delete:
+            try checkWritable()
+            try c.deleteLocalDocument(id: id, rev: query["rev"])
+            return HTTP.json(["ok": true, "id": .string("_local/\(id)"), "rev": "0-0"])
+        default:
+            throw Self.methodNotAllowed("GET,HEAD,PUT,DELETE")
+        }
+    }
+
+    private func localJSON(_ doc: LocalDocument) throws -> DocumentValue {
+        guard case .dictionary(var d) = try DocumentValue(json: doc.body) else { return [:] }
+        d["_id"] = .string("_local/\(doc.id)")
+        d["_rev"] = .string(doc.rev)
+        return .dictionary(d)
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import SyncNodeStore
+
+/// The CouchDB endpoints, dispatched on the path's segments:
+/// `/`, `/_x`, `/{keyspace}`, `/{keyspace}/_x`, `/{keyspace}/_local/{id}`,
+/// `/{keyspace}/{docid}` and `/{keyspace}/{docid}/{attachment}`.
+struct Handlers: Sendable {
+    let config: ListenerConfiguration
+    let logger: Logger
+
+    var directory: NodeDirectory { config.directory }
+    var bodyLimit: Int { config.maxRequestBodySize }
+
+    func handle(_ request: Request, segments: [String]) async throws -> Response {
+        guard let first = segments.first else { return try welcome(request) }
+        if first.hasPrefix("_") { return try await server(request, endpoint: first, rest: Array(segments.dropFirst())) }
+        let keyspace = first
+        guard segments.count > 1 else { return try await database(request, keyspace: keyspace) }
+        let second = segments[1]
+        if second == "_local" {
+            guard segments.count > 2 else { throw CouchError.notFound() }
+            return try await localDocument(request, keyspace: keyspace, id: segments.dropFirst(2).joined(separator: "/"))
+        }
+        if second.hasPrefix("_") {
+            guard segments.count == 2 else { throw CouchError.notFound() }
+            return try await databaseEndpoint(request, keyspace: keyspace, endpoint: second)
+        }
+        if segments.count == 2 { return try await document(request, keyspace: keyspace, id: second) }
+        return try await attachment(request, keyspace: keyspace, id: second, name: segments.dropFirst(2).joined(separator: "/"))
+    }
+
+    // MARK: - Keyspaces
+
+    /// `NAME` or `NAME.SCOPE.COLLECTION`.
+    static func parse(keyspace: String) throws -> (database: String, scope: String?, collection: String?) {
+        let parts = keyspace.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        switch parts.count {
+        case 1: return (parts[0], nil, nil)
+        case 3: return (parts[0], parts[1], parts[2])
+        default: throw CouchError(status: 400, error: "illegal_database_name", reason: "'\(keyspace)' is not NAME or NAME.SCOPE.COLLECTION")
+        }
+    }
+
+    func isServed(_ database: String) -> Bool {
+        config.databases.map { $0.contains(database) } ?? true
+    }
+
+    /// The collection a keyspace names; 404 when it does not exist.
+    func collection(_ keyspace: String) throws -> DocumentCollection {
+        let (name, scope, collection) = try Self.parse(keyspace: keyspace)
+        guard isServed(name), let db = try directory.database(name) else {
+            throw CouchError.notFound("Database does not exist.")
+        }
+        guard let c = try db.collection(name: collection ?? "_default", scope: scope) else {
+            throw CouchError.notFound("Database does not exist.")
+        }
+        return c
+    }
+
+    func checkWritable() throws {
+        if config.readOnly { throw CouchError.forbidden("This node is read-only.") }
+    }
+
+    static func methodNotAllowed(_ allowed: String) -> CouchError { .methodNotAllowed(allowed) }
+
+    static func isRead(_ request: Request) -> Bool { request.method == .get || request.method == .head }
+}

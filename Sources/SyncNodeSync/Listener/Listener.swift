@@ -1,0 +1,127 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// Serves a node's databases over the CouchDB replication protocol, on
+/// HTTPS (by default, with the node's persistent anonymous identity) and
+/// HTTP Basic auth when an authenticator is set.
+///
+/// ```swift
+/// let node = try NodeDirectory(url: dataDirectory)
+/// let listener = Listener(config: ListenerConfiguration(directory: node, authenticator: .users(["ann": "secret"])))
+/// try await listener.start()
+/// print(listener.urls)          // https://<host>:<port>/
+/// await listener.stop()
+/// ```
+public final class Listener: Sendable {
+    /// The configuration it was made with.
+    public let config: ListenerConfiguration
+    let logger: Logger
+    private let stats = ListenerStats()
+    private let state = Mutex<State>(State())
+
+    private struct State {
+        var port: Int?
+        var identity: TLSIdentity?
+        var group: ServiceGroup?
+        var task: Task<Void, Error>?
+    }
+
+    public init(config: ListenerConfiguration, logger: Logger = Logger(label: "syncnode.listener")) {
+        self.config = config
+        self.logger = logger
+    }
+
+    /// The bound port once started.
+    public var port: Int? { state.withLock { $0.port } }
+
+    /// The TLS identity in use (nil with TLS disabled or before start).
+    public var tlsIdentity: TLSIdentity? { state.withLock { $0.identity } }
+
+    /// Requests being answered now, and answered since start.
+    public var status: (activeRequests: Int, totalRequests: Int) { (stats.activeRequests, stats.totalRequests) }
+
+    /// Base URLs, one per local IPv4 address (or the bound host).
+    public var urls: [URL] {
+        guard let port else { return [] }
+        let scheme = config.disableTLS ? "http" : "https"
+        let hosts = config.host == "0.0.0.0" || config.host == "::" ? LocalAddresses.ipv4() : [config.host]
+        return hosts.compactMap { host in
+            URL(string: "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)/")
+        }
+    }
+
+    /// Binds and starts serving; returns once the port is open.
+    /// - throws: ``SyncError/listenerFailed(_:)`` when it cannot bind, ``SyncError/invalidIdentity(_:)`` for a bad identity.
+    public func start() async throws {
+        guard state.withLock({ $0.task == nil }) else { return }
+        let identity = config.disableTLS ? nil : try (config.tlsIdentity ?? config.directory.tlsIdentity())
+        let responder = ListenerResponder(
+            handlers: Handlers(config: config, logger: logger), authenticator: config.authenticator,
+            allowedOrigins: config.allowedOrigins, rateLimiter: AuthRateLimiter(), stats: stats, logger: logger)
+        let http1 = HTTP1Channel.Configuration(
+            idleTimeout: .nanoseconds(Int64(config.idleTimeout.components.seconds) * 1_000_000_000),
+            httpDecoderConfiguration: .init(maxHeaderFieldSize: 64 * 1024, maxHeaderListSize: 128 * 1024, maxHeaderFieldCount: 200))
+        let server: HTTPServerBuilder = try identity.map { try .tls(.http1(configuration: http1), tlsConfiguration: $0.serverConfiguration()) }
+            ?? .http1(configuration: http1)
+        let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        let app = Application(
+            responder: responder, server: server,
+            configuration: ApplicationConfiguration(address: .hostname(config.host, port: config.port), serverName: "SyncNode/0.1"),
+            onServerRunning: { channel in
+                portContinuation.yield(channel.localAddress?.port ?? 0)
+                portContinuation.finish()
+            },
+            logger: logger)
+        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
+        let task = Task {
+            defer { portContinuation.finish() }
+            try await group.run()
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else {
+            do {
+                try await task.value
+            } catch {
+                throw SyncError.listenerFailed("cannot listen on \(config.host):\(config.port): \(error)")
+            }
+            throw SyncError.listenerFailed("the server stopped before listening")
+        }
+        state.withLock { s in
+            s.port = port
+            s.identity = identity
+            s.group = group
+            s.task = task
+        }
+        logger.info("listening", metadata: ["port": "\(port)", "tls": "\(identity != nil)"])
+    }
+
+    /// Stops gracefully: no new connections; requests in flight finish; open feeds end.
+    public func stop() async {
+        let (group, task) = state.withLock { s in
+            defer { s.group = nil; s.task = nil; s.port = nil }
+            return (s.group, s.task)
+        }
+        await group?.triggerGracefulShutdown()
+        _ = try? await task?.value
+    }
+}
+
+/// The machine's IPv4 addresses, loopback last.
+enum LocalAddresses {
+    static func ipv4() -> [String] {
+        var out: [String] = []
+        var loopback: [String] = []
+        guard let interfaces = try? System.enumerateDevices() else { return ["127.0.0.1"] }
+        for device in interfaces {
+            guard let address = device.address, case .v4 = address, let ip = address.ipAddress else { continue }
+            if ip.hasPrefix("127.") { loopback.append(ip) } else if !out.contains(ip) { out.append(ip) }
+        }
+        return out + (loopback.isEmpty ? ["127.0.0.1"] : loopback)
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+
+/// Checks a user name and password (HTTP Basic). Return true to let the request in.
+public struct ListenerAuthenticator: Sendable {
+    let check: @Sendable (_ user: String, _ password: String) -> Bool
+
+    /// Authenticates with a callback.
+    public init(_ check: @escaping @Sendable (_ user: String, _ password: String) -> Bool) {
+        self.check = check
+    }
+
+    /// Authenticates against fixed credentials, comparing in constant time.
+    public static func users(_ users: [String: String]) -> ListenerAuthenticator {
+        ListenerAuthenticator { user, password in
+            // Compare against every entry so timing reveals neither names nor passwords.
+            var ok = false
+            for (name, secret) in users {
+                let nameMatches = constantTimeEquals(name, user)
+                let secretMatches = constantTimeEquals(secret, password)
+                if nameMatches && secretMatches { ok = true }
+            }
+            return ok
+        }
+    }
+
+    static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var diff = UInt8(truncatingIfNeeded: x.count ^ y.count)
+        for i in 0..<max(x.count, y.count) {
+            diff |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0)
+        }
+        return diff == 0
+    }
+}
+
+/// How a ``Listener`` serves a node's databases.
+public struct ListenerConfiguration: Sendable {
+    /// The node's data directory.
+    public var directory: NodeDirectory
+    /// The databases served; nil serves every database in the directory and
+    /// lets clients create and delete them (`PUT /db`, `DELETE /db`).
+    public var databases: [String]?
+    /// The port; 0 picks a free one (read it from ``Listener/port`` after start).
+    public var port: Int
+    /// The address to bind; "0.0.0.0" is every IPv4 interface, "::" every interface.
+    public var host: String
+    /// Plain HTTP instead of HTTPS.
+    public var disableTLS: Bool
+    /// The TLS identity; nil uses the node's persistent anonymous identity.
+    public var tlsIdentity: TLSIdentity?
+    /// Basic-auth check; nil lets everyone in.
+    public var authenticator: ListenerAuthenticator?
+    /// Refuse every write.
+    public var readOnly: Bool
+    /// Origins allowed by CORS ("*" for any).
+    public var allowedOrigins: [String]
+    /// The largest request body accepted (413 beyond).
+    public var maxRequestBodySize: Int
+    /// Connections idle this long are closed.
+    public var idleTimeout: Duration
+
+    public init(
+        directory: NodeDirectory, databases: [String]? = nil, port: Int = 0, host: String = "0.0.0.0",
+        disableTLS: Bool = false, tlsIdentity: TLSIdentity? = nil, authenticator: ListenerAuthenticator? = nil,
+        readOnly: Bool = false, allowedOrigins: [String] = [], maxRequestBodySize: Int = 64 << 20,
+        idleTimeout: Duration = .seconds(300)
+    ) {
+        self.directory = directory
+        self.databases = databases
+        self.port = port
+        self.host = host
+        self.disableTLS = disableTLS
+        self.tlsIdentity = tlsIdentity
+        self.authenticator = authenticator
+        self.readOnly = readOnly
+        self.allowedOrigins = allowedOrigins
+        self.maxRequestBodySize = maxRequestBodySize
+        self.idleTimeout = idleTimeout
+    }
+}

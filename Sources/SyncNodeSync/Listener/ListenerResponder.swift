@@ -1,0 +1,146 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import Synchronization
+import SyncNodeStore
+
+/// Answers every request: CORS, authentication, then dispatch on the path's
+/// (percent-decoded) segments, turning every error into CouchDB's JSON shape.
+struct ListenerResponder: HTTPResponder {
+    typealias Context = ListenerContext
+
+    let handlers: Handlers
+    let authenticator: ListenerAuthenticator?
+    let allowedOrigins: [String]
+    let rateLimiter: AuthRateLimiter
+    let stats: ListenerStats
+    let logger: Logger
+
+    func respond(to request: Request, context: Context) async throws -> Response {
+        stats.requestStarted()
+        defer { stats.requestFinished() }
+        var response: Response
+        do {
+            response = try await route(request, context: context)
+        } catch let error as CouchError {
+            response = HTTP.error(error, headers: error.status == 401 ? [.wwwAuthenticate: #"Basic realm="syncnode""#] : [:])
+        } catch let error as StoreError {
+            response = HTTP.error(CouchError(error))
+        } catch let error as HTTPParserError {
+            throw error
+        } catch {
+            logger.error("request failed", metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "error": "\(error)"])
+            response = HTTP.error(CouchError(status: 500, error: "unknown_error", reason: "\(error)"))
+        }
+        addCORS(to: &response, request: request)
+        response.headers[.cacheControl] = "must-revalidate"
+        return response
+    }
+
+    private func route(_ request: Request, context: Context) async throws -> Response {
+        if request.method == .options { return preflight(request) }
+        if let authenticator {
+            try authenticate(request, context: context, authenticator)
+        }
+        let segments = try Self.segments(request.uri.path)
+        return try await handlers.handle(request, segments: segments)
+    }
+
+    /// Splits the raw path on `/` and percent-decodes each segment, so `%2F`
+    /// inside a document ID stays part of it.
+    static func segments(_ path: String) throws -> [String] {
+        try path.split(separator: "/", omittingEmptySubsequences: true).map { raw in
+            guard let decoded = raw.removingPercentEncoding else {
+                throw CouchError.badRequest("invalid percent-encoding in path segment '\(raw)'")
+            }
+            return decoded
+        }
+    }
+
+    private func authenticate(_ request: Request, context: Context, _ authenticator: ListenerAuthenticator) throws {
+        guard rateLimiter.allows(context.remoteAddress) else { throw CouchError.tooManyRequests }
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("basic "),
+              let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+              let credentials = String(data: decoded, encoding: .utf8),
+              let colon = credentials.firstIndex(of: ":") else {
+            rateLimiter.recordFailure(context.remoteAddress)
+            throw CouchError.unauthorized
+        }
+        let user = String(credentials[..<colon])
+        let password = String(credentials[credentials.index(after: colon)...])
+        guard authenticator.check(user, password) else {
+            rateLimiter.recordFailure(context.remoteAddress)
+            // The user name is logged, never the password.
+            logger.notice("authentication failed", metadata: ["user": "\(user)", "client": "\(context.remoteAddress)"])
+            throw CouchError.unauthorized
+        }
+    }
+
+    private func allowedOrigin(_ request: Request) -> String? {
+        guard let origin = request.headers[.origin] else { return nil }
+        if allowedOrigins.contains("*") || allowedOrigins.contains(origin) { return origin }
+        return nil
+    }
+
+    private func preflight(_ request: Request) -> Response {
+        var headers: HTTPFields = [:]
+        if allowedOrigin(request) != nil {
+            headers[.accessControlAllowMethods] = "GET, HEAD, POST, PUT, DELETE, OPTIONS"
+            headers[.accessControlAllowHeaders] = request.headers[.accessControlRequestHeaders] ?? "Accept, Authorization, Content-Type, Origin, Referer"
+            headers[.accessControlMaxAge] = "600"
+        }
+        return Response(status: .noContent, headers: headers)
+    }
+
+    private func addCORS(to response: inout Response, request: Request) {
+        guard let origin = allowedOrigin(request) else { return }
+        response.headers[.accessControlAllowOrigin] = origin
+        response.headers[.accessControlAllowCredentials] = "true"
+        response.headers[.accessControlExposeHeaders] = "Cache-Control, Content-Type, ETag, Server"
+    }
+}
+
+/// Counts requests in flight and connections, for ``Listener/status``.
+final class ListenerStats: Sendable {
+    private let counts = Mutex<(active: Int, total: Int)>((0, 0))
+
+    func requestStarted() { counts.withLock { $0.active += 1; $0.total += 1 } }
+    func requestFinished() { counts.withLock { $0.active -= 1 } }
+    var activeRequests: Int { counts.withLock { $0.active } }
+    var totalRequests: Int { counts.withLock { $0.total } }
+}
+
+/// Slows down password guessing: after 10 failures within a minute an
+/// address gets 429 until the minute is over.
+final class AuthRateLimiter: Sendable {
+    private let failures = Mutex<[String: (count: Int, since: ContinuousClock.Instant)]>([:])
+    private let limit = 10
+    private let window = Duration.seconds(60)
+
+    func allows(_ address: String) -> Bool {
+        failures.withLock { f in
+            guard let entry = f[address] else { return true }
+            if entry.since.duration(to: .now) > window {
+                f[address] = nil
+                return true
+            }
+            return entry.count < limit
+        }
+    }
+
+    func recordFailure(_ address: String) {
+        failures.withLock { f in
+            let now = ContinuousClock.now
+            if let entry = f[address], entry.since.duration(to: now) <= window {
+                f[address] = (entry.count + 1, entry.since)
+            } else {
+                f[address] = (1, now)
+            }
+            if f.count > 10_000 { f = f.filter { $0.value.since.duration(to: now) <= window } }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Logging
+import Synchronization
+import SyncNodeStore
+
+/// A node's data directory: its databases (`NAME.syncnode/`) and, in
+/// `.node/`, the node's stable UUID and its TLS identity.
+///
+/// Databases are opened on first use and kept open until ``closeAll()``.
+public final class NodeDirectory: Sendable {
+    /// The directory.
+    public let url: URL
+    /// The node's stable UUID (peers key their checkpoints on it).
+    public let uuid: String
+    let logger: Logger
+    private let open = Mutex<[String: Database]>([:])
+
+    /// Opens (creating if needed) the data directory at `url`.
+    public init(url: URL, logger: Logger = Logger(label: "syncnode.node")) throws {
+        self.url = url
+        self.logger = logger
+        let meta = url.appendingPathComponent(".node", isDirectory: true)
+        let uuidFile = meta.appendingPathComponent("uuid")
+        do {
+            try FileManager.default.createDirectory(at: meta, withIntermediateDirectories: true)
+            if let existing = try? String(contentsOf: uuidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+               UUID(uuidString: existing) != nil {
+                uuid = existing
+            } else {
+                let fresh = UUID().uuidString.lowercased()
+                try Data(fresh.utf8).write(to: uuidFile, options: .atomic)
+                uuid = fresh
+            }
+        } catch {
+            throw SyncError.invalidConfiguration("cannot use data directory \(url.path): \(error.localizedDescription)")
+        }
+    }
+
+    /// The node's TLS identity, made and saved on first use.
+    public func tlsIdentity() throws -> TLSIdentity {
+        try TLSIdentity.persistent(in: url.appendingPathComponent(".node/tls", isDirectory: true), commonName: "syncnode")
+    }
+
+    /// The names of the databases in the directory, sorted.
+    public func databaseNames() -> [String] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
+        return entries.filter { $0.hasSuffix(".syncnode") }.map { String($0.dropLast(9)) }
+            .filter { Database.exists(name: $0, directory: url) }.sorted()
+    }
+
+    /// The open database `name`; nil when it does not exist and `create` is false.
+    public func database(_ name: String, create: Bool = false) throws -> Database? {
+        if let db = open.withLock({ $0[name] }) { return db }
+        guard create || Database.exists(name: name, directory: url) else { return nil }
+        let db = try Database(name: name, config: DatabaseConfiguration(directory: url))
+        return open.withLock { o in
+            if let existing = o[name] {
+                try? db.close()
+                return existing
+            }
+            o[name] = db
+            return db
+        }
+    }
+
+    /// Closes and deletes the database `name`.
+    public func deleteDatabase(_ name: String) throws {
+        let db = open.withLock { $0.removeValue(forKey: name) }
+        if let db {
+            try db.delete()
+        } else {
+            try Database.delete(name: name, directory: url)
+        }
+    }
+
+    /// Closes every open database.
+    public func closeAll() {
+        let all = open.withLock { o in
+            defer { o = [:] }
+            return Array(o.values)
+        }
+        for db in all { try? db.close() }
+    }
+}

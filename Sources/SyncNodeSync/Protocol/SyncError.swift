@@ -1,0 +1,17 @@
+/// Errors of the sync layer that are not a peer's HTTP answer.
+public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The TLS certificate or key cannot be used.
+    case invalidIdentity(String)
+    /// The listener cannot start (port in use, bad address, ...).
+    case listenerFailed(String)
+    /// A configuration value is wrong.
+    case invalidConfiguration(String)
+
+    public var description: String {
+        switch self {
+        case .invalidIdentity(let r): return "TLS identity: \(r)"
+        case .listenerFailed(let r): return "listener: \(r)"
+        case .invalidConfiguration(let r): return "configuration: \(r)"
+        }
+    }
+}

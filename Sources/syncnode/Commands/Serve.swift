@@ -1,0 +1,92 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import SyncNodeStore
+import SyncNodeSync
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a node: serve its databases over the CouchDB replication protocol until SIGINT/SIGTERM.")
+
+    @OptionGroup var node: NodeOptions
+    @Option(name: .customLong("db"), help: "A database to serve (repeatable). Default: `default`, plus every database in the directory, and clients may create more.")
+    var databases: [String] = []
+    @Option(help: "The port; 0 picks a free one.") var port: Int = 0
+    @Option(help: "The address to listen on.") var host: String = "0.0.0.0"
+    @Option(help: "HTTP Basic user name (with --password).") var user: String?
+    @Option(help: "HTTP Basic password (with --user).") var password: String?
+    @Option(help: "A JSON file {\"user\": \"password\", ...} of accepted credentials.") var users: String?
+    @Flag(help: "Serve plain HTTP instead of HTTPS.") var noTls = false
+    @Option(help: "The node's name.") var name: String?
+
+    func validate() throws {
+        guard (user == nil) == (password == nil) else { throw ValidationError("--user and --password go together") }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
+    }
+
+    func run() async throws {
+        let directory = try NodeDirectory(url: node.directoryURL)
+        let served = databases.isEmpty ? ["default"] : databases
+        for name in served { _ = try directory.database(name, create: true) }
+        var credentials: [String: String] = [:]
+        if let user, let password { credentials[user] = password }
+        if let users {
+            guard let data = FileManager.default.contents(atPath: users),
+                  case .dictionary(let entries)? = try? DocumentValue(json: String(decoding: data, as: UTF8.self)) else {
+                throw CLIError.user("cannot read users file \(users): expected a JSON object {\"user\": \"password\"}")
+            }
+            for (name, value) in entries {
+                guard case .string(let secret) = value else { throw CLIError.user("users file: the password of '\(name)' must be a string") }
+                credentials[name] = secret
+            }
+        }
+        let listener = Listener(config: ListenerConfiguration(
+            directory: directory, databases: databases.isEmpty ? nil : databases, port: port, host: host,
+            disableTLS: noTls, authenticator: credentials.isEmpty ? nil : .users(credentials)))
+        do {
+            try await listener.start()
+        } catch {
+            throw CLIError(message: "\(error)", exitCode: 3)
+        }
+        guard let base = listener.urls.first, let fingerprint = listener.tlsIdentity?.fingerprint ?? (noTls ? "" : nil) else {
+            throw CLIError(message: "the listener has no address", exitCode: 3)
+        }
+        let pairing = PairingURL(
+            base: base, database: served[0], user: credentials.count == 1 ? user : nil, password: credentials.count == 1 ? password : nil,
+            uuid: directory.uuid, fingerprint: noTls ? nil : fingerprint)
+        // Written straight to the file descriptor: scripts wait for this line.
+        FileHandle.standardOutput.write(Data("syncnode: listening on \(pairing.url.absoluteString)\n".utf8))
+        await waitForTermination()
+        await listener.stop()
+        directory.closeAll()
+    }
+
+    /// Returns on SIGINT or SIGTERM.
+    private func waitForTermination() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let once = OnceFlag()
+            var sources: [DispatchSourceSignal] = []
+            for sig in [SIGINT, SIGTERM] {
+                signal(sig, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+                source.setEventHandler { if once.take() { continuation.resume() } }
+                source.resume()
+                sources.append(source)
+            }
+            SignalSources.keep(sources)
+        }
+    }
+}
+
+/// Keeps signal sources alive for the process's life.
+private enum SignalSources {
+    nonisolated(unsafe) static var all: [DispatchSourceSignal] = []
+    static func keep(_ sources: [DispatchSourceSignal]) { all += sources }
+}
+
+private final class OnceFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var taken = false
+    func take() -> Bool { lock.withLock { defer { taken = true }; return !taken } }
+}
