@@ -18,4 +18,12 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 command -v swift >/dev/null || { echo "setup: the Swift toolchain (6.1 or later) must be on PATH" >&2; exit 1; }
+
+# Independent CouchDB clients from PyPI for the interoperability tests, in the repo's own venv.
+venv="$(cd "$(dirname "$0")/.." && pwd)/.venv"
+if ! "$venv/bin/python" -c "import couchdb, pycouchdb, aiocouch" 2>/dev/null; then
+  echo "setup: installing Python test clients into $venv" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "couchdb==1.2" "pycouchdb" "typing_extensions" "aiocouch"
+fi
 echo "setup: ok" >&2

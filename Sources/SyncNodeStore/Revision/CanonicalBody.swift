@@ -16,6 +16,14 @@ package struct CanonicalBody: Sendable {
         self.digestState = hasher
     }
 
+    /// The canonical form of `object`, all members included (the sync layer
+    /// uses this for bodies that carry `_attachments`).
+    package init(object: [String: DocumentValue]) {
+        var writer = JSONWriter()
+        writer.writeObject(object)
+        self.init(json: writer.bytes)
+    }
+
     /// The body of a deleted revision.
     static let empty = CanonicalBody(json: Array("{}".utf8))
 

@@ -19,7 +19,9 @@ extension Handlers {
         var docIDs: Set<String>?
         /// Milliseconds; nil means no heartbeat.
         var heartbeat: Int?
-        var timeout: Int
+        /// Milliseconds without changes after which a feed ends; nil: never
+        /// (a continuous feed with a heartbeat and no explicit timeout).
+        var timeout: Int?
     }
 
     func changes(_ request: Request, collection: DocumentCollection) async throws -> Response {
@@ -31,7 +33,7 @@ extension Handlers {
             defer { token.remove() }
             var (entries, last) = try page(collection, spec, since: spec.since)
             if spec.feed == .longpoll, entries.isEmpty {
-                _ = await signal.wait(timeout: .milliseconds(spec.timeout))
+                _ = await signal.wait(timeout: .milliseconds(spec.timeout ?? 60_000))
                 (entries, last) = try page(collection, spec, since: spec.since)
             }
             let pending = spec.limit == nil ? 0 : max(0, try collection.changes(since: last).count)
@@ -55,14 +57,12 @@ extension Handlers {
                     since = last
                     if let limit = spec.limit, sent >= limit { break }
                     if !entries.isEmpty { idleSince = .now; continue }
-                    // A heartbeat keeps the feed open indefinitely; without one it ends after `timeout` idle.
-                    let wait: Duration
-                    if let heartbeat = spec.heartbeat {
-                        wait = .milliseconds(heartbeat)
-                    } else {
-                        let remaining = Duration.milliseconds(spec.timeout) - idleSince.duration(to: .now)
+                    // The feed ends after `timeout` without changes; heartbeats fill the wait.
+                    var wait = Duration.milliseconds(spec.heartbeat ?? 60_000)
+                    if let timeout = spec.timeout {
+                        let remaining = Duration.milliseconds(timeout) - idleSince.duration(to: .now)
                         if remaining <= .zero { break }
-                        wait = remaining
+                        wait = min(wait, remaining)
                     }
                     if await !signal.wait(timeout: wait), spec.heartbeat != nil {
                         // Each heartbeat in a chunk of its own: some clients parse chunks, not lines.
@@ -151,6 +151,6 @@ extension Handlers {
             feed: feed, since: since, limit: try query.int("limit"), allLeaves: style == "all_docs",
             includeDocs: try query.bool("include_docs"), conflicts: try query.bool("conflicts"),
             descending: try query.bool("descending"), docIDs: docIDs, heartbeat: heartbeat,
-            timeout: min(try query.int("timeout") ?? 60_000, 3_600_000))
+            timeout: try query.int("timeout").map { min($0, 3_600_000) } ?? (heartbeat == nil || feed != .continuous ? 60_000 : nil))
     }
 }

@@ -211,8 +211,7 @@ extension Handlers {
         let previous = try incoming.rev.flatMap { try collection.revision(id: id, rev: $0) }
         var body = try AttachmentStore.resolve(incoming.attachments, body: incoming.body, previousBody: previous?.body, collection: collection)
         if incoming.deleted { body = [:] }
-        let canonical = try CanonicalBody.parse(objectJSON: DocumentValue.dictionary(body).toJSON()).body
-        return try collection.putRevision(id: id, parentRev: incoming.rev, body: canonical, deleting: incoming.deleted).rev
+        return try collection.putRevision(id: id, parentRev: incoming.rev, body: CanonicalBody(object: body), deleting: incoming.deleted).rev
     }
 
     /// A revision from a replicator (`new_edits=false`), grafted with its history.

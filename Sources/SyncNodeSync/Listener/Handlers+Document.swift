@@ -31,7 +31,7 @@ extension Handlers {
             guard let rev = query["rev"] ?? request.headers[.ifMatch].map(unquote) else {
                 throw CouchError.conflict("Document update conflict: a rev is required to delete")
             }
-            let result = try c.putRevision(id: id, parentRev: rev, body: CanonicalBody.parse(objectJSON: "{}").body, deleting: true)
+            let result = try c.putRevision(id: id, parentRev: rev, body: CanonicalBody(object: [:]), deleting: true)
             return HTTP.json(["ok": true, "id": .string(id), "rev": .string(result.rev)], headers: [.eTag: "\"\(result.rev)\""])
         default:
             throw Self.methodNotAllowed("GET,HEAD,PUT,DELETE")
@@ -145,8 +145,7 @@ extension Handlers {
         if case .dictionary(let a)? = values[DocumentCollection.attachmentsKey] { attachments = a }
         try edit(&attachments)
         values[DocumentCollection.attachmentsKey] = attachments.isEmpty ? nil : .dictionary(attachments)
-        let body = try CanonicalBody.parse(objectJSON: DocumentValue.dictionary(values).toJSON()).body
-        return try c.putRevision(id: id, parentRev: rev, body: body, deleting: false).rev
+        return try c.putRevision(id: id, parentRev: rev, body: CanonicalBody(object: values), deleting: false).rev
     }
 
     // MARK: - _local

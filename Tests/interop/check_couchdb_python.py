@@ -1,0 +1,67 @@
+"""couchdb-python 1.2 against a SyncNode listener."""
+import functools, http.client, ssl, sys, uuid
+import couchdb, couchdb.http
+
+base, user, password, pem = sys.argv[1:5]
+context = ssl.create_default_context(cafile=pem)
+couchdb.http.HTTPSConnection = functools.partial(http.client.HTTPSConnection, context=context)
+scheme, rest = base.split("://", 1)
+from urllib.parse import quote
+server = couchdb.Server(f"{scheme}://{quote(user, safe='')}:{quote(password, safe='')}@{rest}/")
+
+assert server.version(), "GET / gave no version"
+name = "cdbpy-" + uuid.uuid4().hex[:8]
+db = server.create(name)
+assert name in server and name in list(server)
+
+# CRUD
+doc = {"_id": "doc1", "a": 1, "nested": {"list": [1, 2, "três"]}}
+doc_id, rev1 = db.save(doc)
+assert doc_id == "doc1" and rev1.startswith("1-")
+got = db["doc1"]
+assert got["a"] == 1 and got["nested"]["list"][2] == "três" and got.rev == rev1
+got["a"] = 2
+db["doc1"] = got
+assert db["doc1"]["a"] == 2 and db["doc1"].rev.startswith("2-")
+stale = dict(doc, _rev=rev1)
+try:
+    db.save(stale)
+    raise AssertionError("saving a stale revision must conflict")
+except couchdb.http.ResourceConflict:
+    pass
+
+# Attachments (bytes: couchdb-python miscounts non-ASCII str lengths)
+current = db["doc1"]
+db.put_attachment(current, b"hello world", filename="hello.txt", content_type="text/plain")
+assert db.get_attachment("doc1", "hello.txt").read() == b"hello world"
+with_att = db["doc1"]
+assert with_att["_attachments"]["hello.txt"]["stub"] is True
+assert with_att["_attachments"]["hello.txt"]["length"] == 11
+
+# _bulk_docs, including a conflict reported per document
+results = db.update([{"_id": "b1", "x": 1}, {"_id": "b2", "x": 2}, {"_id": "doc1", "x": 3}])
+assert [ok for ok, _, _ in results] == [True, True, False], results
+
+# _all_docs
+rows = list(db.view("_all_docs", include_docs=True))
+assert [r.id for r in rows] == ["b1", "b2", "doc1"], [r.id for r in rows]
+assert rows[0].doc["x"] == 1
+keyed = list(db.view("_all_docs", keys=["b1", "nope"]))
+assert keyed[0].id == "b1" and keyed[1].get("error") == "not_found"
+
+# _changes, normal and continuous (ends at the timeout, heartbeats in between)
+normal = db.changes(since=0)
+assert {r["id"] for r in normal["results"]} == {"doc1", "b1", "b2"}
+lines = list(db.changes(feed="continuous", since=0, timeout=1000, heartbeat=300))
+assert {l["id"] for l in lines if "id" in l} == {"doc1", "b1", "b2"}
+assert "last_seq" in lines[-1]
+
+# delete by id (HEAD + ETag) and by document
+del db["b2"]
+assert "b2" not in db
+db.delete(db["b1"])
+assert len(db) == 1
+
+del server[name]
+assert name not in server
+print("couchdb-python: ok")
