@@ -63,7 +63,7 @@ public final class Listener: Sendable {
         let identity = config.disableTLS ? nil : try (config.tlsIdentity ?? config.directory.tlsIdentity())
         let responder = ListenerResponder(
             handlers: Handlers(config: config, logger: logger), authenticator: config.authenticator,
-            allowedOrigins: config.allowedOrigins, rateLimiter: AuthRateLimiter(), stats: stats, logger: logger)
+            allowedOrigins: config.allowedOrigins, rateLimiter: AuthRateLimiter(limit: config.authFailuresPerMinute), stats: stats, logger: logger)
         let http1 = HTTP1Channel.Configuration(
             idleTimeout: .nanoseconds(Int64(config.idleTimeout.components.seconds) * 1_000_000_000),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 64 * 1024, maxHeaderListSize: 128 * 1024, maxHeaderFieldCount: 200))

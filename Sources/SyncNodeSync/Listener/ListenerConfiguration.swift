@@ -58,12 +58,14 @@ public struct ListenerConfiguration: Sendable {
     public var maxRequestBodySize: Int
     /// Connections idle this long are closed.
     public var idleTimeout: Duration
+    /// Failed logins an address may make per minute before it gets 429.
+    public var authFailuresPerMinute: Int
 
     public init(
         directory: NodeDirectory, databases: [String]? = nil, port: Int = 0, host: String = "0.0.0.0",
         disableTLS: Bool = false, tlsIdentity: TLSIdentity? = nil, authenticator: ListenerAuthenticator? = nil,
         readOnly: Bool = false, allowedOrigins: [String] = [], maxRequestBodySize: Int = 64 << 20,
-        idleTimeout: Duration = .seconds(300)
+        idleTimeout: Duration = .seconds(300), authFailuresPerMinute: Int = 10
     ) {
         self.directory = directory
         self.databases = databases
@@ -76,5 +78,6 @@ public struct ListenerConfiguration: Sendable {
         self.allowedOrigins = allowedOrigins
         self.maxRequestBodySize = maxRequestBodySize
         self.idleTimeout = idleTimeout
+        self.authFailuresPerMinute = authFailuresPerMinute
     }
 }

@@ -114,12 +114,14 @@ final class ListenerStats: Sendable {
     var totalRequests: Int { counts.withLock { $0.total } }
 }
 
-/// Slows down password guessing: after 10 failures within a minute an
+/// Slows down password guessing: after `limit` failures within a minute an
 /// address gets 429 until the minute is over.
 final class AuthRateLimiter: Sendable {
     private let failures = Mutex<[String: (count: Int, since: ContinuousClock.Instant)]>([:])
-    private let limit = 10
+    private let limit: Int
     private let window = Duration.seconds(60)
+
+    init(limit: Int) { self.limit = limit }
 
     func allows(_ address: String) -> Bool {
         failures.withLock { f in

@@ -1,0 +1,51 @@
+import Foundation
+import NIOHTTP1
+import Testing
+@testable import SyncNodeStore
+@testable import SyncNodeSync
+
+@Suite struct ListenerFeedTests {
+    @Test func longpollWakesOnAWrite() async throws {
+        let h = try await ListenerHarness()
+        defer { Task { await h.shutdown() } }
+        _ = try await h.request(.PUT, "/db")
+        let collection = try #require(try h.node.database("db")?.defaultCollection())
+        let started = ContinuousClock.now
+        let poll = Task { try await h.request(.GET, "/db/_changes?feed=longpoll&since=now&timeout=20000&include_docs=true") }
+        try await Task.sleep(for: .milliseconds(300))
+        try collection.save(try MutableDocument(id: "late", data: ["v": 7]))
+        let reply = try await poll.value
+        #expect(started.duration(to: .now) < .seconds(10), "the long poll waited for its timeout instead of the write")
+        let results = try #require(reply["results"]?.array)
+        #expect(results.count == 1 && results[0]["id"]?.string == "late" && results[0]["doc"]?["v"]?.int == 7)
+        // Nothing new: the long poll answers empty at its timeout.
+        let empty = try await h.request(.GET, "/db/_changes?feed=longpoll&since=now&timeout=200")
+        #expect(empty["results"]?.array?.isEmpty == true)
+    }
+
+    @Test func continuousFeedStreamsHeartbeatsAndEndsAtTimeout() async throws {
+        let h = try await ListenerHarness()
+        defer { Task { await h.shutdown() } }
+        _ = try await h.request(.PUT, "/db")
+        let collection = try #require(try h.node.database("db")?.defaultCollection())
+        try collection.save(MutableDocument(id: "first"))
+        let feed = Task { try await h.request(.GET, "/db/_changes?feed=continuous&timeout=1200&heartbeat=200") }
+        try await Task.sleep(for: .milliseconds(400))
+        try collection.save(MutableDocument(id: "second"))
+        let reply = try await feed.value
+        let lines = reply.body.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let changes = lines.compactMap { try? DocumentValue(json: $0) }.compactMap { $0["id"]?.string }
+        #expect(changes == ["first", "second"])
+        #expect(lines.contains(""), "no heartbeat line")
+        #expect(lines.last(where: { !$0.isEmpty })?.contains("last_seq") == true)
+
+        let events = try await h.request(.GET, "/db/_changes?feed=eventsource&timeout=200")
+        #expect(events.headers["content-type"] == "text/event-stream")
+        #expect(events.body.contains("data: {") && events.body.contains("id: 2"))
+
+        let filtered = try await h.request(.POST, "/db/_changes?filter=_doc_ids", body: #"{"doc_ids":["second"]}"#)
+        #expect(filtered["results"]?.array?.compactMap { $0["id"]?.string } == ["second"])
+        let limited = try await h.request(.GET, "/db/_changes?limit=1")
+        #expect(limited["results"]?.array?.count == 1 && limited["last_seq"]?.int == 1 && limited["pending"]?.int == 1)
+    }
+}

@@ -1,0 +1,88 @@
+import AsyncHTTPClient
+import Foundation
+import NIOHTTP1
+import NIOCore
+import NIOPosix
+import NIOSSL
+@testable import SyncNodeStore
+@testable import SyncNodeSync
+
+/// A listener on loopback over HTTPS with Basic auth, and a client that pins its certificate.
+final class ListenerHarness: @unchecked Sendable {
+    let directory: URL
+    let node: NodeDirectory
+    let listener: Listener
+    let client: HTTPClient
+    let base: String
+    static let user = "ann"
+    static let password = "s3cret:pa$$"
+
+    init(auth: Bool = true, tls: Bool = true, directory existing: URL? = nil, authFailuresPerMinute: Int = 10) async throws {
+        directory = existing ?? FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-listener-\(UUID().uuidString)")
+        node = try NodeDirectory(url: directory)
+        listener = Listener(config: ListenerConfiguration(
+            directory: node, host: "127.0.0.1", disableTLS: !tls,
+            authenticator: auth ? .users([Self.user: Self.password]) : nil, allowedOrigins: ["http://app.example"],
+            authFailuresPerMinute: authFailuresPerMinute))
+        try await listener.start()
+        guard let port = listener.port else { throw SyncError.listenerFailed("no port") }
+        base = "\(tls ? "https" : "http")://127.0.0.1:\(port)"
+        var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(2), read: .seconds(30)))
+        if tls { configuration.tlsConfiguration = try node.tlsIdentity().pinningClientConfiguration() }
+        client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+    }
+
+    func shutdown(removeDirectory: Bool = true) async {
+        try? await client.shutdown()
+        await listener.stop()
+        node.closeAll()
+        if removeDirectory { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    struct Reply {
+        let status: Int
+        let headers: [String: String]
+        let body: String
+        let bytes: [UInt8]
+        var json: DocumentValue { (try? DocumentValue(json: body)) ?? .null }
+        subscript(_ key: String) -> DocumentValue? {
+            if case .dictionary(let d) = json { return d[key] }
+            return nil
+        }
+    }
+
+    static var authorization: String {
+        "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+    }
+
+    func request(
+        _ method: HTTPMethod, _ path: String, body: String? = nil, bytes: [UInt8]? = nil,
+        headers: [(String, String)] = [], auth: String? = ListenerHarness.authorization
+    ) async throws -> Reply {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = method
+        if let auth { request.headers.add(name: "Authorization", value: auth) }
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: body))
+        } else if let bytes {
+            request.body = .bytes(ByteBuffer(bytes: bytes))
+        }
+        let response = try await client.execute(request, timeout: .seconds(30))
+        let data = try await response.body.collect(upTo: 64 << 20)
+        var h: [String: String] = [:]
+        for header in response.headers { h[header.name.lowercased()] = header.value }
+        return Reply(status: Int(response.status.code), headers: h, body: String(buffer: data), bytes: Array(buffer: data))
+    }
+}
+
+extension DocumentValue {
+    subscript(_ key: String) -> DocumentValue? {
+        if case .dictionary(let d) = self { return d[key] }
+        return nil
+    }
+    var string: String? { if case .string(let s) = self { return s } else { return nil } }
+    var int: Int64? { if case .int(let i) = self { return i } else { return nil } }
+    var array: [DocumentValue]? { if case .array(let a) = self { return a } else { return nil } }
+}
