@@ -17,11 +17,12 @@ final class ListenerHarness: @unchecked Sendable {
     static let user = "ann"
     static let password = "s3cret:pa$$"
 
-    init(auth: Bool = true, tls: Bool = true, directory existing: URL? = nil, authFailuresPerMinute: Int = 10) async throws {
+    init(auth: Bool = true, tls: Bool = true, directory existing: URL? = nil, authFailuresPerMinute: Int = 10,
+         databases: [String]? = nil) async throws {
         directory = existing ?? FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-listener-\(UUID().uuidString)")
         node = try NodeDirectory(url: directory)
         listener = Listener(config: ListenerConfiguration(
-            directory: node, host: "127.0.0.1", disableTLS: !tls,
+            directory: node, databases: databases, host: "127.0.0.1", disableTLS: !tls,
             authenticator: auth ? .users([Self.user: Self.password]) : nil, allowedOrigins: ["http://app.example"],
             authFailuresPerMinute: authFailuresPerMinute))
         try await listener.start()

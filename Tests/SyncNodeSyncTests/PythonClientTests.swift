@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+@testable import SyncNodeSync
+
+/// Independent CouchDB clients from PyPI against a real `syncnode serve`
+/// process over HTTPS with Basic auth (scripts in Tests/interop).
+@Suite(.serialized) struct PythonClientTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static func executable(_ relative: String) throws -> URL {
+        let url = root.appendingPathComponent(relative)
+        guard FileManager.default.isExecutableFile(atPath: url.path) else {
+            throw SyncError.invalidConfiguration("\(relative) is missing: run scripts/test.sh (it builds syncnode and installs the Python clients)")
+        }
+        return url
+    }
+
+    /// A `syncnode serve` child process.
+    final class Node: @unchecked Sendable {
+        let process = Process()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-serve-\(UUID().uuidString)")
+        let stderr = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-serve-\(UUID().uuidString).log")
+        var port = 0
+
+        init(user: String, password: String) throws {
+            process.executableURL = try executable(".build/debug/syncnode")
+            process.arguments = ["--dir", directory.path, "serve", "--host", "127.0.0.1", "--user", user, "--password", password]
+            let out = Pipe()
+            process.standardOutput = out
+            FileManager.default.createFile(atPath: stderr.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: stderr)
+            try process.run()
+            // The contract: exactly one line "syncnode: listening on <pairing URL>" when ready.
+            var line = Data()
+            let deadline = Date().addingTimeInterval(30)
+            while !line.contains(UInt8(ascii: "\n")), Date() < deadline {
+                let chunk = out.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                line.append(chunk)
+            }
+            let text = String(decoding: line, as: UTF8.self)
+            guard text.hasPrefix("syncnode: listening on "),
+                  let url = URLComponents(string: String(text.dropFirst(23)).trimmingCharacters(in: .whitespacesAndNewlines)),
+                  let port = url.port else {
+                process.terminate()
+                throw SyncError.listenerFailed("serve printed \(text.debugDescription); stderr: \((try? String(contentsOf: stderr, encoding: .utf8)) ?? "")")
+            }
+            self.port = port
+            #expect(url.queryItems?.contains { $0.name == "fp" } == true)
+            #expect(url.queryItems?.contains { $0.name == "uuid" } == true)
+        }
+
+        var certificate: URL { directory.appendingPathComponent(".node/tls/cert.pem") }
+
+        /// SIGTERM, and the exit status.
+        func stop() -> Int32 {
+            process.terminate()
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(at: directory)
+            try? FileManager.default.removeItem(at: stderr)
+            return process.terminationStatus
+        }
+    }
+
+    @Test(arguments: ["check_couchdb_python.py", "check_pycouchdb.py", "check_aiocouch.py"])
+    func clientExercisesPass(_ script: String) throws {
+        let python = try Self.executable(".venv/bin/python")
+        // pycouchdb splits credentials out of the URL without decoding them, so it gets a plain password.
+        let user = "tester", password = script == "check_pycouchdb.py" ? "plain-Pass_123" : "p@ss: wörd"
+        let node = try Node(user: user, password: password)
+        let run = Process()
+        run.executableURL = python
+        run.arguments = [Self.root.appendingPathComponent("Tests/interop/\(script)").path,
+                         "https://localhost:\(node.port)", user, password, node.certificate.path]
+        let output = Pipe()
+        run.standardOutput = output
+        run.standardError = output
+        try run.run()
+        // A hung client must not hang the suite.
+        let watchdog = DispatchWorkItem { if run.isRunning { run.interrupt(); run.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: watchdog)
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        run.waitUntilExit()
+        watchdog.cancel()
+        #expect(run.terminationStatus == 0, "\(script) failed:\n\(text)")
+        #expect(text.contains(": ok"), "\(script) printed:\n\(text)")
+        // SIGTERM ends the node cleanly.
+        #expect(node.stop() == 0)
+    }
+}
