@@ -65,7 +65,12 @@ let package = Package(
             name: "SyncNodeBenchmarks",
             dependencies: [
                 "SyncNodeStore",
+                "SyncNodeSync",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .testTarget(

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks (release build): the store against raw SQLite, then `syncnode import`
 # against a ten-line Python importer, both on the same N generated documents.
-#   scripts/bench.sh [store] [N]
+#   scripts/bench.sh [store|listener] [N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SWIFT_DETERMINISTIC_HASHING=1
@@ -43,8 +43,11 @@ print(f"cli import         syncnode {n/ours:9.0f} docs/s ({ours:.3f} s)   python
       f"ratio {ours/py:.2f} (target < 1.0: {'met' if ours < py else 'MISSED'}; whole processes)")
 PY
     ;;
+  listener)
+    "$bin/SyncNodeBenchmarks" listener "${2:-20000}" 2>/dev/null
+    ;;
   *)
-    echo "usage: scripts/bench.sh [store] [N]" >&2
+    echo "usage: scripts/bench.sh [store|listener] [N]" >&2
     exit 2
     ;;
 esac

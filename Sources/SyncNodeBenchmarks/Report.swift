@@ -14,9 +14,11 @@ enum Report {
     }
 
     /// One comparison line: our time against the baseline's, as docs/s and the ratio of times.
-    static func compare(_ name: String, count: Int, ours: Double, baseline: Double, target: Double?) {
+    static func compare(
+        _ name: String, count: Int, ours: Double, baseline: Double, target: Double?, labels: (String, String) = ("store", "raw")
+    ) {
         let ratio = ours / baseline
-        var line = "\(name.padding(toLength: 18, withPad: " ", startingAt: 0)) store \(rate(count, ours))   raw \(rate(count, baseline))   ratio \(String(format: "%.2f", ratio))"
+        var line = "\(name.padding(toLength: 18, withPad: " ", startingAt: 0)) \(labels.0) \(rate(count, ours))   \(labels.1) \(rate(count, baseline))   ratio \(String(format: "%.2f", ratio))"
         if let target { line += " (target <= \(target): \(ratio <= target ? "met" : "MISSED"))" }
         print(line)
     }

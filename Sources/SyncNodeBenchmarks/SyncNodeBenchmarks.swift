@@ -4,16 +4,19 @@ import SyncNodeStore
 /// Prints benchmark figures and ratios against baselines measured in the same run.
 ///
 ///     swift run -c release SyncNodeBenchmarks store [N]      store vs raw SQLite
+///     swift run -c release SyncNodeBenchmarks listener [N]   _bulk_docs and _changes over HTTPS vs the store
 ///     swift run -c release SyncNodeBenchmarks generate N      N documents as JSON lines (for scripts/bench.sh)
 @main
 enum SyncNodeBenchmarks {
-    static func main() {
+    static func main() async {
         let args = Array(CommandLine.arguments.dropFirst())
         let count = args.count > 1 ? Int(args[1]) : nil
         do {
             switch args.first {
             case "store":
                 try StoreBenchmark.run(count: count ?? 100_000)
+            case "listener":
+                try await ListenerBenchmark.run(count: count ?? 20_000)
             case "generate":
                 for (id, body) in DocumentGenerator.documents(count: count ?? 100_000) {
                     var line = body
@@ -21,7 +24,7 @@ enum SyncNodeBenchmarks {
                     print(DocumentValue.dictionary(line).toJSON())
                 }
             default:
-                FileHandle.standardError.write(Data("usage: SyncNodeBenchmarks store [N] | generate N\n".utf8))
+                FileHandle.standardError.write(Data("usage: SyncNodeBenchmarks store [N] | listener [N] | generate N\n".utf8))
                 exit(2)
             }
         } catch {

@@ -6,10 +6,10 @@ import Foundation
 ///
 /// Canonical output is what makes revision IDs deterministic: the same body
 /// written on two nodes gives the same bytes and so the same digest.
-struct JSONWriter {
-    var bytes: [UInt8] = []
+package struct JSONWriter {
+    package var bytes: [UInt8] = []
 
-    init(capacity: Int = 1024) {
+    package init(capacity: Int = 1024) {
         bytes.reserveCapacity(capacity)
     }
 
@@ -25,7 +25,7 @@ struct JSONWriter {
         return w.text
     }
 
-    var text: String { String(decoding: bytes, as: UTF8.self) }
+    package var text: String { String(decoding: bytes, as: UTF8.self) }
 
     mutating func write(_ value: DocumentValue) {
         switch value {
@@ -78,7 +78,7 @@ struct JSONWriter {
         }
     }
 
-    mutating func writeInteger(_ i: Int64) {
+    package mutating func writeInteger(_ i: Int64) {
         if i < 0 { bytes.append(UInt8(ascii: "-")) }
         var magnitude = i.magnitude
         if magnitude < 10 {
@@ -112,9 +112,18 @@ struct JSONWriter {
         bytes.append(contentsOf: s.utf8)
     }
 
+    /// Appends bytes that are already JSON.
+    package mutating func writeRaw(_ s: StaticString) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+    }
+
+    package mutating func writeRaw(_ s: String) {
+        bytes.append(contentsOf: s.utf8)
+    }
+
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
-    mutating func writeString(_ s: String) {
+    package mutating func writeString(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
         var s = s
         // Fast path: nothing to escape, copy the bytes at once.

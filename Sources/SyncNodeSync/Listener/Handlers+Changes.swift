@@ -31,14 +31,36 @@ extension Handlers {
         switch spec.feed {
         case .normal, .longpoll:
             defer { token.remove() }
-            var (entries, last) = try page(collection, spec, since: spec.since)
-            if spec.feed == .longpoll, entries.isEmpty {
-                _ = await signal.wait(timeout: .milliseconds(spec.timeout ?? 60_000))
-                (entries, last) = try page(collection, spec, since: spec.since)
+            if !spec.descending {
+                if spec.feed == .longpoll, try collection.changes(since: spec.since, limit: 1).isEmpty {
+                    _ = await signal.wait(timeout: .milliseconds(spec.timeout ?? 60_000))
+                }
+                return streamedFeed(collection, spec)
             }
+            let (entries, last) = try page(collection, spec, since: spec.since)
             let pending = spec.limit == nil ? 0 : max(0, try collection.changes(since: last).count)
-            let results = try entries.map { try DocumentValue(json: changeJSON($0, collection: collection, spec)) }
-            return HTTP.json(["results": .array(results), "last_seq": .int(last), "pending": .int(Int64(pending))])
+            // Rows are spliced as text and streamed in chunks, so encoding overlaps sending
+            // and a large feed never sits in memory twice.
+            let body = ResponseBody { [self, entries, last] writer in
+                var json = JSONWriter(capacity: 80 * 1024)
+                json.writeRaw(#"{"results":["#)
+                for (i, entry) in entries.enumerated() {
+                    if i > 0 { json.writeRaw(",") }
+                    try appendChange(entry, collection: collection, spec, to: &json)
+                    if json.bytes.count > 64 * 1024 {
+                        try await writer.write(ByteBuffer(bytes: json.bytes))
+                        json.bytes.removeAll(keepingCapacity: true)
+                    }
+                }
+                json.writeRaw(#"],"last_seq":"#)
+                json.writeInteger(last)
+                json.writeRaw(#","pending":"#)
+                json.writeInteger(Int64(pending))
+                json.writeRaw("}")
+                try await writer.write(ByteBuffer(bytes: json.bytes))
+                try await writer.finish(nil)
+            }
+            return Response(status: .ok, headers: [.contentType: HTTP.json], body: body)
         case .continuous, .eventsource:
             let contentType = spec.feed == .eventsource ? "text/event-stream" : HTTP.json
             let body = ResponseBody { [self] writer in
@@ -78,6 +100,53 @@ extension Handlers {
         }
     }
 
+    /// A normal (or answered long-poll) feed in ascending order, read from the
+    /// database page by page while earlier pages are being sent.
+    private func streamedFeed(_ collection: DocumentCollection, _ spec: ChangesRequest) -> Response {
+        let body = ResponseBody { [self] writer in
+            let pageSize = 1000
+            let end = try collection.lastSequence()
+            var json = JSONWriter(capacity: 80 * 1024)
+            json.writeRaw(#"{"results":["#)
+            var since = spec.since
+            var lastSent = spec.since
+            var sent = 0
+            var limitReached = false
+            paging: while true {
+                let batch = try collection.changes(since: since, limit: pageSize, allLeaves: spec.allLeaves, includeBodies: spec.includeDocs)
+                for entry in batch where spec.docIDs?.contains(entry.id) ?? true {
+                    if let limit = spec.limit, sent >= limit {
+                        limitReached = true
+                        break paging
+                    }
+                    if sent > 0 { json.writeRaw(",") }
+                    try appendChange(entry, collection: collection, spec, to: &json)
+                    sent += 1
+                    lastSent = entry.sequence
+                    if json.bytes.count > 64 * 1024 {
+                        try await writer.write(ByteBuffer(bytes: json.bytes))
+                        json.bytes.removeAll(keepingCapacity: true)
+                    }
+                }
+                guard let last = batch.last, batch.count == pageSize else {
+                    since = batch.last?.sequence ?? since
+                    break
+                }
+                since = last.sequence
+            }
+            let lastSeq = limitReached ? lastSent : max(since, spec.feed == .normal ? end : since)
+            let pending = limitReached ? try collection.changes(since: lastSeq).count : 0
+            json.writeRaw(#"],"last_seq":"#)
+            json.writeInteger(lastSeq)
+            json.writeRaw(#","pending":"#)
+            json.writeInteger(Int64(pending))
+            json.writeRaw("}")
+            try await writer.write(ByteBuffer(bytes: json.bytes))
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: HTTP.json], body: body)
+    }
+
     private func page(_ c: DocumentCollection, _ spec: ChangesRequest, since: Int64) throws -> ([ChangeEntry], Int64) {
         var entries = try c.changes(since: since, limit: spec.docIDs == nil ? spec.limit : nil, allLeaves: spec.allLeaves, includeBodies: spec.includeDocs)
         let current = spec.feed == .normal ? try c.lastSequence() : since
@@ -90,18 +159,37 @@ extension Handlers {
     }
 
     private func changeJSON(_ entry: ChangeEntry, collection: DocumentCollection, _ spec: ChangesRequest) throws -> String {
-        var row: [String: DocumentValue] = [
-            "seq": .int(entry.sequence), "id": .string(entry.id),
-            "changes": .array(entry.leafRevs.map { ["rev": .string($0)] }),
-        ]
-        if entry.deleted { row["deleted"] = true }
-        guard spec.includeDocs else { return DocumentValue.dictionary(row).toJSON() }
-        let conflicts = spec.conflicts ? try collection.conflictingRevisions(id: entry.id) : nil
-        let doc = try WireDocument.encode(
-            id: entry.id, rev: entry.rev, deleted: entry.deleted, body: entry.body, conflicts: conflicts,
-            blobs: { collection.blobContent(digest: $0) })
-        let head = DocumentValue.dictionary(row).toJSON()
-        return head.dropLast() + #","doc":"# + doc + "}"
+        var json = JSONWriter()
+        try appendChange(entry, collection: collection, spec, to: &json)
+        return json.text
+    }
+
+    /// One `_changes` row, written straight into the output.
+    private func appendChange(_ entry: ChangeEntry, collection: DocumentCollection, _ spec: ChangesRequest, to json: inout JSONWriter) throws {
+        json.writeRaw(#"{"seq":"#)
+        json.writeInteger(entry.sequence)
+        json.writeRaw(#","id":"#)
+        json.writeString(entry.id)
+        json.writeRaw(#","changes":["#)
+        for (i, rev) in entry.leafRevs.enumerated() {
+            json.writeRaw(i == 0 ? #"{"rev":"# : #",{"rev":"#)
+            json.writeString(rev)
+            json.writeRaw("}")
+        }
+        json.writeRaw("]")
+        if entry.deleted { json.writeRaw(#","deleted":true"#) }
+        if spec.includeDocs {
+            json.writeRaw(#","doc":"#)
+            let conflicts = spec.conflicts ? try collection.conflictingRevisions(id: entry.id) : nil
+            if conflicts?.isEmpty ?? true,
+               WireDocument.appendSimple(id: entry.id, rev: entry.rev, deleted: entry.deleted, body: entry.body, to: &json) {
+            } else {
+                json.writeRaw(try WireDocument.encode(
+                    id: entry.id, rev: entry.rev, deleted: entry.deleted, body: entry.body, conflicts: conflicts,
+                    blobs: { collection.blobContent(digest: $0) }))
+            }
+        }
+        json.writeRaw("}")
     }
 
     private func parseChanges(_ request: Request, collection: DocumentCollection) async throws -> ChangesRequest {

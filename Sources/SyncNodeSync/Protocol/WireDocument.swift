@@ -24,14 +24,20 @@ enum WireDocument {
         revisions: [String]? = nil, conflicts: [String]? = nil,
         attachments: AttachmentContent = .stubs, blobs: (String) -> Data?
     ) throws -> String {
+        let body = body ?? "{}"
+        // The common case, spliced as text: no history, no conflicts, no blobs.
+        if revisions == nil, conflicts?.isEmpty ?? true, !contains(body, "\"@type\":\"blob\""), !contains(body, "\"_attachments\"") {
+            var head = "{\"_id\":" + DocumentValue.string(id).toJSON() + ",\"_rev\":" + DocumentValue.string(rev).toJSON()
+            if deleted { head += ",\"_deleted\":true" }
+            return splice(head: head, body: body)
+        }
         var meta: [String: DocumentValue] = ["_id": .string(id), "_rev": .string(rev)]
         if deleted { meta["_deleted"] = true }
         if let revisions, let first = revisions.first, let start = generation(first) {
             meta["_revisions"] = ["start": .int(Int64(start)), "ids": .array(revisions.map { .string(suffix($0)) })]
         }
         if let conflicts, !conflicts.isEmpty { meta["_conflicts"] = .array(conflicts.map { .string($0) }) }
-        let body = body ?? "{}"
-        guard body.contains(#""@type":"blob""#) || body.contains(#""_attachments""#) else {
+        guard contains(body, "\"@type\":\"blob\"") || contains(body, "\"_attachments\"") else {
             return splice(meta: meta, body: body)
         }
         guard case .dictionary(var values) = try DocumentValue(json: body) else { return splice(meta: meta, body: body) }
@@ -59,12 +65,56 @@ enum WireDocument {
         return splice(meta: meta, body: DocumentValue.dictionary(values).toJSON())
     }
 
+    /// Appends the wire JSON of a revision with no history, conflicts or
+    /// attachments; false (nothing written) when it has attachments.
+    static func appendSimple(id: String, rev: String, deleted: Bool, body: String?, to out: inout JSONWriter) -> Bool {
+        let body = body ?? "{}"
+        guard !contains(body, "\"@type\":\"blob\""), !contains(body, "\"_attachments\"") else { return false }
+        out.writeRaw(#"{"_id":"#)
+        out.writeString(id)
+        out.writeRaw(#","_rev":"#)
+        out.writeString(rev)
+        if deleted { out.writeRaw(#","_deleted":true"#) }
+        if body.utf8.count > 2 {
+            out.writeRaw(",")
+            out.bytes.append(contentsOf: body.utf8.dropFirst())
+        } else {
+            out.writeRaw("}")
+        }
+        return true
+    }
+
     /// `{meta..., body...}` without re-serializing the body.
     private static func splice(meta: [String: DocumentValue], body: String) -> String {
-        let head = DocumentValue.dictionary(meta).toJSON()
-        let inner = body.dropFirst().dropLast()
-        if inner.allSatisfy(\.isWhitespace) { return head }
-        return head.dropLast() + "," + inner + "}"
+        splice(head: String(DocumentValue.dictionary(meta).toJSON().dropLast()), body: body)
+    }
+
+    /// `head` is an object's opening without its closing brace; `body` a canonical object.
+    private static func splice(head: String, body: String) -> String {
+        guard body.utf8.count > 2 else { return head + "}" }
+        var out = head
+        out.reserveCapacity(head.utf8.count + body.utf8.count + 1)
+        out += ","
+        out += body.dropFirst()  // the body's own closing brace ends the object
+        return out
+    }
+
+    /// Substring search on UTF-8 bytes (Foundation's `contains` bridges on Linux and is slow).
+    static func contains(_ text: String, _ needle: StaticString) -> Bool {
+        var text = text
+        return text.withUTF8 { haystack in
+            let n = needle.utf8CodeUnitCount
+            guard let base = haystack.baseAddress, n > 0, haystack.count >= n else { return false }
+            let first = Int32(needle.utf8Start[0])
+            var offset = 0
+            while offset + n <= haystack.count {
+                guard let hit = memchr(base + offset, first, haystack.count - offset - n + 1) else { return false }
+                let position = UnsafeRawPointer(hit) - UnsafeRawPointer(base)
+                if memcmp(base + position, needle.utf8Start, n) == 0 { return true }
+                offset = position + 1
+            }
+            return false
+        }
     }
 
     private static func blobValue(_ value: DocumentValue) -> Blob? {
