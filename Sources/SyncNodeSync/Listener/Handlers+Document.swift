@@ -14,7 +14,13 @@ extension Handlers {
             return try getDocument(request, collection: c, id: id, query: query)
         case .put:
             try checkWritable()
-            var object = try await request.jsonObject(limit: bodyLimit)
+            var object: [String: DocumentValue]
+            if let boundary = request.headers[.contentType].flatMap(MultipartRelated.boundary(contentType:)) {
+                let bytes = Array(buffer: try await request.bytesBody(limit: bodyLimit))
+                object = try MultipartRelated.document(from: MultipartRelated.parse(bytes, boundary: boundary))
+            } else {
+                object = try await request.jsonObject(limit: bodyLimit)
+            }
             if object["_rev"] == nil, let rev = query["rev"] ?? request.headers[.ifMatch].map(unquote) { object["_rev"] = .string(rev) }
             var incoming = try WireDocument.decode(object)
             if let bodyID = incoming.id, bodyID != id { throw CouchError.badRequest("_id in the body does not match the URL") }
