@@ -27,17 +27,7 @@ enum ListenerBenchmark {
         // The store directly.
         let direct = try Database(name: "direct", config: DatabaseConfiguration(directory: root.appendingPathComponent("direct")))
         let collection = try direct.defaultCollection()
-        let storeWrite = try Report.time {
-            for start in stride(from: 0, to: count, by: 500) {
-                try direct.inBatch {
-                    for i in start..<min(start + 500, count) {
-                        let doc = MutableDocument(id: docs[i].id)
-                        for (key, value) in docs[i].body { doc.setDocumentValue(value, forKey: key) }
-                        try collection.save(doc)
-                    }
-                }
-            }
-        }
+        let storeWrite = try Report.time { try StoreBenchmark.insertAll(docs, into: collection, batchSize: 500) }
         var bytesRead = 0
         let storeRead = try Report.time {
             var since: Int64 = 0

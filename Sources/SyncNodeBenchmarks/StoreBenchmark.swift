@@ -6,6 +6,19 @@ import SyncNodeStore
 /// statement API over a `(id TEXT PRIMARY KEY, body TEXT)` table) doing the
 /// same work in the same run.
 enum StoreBenchmark {
+    /// Saves `docs` as MutableDocuments in batches: the store baseline of every benchmark.
+    static func insertAll(_ docs: [(id: String, body: [String: DocumentValue])], into collection: DocumentCollection, batchSize: Int) throws {
+        for start in stride(from: 0, to: docs.count, by: batchSize) {
+            try collection.database.inBatch {
+                for i in start..<min(start + batchSize, docs.count) {
+                    let doc = MutableDocument(id: docs[i].id)
+                    for (key, value) in docs[i].body { doc.setDocumentValue(value, forKey: key) }
+                    try collection.save(doc)
+                }
+            }
+        }
+    }
+
     static func run(count: Int) throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -57,17 +70,7 @@ enum StoreBenchmark {
         // The store.
         let db = try Database(name: "bench", config: DatabaseConfiguration(directory: dir))
         let collection = try db.defaultCollection()
-        let insert = try Report.time {
-            for start in stride(from: 0, to: count, by: 1000) {
-                try db.inBatch {
-                    for i in start..<min(start + 1000, count) {
-                        let doc = MutableDocument(id: docs[i].id)
-                        for (key, value) in docs[i].body { doc.setDocumentValue(value, forKey: key) }
-                        try collection.save(doc)
-                    }
-                }
-            }
-        }
+        let insert = try Report.time { try insertAll(docs, into: collection, batchSize: 1000) }
         var revs = 0
         let get = try Report.time {
             for i in order {

@@ -235,27 +235,8 @@ struct JSONCanonicalizer {
 
     private mutating func number() throws(StoreError) {
         let start = pos
-        var isInteger = true
-        if input[pos] == UInt8(ascii: "-") { pos += 1 }
-        guard pos < input.count, isDigit(input[pos]) else { throw error("invalid number") }
-        if input[pos] == UInt8(ascii: "0") {
-            pos += 1
-        } else {
-            while pos < input.count, isDigit(input[pos]) { pos += 1 }
-        }
-        if pos < input.count, input[pos] == UInt8(ascii: ".") {
-            isInteger = false
-            pos += 1
-            guard pos < input.count, isDigit(input[pos]) else { throw error("invalid number") }
-            while pos < input.count, isDigit(input[pos]) { pos += 1 }
-        }
-        if pos < input.count, input[pos] == UInt8(ascii: "e") || input[pos] == UInt8(ascii: "E") {
-            isInteger = false
-            pos += 1
-            if pos < input.count, input[pos] == UInt8(ascii: "+") || input[pos] == UInt8(ascii: "-") { pos += 1 }
-            guard pos < input.count, isDigit(input[pos]) else { throw error("invalid number") }
-            while pos < input.count, isDigit(input[pos]) { pos += 1 }
-        }
+        guard let (end, isInteger) = JSONParser.scanNumber(input, from: pos) else { throw error("invalid number") }
+        pos = end
         let token = UnsafeBufferPointer(rebasing: input[start..<pos])
         let text = String(decoding: token, as: UTF8.self)
         if isInteger, let i = Int64(text) {
@@ -264,9 +245,5 @@ struct JSONCanonicalizer {
         }
         guard let d = Double(text), d.isFinite else { throw error("number out of range") }
         writer.writeDouble(d)
-    }
-
-    private func isDigit(_ c: UInt8) -> Bool {
-        c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")
     }
 }

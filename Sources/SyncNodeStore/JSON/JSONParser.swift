@@ -223,34 +223,43 @@ struct JSONParser {
 
     private mutating func parseNumber() throws(StoreError) -> DocumentValue {
         let start = pos
-        var isInteger = true
-        if input[pos] == UInt8(ascii: "-") { pos += 1 }
-        guard pos < input.count, isDigit(input[pos]) else { throw error("invalid number") }
-        if input[pos] == UInt8(ascii: "0") {
-            pos += 1
-        } else {
-            while pos < input.count, isDigit(input[pos]) { pos += 1 }
+        guard let (end, isInteger) = Self.scanNumber(input, from: pos) else {
+            pos = start
+            throw error("invalid number")
         }
-        if pos < input.count, input[pos] == UInt8(ascii: ".") {
-            isInteger = false
-            pos += 1
-            guard pos < input.count, isDigit(input[pos]) else { throw error("invalid number") }
-            while pos < input.count, isDigit(input[pos]) { pos += 1 }
-        }
-        if pos < input.count, input[pos] == UInt8(ascii: "e") || input[pos] == UInt8(ascii: "E") {
-            isInteger = false
-            pos += 1
-            if pos < input.count, input[pos] == UInt8(ascii: "+") || input[pos] == UInt8(ascii: "-") { pos += 1 }
-            guard pos < input.count, isDigit(input[pos]) else { throw error("invalid number") }
-            while pos < input.count, isDigit(input[pos]) { pos += 1 }
-        }
+        pos = end
         let text = String(decoding: UnsafeBufferPointer(rebasing: input[start..<pos]), as: UTF8.self)
         if isInteger, let i = Int64(text) { return .int(i) }
         guard let d = Double(text), d.isFinite else { throw error("number out of range") }
         return (try? DocumentValue.number(d)) ?? .double(d)
     }
 
-    private func isDigit(_ c: UInt8) -> Bool {
-        c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")
+    /// The end of the JSON number token at `start` and whether it is an
+    /// integer (no fraction or exponent); nil when it is malformed.
+    static func scanNumber(_ input: UnsafeBufferPointer<UInt8>, from start: Int) -> (end: Int, isInteger: Bool)? {
+        func isDigit(_ i: Int) -> Bool { i < input.count && input[i] >= UInt8(ascii: "0") && input[i] <= UInt8(ascii: "9") }
+        var pos = start
+        var isInteger = true
+        if pos < input.count, input[pos] == UInt8(ascii: "-") { pos += 1 }
+        guard isDigit(pos) else { return nil }
+        if input[pos] == UInt8(ascii: "0") {
+            pos += 1
+        } else {
+            while isDigit(pos) { pos += 1 }
+        }
+        if pos < input.count, input[pos] == UInt8(ascii: ".") {
+            isInteger = false
+            pos += 1
+            guard isDigit(pos) else { return nil }
+            while isDigit(pos) { pos += 1 }
+        }
+        if pos < input.count, input[pos] == UInt8(ascii: "e") || input[pos] == UInt8(ascii: "E") {
+            isInteger = false
+            pos += 1
+            if pos < input.count, input[pos] == UInt8(ascii: "+") || input[pos] == UInt8(ascii: "-") { pos += 1 }
+            guard isDigit(pos) else { return nil }
+            while isDigit(pos) { pos += 1 }
+        }
+        return (pos, isInteger)
     }
 }

@@ -31,36 +31,11 @@ extension Handlers {
         switch spec.feed {
         case .normal, .longpoll:
             defer { token.remove() }
-            if !spec.descending {
-                if spec.feed == .longpoll, try collection.changes(since: spec.since, limit: 1).isEmpty {
-                    _ = await signal.wait(timeout: .milliseconds(spec.timeout ?? 60_000))
-                }
-                return streamedFeed(collection, spec)
+            if spec.feed == .longpoll, try collection.changes(since: spec.since, limit: 1).isEmpty {
+                _ = await signal.wait(timeout: .milliseconds(spec.timeout ?? 60_000))
             }
-            let (entries, last) = try page(collection, spec, since: spec.since)
-            let pending = spec.limit == nil ? 0 : max(0, try collection.changes(since: last).count)
-            // Rows are spliced as text and streamed in chunks, so encoding overlaps sending
-            // and a large feed never sits in memory twice.
-            let body = ResponseBody { [self, entries, last] writer in
-                var json = JSONWriter(capacity: 80 * 1024)
-                json.writeRaw(#"{"results":["#)
-                for (i, entry) in entries.enumerated() {
-                    if i > 0 { json.writeRaw(",") }
-                    try appendChange(entry, collection: collection, spec, to: &json)
-                    if json.bytes.count > 64 * 1024 {
-                        try await writer.write(ByteBuffer(bytes: json.bytes))
-                        json.bytes.removeAll(keepingCapacity: true)
-                    }
-                }
-                json.writeRaw(#"],"last_seq":"#)
-                json.writeInteger(last)
-                json.writeRaw(#","pending":"#)
-                json.writeInteger(Int64(pending))
-                json.writeRaw("}")
-                try await writer.write(ByteBuffer(bytes: json.bytes))
-                try await writer.finish(nil)
-            }
-            return Response(status: .ok, headers: [.contentType: HTTP.json], body: body)
+            // Descending needs the whole range first; ascending feeds are read page by page.
+            return streamedFeed(collection, spec, descending: spec.descending ? try page(collection, spec, since: spec.since) : nil)
         case .continuous, .eventsource:
             let contentType = spec.feed == .eventsource ? "text/event-stream" : HTTP.json
             let body = ResponseBody { [self] writer in
@@ -100,9 +75,12 @@ extension Handlers {
         }
     }
 
-    /// A normal (or answered long-poll) feed in ascending order, read from the
-    /// database page by page while earlier pages are being sent.
-    private func streamedFeed(_ collection: DocumentCollection, _ spec: ChangesRequest) -> Response {
+    /// A normal (or answered long-poll) feed, spliced as text and streamed in
+    /// chunks: ascending feeds are read page by page while earlier pages are
+    /// being sent; a descending one comes already read.
+    private func streamedFeed(
+        _ collection: DocumentCollection, _ spec: ChangesRequest, descending: (entries: [ChangeEntry], last: Int64)?
+    ) -> Response {
         let body = ResponseBody { [self] writer in
             let pageSize = 1000
             let end = try collection.lastSequence()
@@ -113,7 +91,8 @@ extension Handlers {
             var sent = 0
             var limitReached = false
             paging: while true {
-                let batch = try collection.changes(since: since, limit: pageSize, allLeaves: spec.allLeaves, includeBodies: spec.includeDocs)
+                let batch = try descending?.entries
+                    ?? collection.changes(since: since, limit: pageSize, allLeaves: spec.allLeaves, includeBodies: spec.includeDocs)
                 for entry in batch where spec.docIDs?.contains(entry.id) ?? true {
                     if let limit = spec.limit, sent >= limit {
                         limitReached = true
@@ -128,13 +107,13 @@ extension Handlers {
                         json.bytes.removeAll(keepingCapacity: true)
                     }
                 }
-                guard let last = batch.last, batch.count == pageSize else {
+                guard descending == nil, let last = batch.last, batch.count == pageSize else {
                     since = batch.last?.sequence ?? since
                     break
                 }
                 since = last.sequence
             }
-            let lastSeq = limitReached ? lastSent : max(since, spec.feed == .normal ? end : since)
+            let lastSeq = descending?.last ?? (limitReached ? lastSent : max(since, spec.feed == .normal ? end : since))
             let pending = limitReached ? try collection.changes(since: lastSeq).count : 0
             json.writeRaw(#"],"last_seq":"#)
             json.writeInteger(lastSeq)

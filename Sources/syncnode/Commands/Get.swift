@@ -9,12 +9,8 @@ struct Get: ParsableCommand {
     @Argument(help: "The document ID.") var id: String
 
     func run() throws {
-        let keyspace = try Keyspace(keyspace)
-        let (db, collection) = try node.collection(keyspace, create: false)
+        let (db, _, doc) = try node.document(try Keyspace(keyspace), id: id)
         defer { try? db.close() }
-        guard let doc = try collection.document(id: id) else {
-            throw CLIError.user("no document '\(id)' in \(keyspace)")
-        }
         Output.line(doc.withMetadata())
     }
 }

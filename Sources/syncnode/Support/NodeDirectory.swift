@@ -19,6 +19,16 @@ struct NodeOptions: ParsableArguments {
         return try Database(name: name, config: DatabaseConfiguration(directory: directoryURL))
     }
 
+    /// Opens the keyspace's collection and the document `id` in it; exit 1 when it is missing.
+    func document(_ keyspace: Keyspace, id: String) throws -> (Database, DocumentCollection, Document) {
+        let (db, collection) = try self.collection(keyspace, create: false)
+        guard let doc = try collection.document(id: id) else {
+            try? db.close()
+            throw CLIError.user("no document '\(id)' in \(keyspace)")
+        }
+        return (db, collection, doc)
+    }
+
     /// Opens the keyspace's collection; creates it only when `create` is set.
     func collection(_ keyspace: Keyspace, create: Bool) throws -> (Database, DocumentCollection) {
         let db = try open(database: keyspace.database, create: create)
