@@ -79,10 +79,6 @@ final class ListenerHarness: @unchecked Sendable {
 }
 
 extension DocumentValue {
-    subscript(_ key: String) -> DocumentValue? {
-        if case .dictionary(let d) = self { return d[key] }
-        return nil
-    }
     var string: String? { if case .string(let s) = self { return s } else { return nil } }
     var int: Int64? { if case .int(let i) = self { return i } else { return nil } }
     var array: [DocumentValue]? { if case .array(let a) = self { return a } else { return nil } }

@@ -152,3 +152,11 @@ extension DocumentValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral
     }
     public init(nilLiteral: ()) { self = .null }
 }
+
+extension DocumentValue {
+    /// The member `key` of a dictionary value; nil for a missing key or another kind of value.
+    public subscript(_ key: String) -> DocumentValue? {
+        if case .dictionary(let d) = self { return d[key] }
+        return nil
+    }
+}

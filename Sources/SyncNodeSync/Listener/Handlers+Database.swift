@@ -216,23 +216,7 @@ extension Handlers {
 
     /// A revision from a replicator (`new_edits=false`), grafted with its history.
     func insertReplicated(_ incoming: WireDocument.Incoming, in collection: DocumentCollection) throws {
-        guard let id = incoming.id, let rev = incoming.rev else {
-            throw CouchError.badRequest("new_edits=false needs _id and _rev")
-        }
-        let history = incoming.history ?? [rev]
-        guard history.first == rev else { throw CouchError.badRequest("_revisions does not start with _rev") }
-        var previousBody: String?
-        if !incoming.attachments.isEmpty {
-            for ancestor in history.dropFirst() {
-                if let known = try collection.revision(id: id, rev: ancestor), let body = known.body {
-                    previousBody = body
-                    break
-                }
-            }
-            if previousBody == nil { previousBody = try collection.revision(id: id)?.body }
-        }
-        let body = try AttachmentStore.resolve(incoming.attachments, body: incoming.body, previousBody: previousBody, collection: collection)
-        try collection.insertRevision(id: id, history: history, deleted: incoming.deleted, body: body)
+        try ReplicatedRevision.insert(incoming, into: collection)
     }
 
     // MARK: - _bulk_get

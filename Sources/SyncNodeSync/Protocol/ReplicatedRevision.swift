@@ -1,0 +1,26 @@
+import SyncNodeStore
+
+/// Stores a revision that arrived from a replicator (`new_edits=false`):
+/// grafted into the tree with its history, attachments resolved against the
+/// nearest ancestor this side has.
+enum ReplicatedRevision {
+    static func insert(_ incoming: WireDocument.Incoming, into collection: DocumentCollection) throws {
+        guard let id = incoming.id, let rev = incoming.rev else {
+            throw CouchError.badRequest("new_edits=false needs _id and _rev")
+        }
+        let history = incoming.history ?? [rev]
+        guard history.first == rev else { throw CouchError.badRequest("_revisions does not start with _rev") }
+        var previousBody: String?
+        if !incoming.attachments.isEmpty {
+            for ancestor in history.dropFirst() {
+                if let known = try collection.revision(id: id, rev: ancestor), let body = known.body {
+                    previousBody = body
+                    break
+                }
+            }
+            if previousBody == nil { previousBody = try collection.revision(id: id)?.body }
+        }
+        let body = try AttachmentStore.resolve(incoming.attachments, body: incoming.body, previousBody: previousBody, collection: collection)
+        try collection.insertRevision(id: id, history: history, deleted: incoming.deleted, body: body)
+    }
+}

@@ -1,0 +1,222 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import SyncNodeStore
+
+/// A CouchDB-compatible database over HTTP(S), as one side of a replication.
+/// It assumes nothing SyncNode-specific: sequences are opaque, and a peer
+/// without `_bulk_get` is read with `open_revs`.
+final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
+    let root: String      // scheme://host:port
+    let database: String  // the first path segment (a keyspace)
+    let client: HTTPClient
+    let headers: [(String, String)]
+    let configuredUUID: String?
+    private var hasBulkGet = true  // touched only from the replicator's sequential task
+
+    /// Connects: with a pinned fingerprint the certificate is checked first
+    /// (a wrong pin fails here, before any request).
+    static func connect(_ config: ReplicatorConfiguration, url: URL) async throws -> HTTPRemote {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false),
+              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = components.host else {
+            throw SyncError.invalidConfiguration("replication URL must be http(s)://host[:port]/db: \(redacted(url))")
+        }
+        let database = components.path.split(separator: "/").first.map(String.init) ?? ""
+        guard !database.isEmpty else { throw SyncError.invalidConfiguration("replication URL has no database: \(redacted(url))") }
+        let port = components.port ?? (scheme == "https" ? 443 : 80)
+        var configuration = HTTPClient.Configuration(
+            timeout: .init(connect: .init(config.connectTimeout), read: .seconds(120)))
+        configuration.httpVersion = .http1Only
+        if scheme == "https" {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.minimumTLSVersion = .tlsv12
+            var pinned = config.pinnedServerCertificate
+            if pinned == nil, let expected = config.pinnedFingerprint {
+                let seen = try await CertificateProbe.certificate(host: host, port: port, timeout: config.connectTimeout)
+                let fingerprint = TLSIdentity.fingerprint(der: seen)
+                guard fingerprint == expected else {
+                    throw SyncError.invalidIdentity("\(host):\(port) presented certificate \(fingerprint), expected the pinned \(expected)")
+                }
+                pinned = seen
+            }
+            if let pinned {
+                tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: pinned, format: .der)])
+                tls.certificateVerification = .noHostnameVerification
+            }
+            configuration.tlsConfiguration = tls
+        }
+        var headers = config.headers.map { ($0.key, $0.value) }
+        if let user = config.username {
+            headers.append(("Authorization", "Basic " + Data("\(user):\(config.password ?? "")".utf8).base64EncodedString()))
+        }
+        components.user = nil
+        components.password = nil
+        let root = "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)"
+        let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+        return HTTPRemote(root: root, database: database, client: client, headers: headers, configuredUUID: config.remoteUUID)
+    }
+
+    private init(root: String, database: String, client: HTTPClient, headers: [(String, String)], configuredUUID: String?) {
+        self.root = root
+        self.database = database
+        self.client = client
+        self.headers = headers
+        self.configuredUUID = configuredUUID
+    }
+
+    func shutdown() async { try? await client.shutdown() }
+
+    /// The URL without credentials, for logs and errors.
+    static func redacted(_ url: URL) -> String {
+        guard var c = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return "(invalid URL)" }
+        if c.password != nil { c.password = "***" }
+        c.query = nil
+        return c.string ?? "(invalid URL)"
+    }
+
+    // MARK: - HTTP
+
+    private func send(_ method: HTTPMethod, _ path: String, _ body: DocumentValue? = nil) async throws -> (Int, DocumentValue) {
+        var request = HTTPClientRequest(url: root + path)
+        request.method = method
+        request.headers.add(name: "Accept", value: "application/json")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: body.toJSON()))
+        }
+        let response = try await client.execute(request, timeout: .seconds(300))
+        let data = try await response.body.collect(upTo: 1 << 30)
+        let status = Int(response.status.code)
+        let value = (try? DocumentValue(json: String(buffer: data))) ?? .null
+        return (status, value)
+    }
+
+    /// A 2xx answer's body, or the peer's error.
+    private func expect(_ method: HTTPMethod, _ path: String, _ body: DocumentValue? = nil) async throws -> DocumentValue {
+        let (status, value) = try await send(method, path, body)
+        guard (200..<300).contains(status) else { throw Self.error(status, value) }
+        return value
+    }
+
+    static func error(_ status: Int, _ value: DocumentValue) -> CouchError {
+        if case .dictionary(let d) = value, case .string(let e)? = d["error"] {
+            let reason: String
+            if case .string(let r)? = d["reason"] { reason = r } else { reason = "" }
+            return CouchError(status: status, error: e, reason: reason)
+        }
+        return CouchError(status: status, error: "http_error", reason: "HTTP \(status)")
+    }
+
+    private var db: String { "/" + (database.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? database) }
+
+    static func escape(_ id: String) -> String {
+        id.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? id
+    }
+
+    // MARK: - ReplicationPeer
+
+    func identity() async throws -> String {
+        if let configuredUUID { return configuredUUID }
+        if case .string(let uuid)? = try? await expect(.GET, "/")["uuid"] { return "\(uuid)/\(database)" }
+        return root + db
+    }
+
+    func changes(since: String, limit: Int, documentIDs: [String]?) async throws -> (rows: [PeerChange], lastSeq: String) {
+        let since = Self.escape(since)
+        let value: DocumentValue
+        if let documentIDs {
+            value = try await expect(.POST, "\(db)/_changes?style=all_docs&since=\(since)&limit=\(limit)&filter=_doc_ids",
+                                     ["doc_ids": .array(documentIDs.map { .string($0) })])
+        } else {
+            value = try await expect(.GET, "\(db)/_changes?style=all_docs&since=\(since)&limit=\(limit)")
+        }
+        var rows: [PeerChange] = []
+        if case .array(let results)? = value["results"] {
+            for row in results {
+                guard case .string(let id)? = row["id"], case .array(let changes)? = row["changes"] else { continue }
+                let revs = changes.compactMap { c -> String? in if case .string(let r)? = c["rev"] { return r } else { return nil } }
+                rows.append(PeerChange(seq: Self.sequenceText(row["seq"]), id: id, revs: revs))
+            }
+        }
+        return (rows, Self.sequenceText(value["last_seq"]))
+    }
+
+    /// Sequences are opaque: numbers (SyncNode, CouchDB 1.x) or strings (CouchDB 2+).
+    static func sequenceText(_ value: DocumentValue?) -> String {
+        switch value {
+        case .string(let s)?: return s
+        case .int(let i)?: return String(i)
+        case let v?: return v.toJSON()
+        case nil: return "0"
+        }
+    }
+
+    func revsDiff(_ revs: [String: [String]]) async throws -> [String: [String]] {
+        let body = DocumentValue.dictionary(revs.mapValues { .array($0.map { .string($0) }) })
+        let value = try await expect(.POST, "\(db)/_revs_diff", body)
+        guard case .dictionary(let d) = value else { return [:] }
+        return d.compactMapValues { entry in
+            guard case .array(let missing)? = entry["missing"] else { return nil }
+            return missing.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
+        }
+    }
+
+    func fetch(_ wanted: [(id: String, revs: [String])]) async throws -> [[String: DocumentValue]] {
+        if hasBulkGet {
+            let docs: [DocumentValue] = wanted.flatMap { id, revs in revs.map { ["id": .string(id), "rev": .string($0)] } }
+            let (status, value) = try await send(.POST, "\(db)/_bulk_get?revs=true&attachments=true", ["docs": .array(docs)])
+            if (200..<300).contains(status) {
+                var out: [[String: DocumentValue]] = []
+                if case .array(let results)? = value["results"] {
+                    for result in results {
+                        guard case .array(let entries)? = result["docs"] else { continue }
+                        for entry in entries { if case .dictionary(let doc)? = entry["ok"] { out.append(doc) } }
+                    }
+                }
+                return out
+            }
+            guard [400, 404, 405, 501].contains(status) else { throw Self.error(status, value) }
+            hasBulkGet = false  // an older CouchDB or another implementation: fall back
+        }
+        var out: [[String: DocumentValue]] = []
+        for (id, revs) in wanted {
+            let list = DocumentValue.array(revs.map { .string($0) }).toJSON()
+            let value = try await expect(.GET, "\(db)/\(Self.escape(id))?revs=true&attachments=true&latest=true&open_revs=\(Self.escape(list))")
+            if case .array(let entries) = value {
+                for entry in entries { if case .dictionary(let doc)? = entry["ok"] { out.append(doc) } }
+            }
+        }
+        return out
+    }
+
+    func store(_ docs: [[String: DocumentValue]]) async throws {
+        let value = try await expect(.POST, "\(db)/_bulk_docs", ["new_edits": false, "docs": .array(docs.map { .dictionary($0) })])
+        if case .array(let results) = value {
+            for result in results {
+                if case .string(let error)? = result["error"] {
+                    let reason: String
+                    if case .string(let r)? = result["reason"] { reason = r } else { reason = "" }
+                    throw CouchError(status: 500, error: error, reason: "storing \(HTTPRemote.sequenceText(result["id"])): \(reason)")
+                }
+            }
+        }
+    }
+
+    func checkpoint(_ id: String) async throws -> [String: DocumentValue]? {
+        let (status, value) = try await send(.GET, "\(db)/_local/\(Self.escape(id))")
+        if status == 404 { return nil }
+        guard (200..<300).contains(status), case .dictionary(let d) = value else { throw Self.error(status, value) }
+        return d
+    }
+
+    func saveCheckpoint(_ id: String, _ body: [String: DocumentValue]) async throws {
+        var body = body
+        if let current = try await checkpoint(id), let rev = current["_rev"] { body["_rev"] = rev }
+        _ = try await expect(.PUT, "\(db)/_local/\(Self.escape(id))", .dictionary(body))
+    }
+}

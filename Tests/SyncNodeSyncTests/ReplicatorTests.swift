@@ -1,0 +1,147 @@
+import Foundation
+import NIOHTTP1
+import Testing
+@testable import SyncNodeStore
+@testable import SyncNodeSync
+
+@Suite struct ReplicatorTests {
+    /// A local database to replicate with a harness's listener.
+    final class Peer: @unchecked Sendable {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-peer-\(UUID().uuidString)")
+        let db: Database
+        let collection: DocumentCollection
+        init() throws {
+            db = try Database(name: "local", config: DatabaseConfiguration(directory: dir))
+            collection = try db.defaultCollection()
+        }
+        deinit {
+            try? db.close()
+            try? FileManager.default.removeItem(at: dir)
+        }
+    }
+
+    static func pairingURL(_ h: ListenerHarness, db: String = "db", password: String = ListenerHarness.password) throws -> URL {
+        let base = try #require(URL(string: h.base + "/"))
+        return PairingURL(base: base, database: db, user: ListenerHarness.user, password: password,
+                          uuid: h.node.uuid, fingerprint: h.listener.tlsIdentity?.fingerprint).url
+    }
+
+    static func state(_ c: DocumentCollection) throws -> [String: [String]] {
+        var out: [String: [String]] = [:]
+        for change in try c.changes(since: 0, allLeaves: true) { out[change.id] = change.leafRevs }
+        return out
+    }
+
+    @Test func pullThenPushThenNothingToDo() async throws {
+        let h = try await ListenerHarness()
+        defer { Task { await h.shutdown() } }
+        let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+        for i in 0..<30 { try remote.save(try MutableDocument(id: "r\(i)", data: ["i": i])) }
+        try remote.delete(id: "r0")
+        let attached = MutableDocument(id: "att")
+        attached.setBlob(Blob(contentType: "text/plain", data: Data("blob over the wire".utf8)), forKey: "file")
+        try remote.save(attached)
+        let peer = try Peer()
+        var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try Self.pairingURL(h)))
+        config.batchSize = 7
+        config.replicatorType = .pull
+        let pulled = try await Replicator(config: config).runOnce()
+        #expect(pulled == ReplicationResult(pushed: 0, pulled: 31))
+        #expect(try Self.state(peer.collection) == Self.state(remote))
+        #expect(try peer.collection.document(id: "att")?.blob(forKey: "file")?.content == Data("blob over the wire".utf8))
+        #expect(try peer.collection.document(id: "r0") == nil)
+
+        for i in 0..<5 { try peer.collection.save(try MutableDocument(id: "l\(i)", data: ["local": true])) }
+        config.replicatorType = .pushAndPull
+        let pushed = try await Replicator(config: config).runOnce()
+        #expect(pushed == ReplicationResult(pushed: 5, pulled: 0))
+        #expect(try remote.document(id: "l3")?.boolean(forKey: "local") == true)
+        // Checkpoints: a re-run moves nothing.
+        #expect(try await Replicator(config: config).runOnce() == ReplicationResult())
+    }
+
+    @Test func conflictingEditsConvergeToOneWinner() async throws {
+        let h = try await ListenerHarness()
+        defer { Task { await h.shutdown() } }
+        let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+        try remote.save(try MutableDocument(id: "d", data: ["v": "base"]))
+        let peer = try Peer()
+        let config = ReplicatorConfiguration(collection: peer.collection, target: .url(try Self.pairingURL(h)))
+        _ = try await Replicator(config: config).runOnce()
+        // Both sides edit offline.
+        let mine = try #require(try peer.collection.document(id: "d")).toMutable()
+        mine.setString("local", forKey: "v")
+        try peer.collection.save(mine)
+        let theirs = try #require(try remote.document(id: "d")).toMutable()
+        theirs.setString("remote", forKey: "v")
+        try remote.save(theirs)
+        theirs.setString("remote again", forKey: "v")
+        try remote.save(theirs)
+        let result = try await Replicator(config: config).runOnce()
+        #expect(result == ReplicationResult(pushed: 1, pulled: 1))
+        #expect(try Self.state(peer.collection) == Self.state(remote))
+        let winner = try #require(try peer.collection.document(id: "d"))
+        #expect(winner.string(forKey: "v") == "remote again")  // the longer branch wins on both sides
+        #expect(try remote.document(id: "d")?.revisionID == winner.revisionID)
+        #expect(try peer.collection.conflictingRevisions(id: "d").count == 1)
+    }
+
+    @Test func resumesByUUIDAfterThePeerMovesToAnotherPort() async throws {
+        let first = try await ListenerHarness()
+        let remote = try #require(try first.node.database("db", create: true)?.defaultCollection())
+        for i in 0..<20 { try remote.save(try MutableDocument(id: "d\(i)", data: ["i": i])) }
+        let peer = try Peer()
+        var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try Self.pairingURL(first)))
+        config.replicatorType = .pull
+        #expect(try await Replicator(config: config).runOnce().pulled == 20)
+        await first.shutdown(removeDirectory: false)
+
+        // Same data directory, new port: the pairing URL differs only in the port.
+        let second = try await ListenerHarness(directory: first.directory)
+        defer { Task { await second.shutdown() } }
+        #expect(second.base != first.base)
+        let moved = try #require(try second.node.database("db")?.defaultCollection())
+        try moved.save(try MutableDocument(id: "new", data: ["i": 99]))
+        config = ReplicatorConfiguration(collection: peer.collection, target: .url(try Self.pairingURL(second)))
+        config.replicatorType = .pull
+        #expect(try await Replicator(config: config).runOnce().pulled == 1, "only the new document moves")
+        // A remoteUUID override names a different peer: everything is examined again (but nothing is missing).
+        config.remoteUUID = "some-other-identity"
+        #expect(try await Replicator(config: config).runOnce().pulled == 0)
+    }
+
+    @Test func wrongPinFailsFastAndBadCredentialsStop() async throws {
+        let h = try await ListenerHarness()
+        defer { Task { await h.shutdown() } }
+        let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+        try remote.save(MutableDocument(id: "secret"))
+        let peer = try Peer()
+        let other = try TLSIdentity.makeSelfSigned(commonName: "impostor")
+        var url = URLComponents(url: try Self.pairingURL(h), resolvingAgainstBaseURL: false)
+        url?.queryItems = [URLQueryItem(name: "fp", value: other.fingerprint)]
+        let config = ReplicatorConfiguration(collection: peer.collection, target: .url(try #require(url?.url)))
+        let started = ContinuousClock.now
+        do {
+            _ = try await Replicator(config: config).runOnce()
+            Issue.record("a wrong pin must fail")
+        } catch let error as SyncError {
+            #expect(error.description.contains(other.fingerprint) && error.description.contains(h.listener.tlsIdentity?.fingerprint ?? "?"))
+        }
+        #expect(started.duration(to: .now) < .seconds(1))
+        #expect(try peer.collection.count == 0)
+
+        let wrong = ReplicatorConfiguration(collection: peer.collection, target: .url(try Self.pairingURL(h, password: "nope")))
+        await #expect(throws: CouchError.self) { _ = try await Replicator(config: wrong).runOnce() }
+        #expect(try peer.collection.count == 0)
+    }
+
+    @Test func localToLocalWithDocumentIDs() async throws {
+        let a = try Peer(), b = try Peer()
+        for id in ["x", "y", "z"] { try a.collection.save(MutableDocument(id: id)) }
+        var config = ReplicatorConfiguration(collection: a.collection, target: .collection(b.collection))
+        config.documentIDs = ["x", "z"]
+        config.replicatorType = .push
+        #expect(try await Replicator(config: config).runOnce().pushed == 2)
+        #expect(try b.collection.document(id: "y") == nil && b.collection.document(id: "z") != nil)
+    }
+}
