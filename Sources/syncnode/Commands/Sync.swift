@@ -1,0 +1,46 @@
+import ArgumentParser
+import Foundation
+import SyncNodeStore
+import SyncNodeSync
+
+struct Sync: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Replicate a local keyspace with a peer (a pairing URL pins its certificate); prints {\"pushed\",\"pulled\",\"seconds\"}.")
+
+    @OptionGroup var node: NodeOptions
+    @Argument(help: "The peer's URL, e.g. a pairing URL https://user:pass@host:port/db?uuid=...&fp=...") var url: String
+    @Flag(help: "Only send local changes.") var push = false
+    @Flag(help: "Only receive the peer's changes.") var pull = false
+    @Flag(help: "Keep replicating (not available yet).") var continuous = false
+    @Option(help: "The local keyspace (NAME or NAME.SCOPE.COLLECTION).") var keyspace = "default"
+
+    func validate() throws {
+        guard !(push && pull) else { throw ValidationError("--push and --pull exclude each other; give neither for both directions") }
+        guard !continuous else { throw ValidationError("--continuous is not implemented yet; run one-shot syncs") }
+    }
+
+    func run() async throws {
+        guard let target = URL(string: url), let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw CLIError.usage("not an http(s) URL: \(url)")
+        }
+        let (db, collection) = try node.collection(try Keyspace(keyspace), create: true)
+        defer { try? db.close() }
+        var config = ReplicatorConfiguration(collection: collection, target: .url(target))
+        config.replicatorType = push ? .push : pull ? .pull : .pushAndPull
+        let start = Date()
+        let result: ReplicationResult
+        do {
+            result = try await Replicator(config: config).runOnce { progress in
+                Output.progress("sync: pushed \(progress.pushed), pulled \(progress.pulled)")
+            }
+        } catch let error as CouchError {
+            throw CLIError(message: "peer answered \(error)", exitCode: error.status == 401 || error.status == 403 ? 1 : 3)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw CLIError(message: "\(error)", exitCode: 3)
+        }
+        let seconds = (Date().timeIntervalSince(start) * 1000).rounded() / 1000
+        Output.line(["pushed": .int(Int64(result.pushed)), "pulled": .int(Int64(result.pulled)), "seconds": .double(seconds)])
+    }
+}
