@@ -31,6 +31,8 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         var configuration = HTTPClient.Configuration(
             timeout: .init(connect: .init(config.connectTimeout), read: .seconds(120)))
         configuration.httpVersion = .http1Only
+        // One retry policy, the replicator's (with backoff and attempt counts), not a second one inside the client.
+        configuration.connectionPool.retryConnectionEstablishment = false
         if scheme == "https" {
             var tls = TLSConfiguration.makeClientConfiguration()
             tls.minimumTLSVersion = .tlsv12

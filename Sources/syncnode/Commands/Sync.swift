@@ -13,10 +13,12 @@ struct Sync: AsyncParsableCommand {
     @Flag(help: "Only receive the peer's changes.") var pull = false
     @Flag(help: "Keep replicating (not available yet).") var continuous = false
     @Option(help: "The local keyspace (NAME or NAME.SCOPE.COLLECTION).") var keyspace = "default"
+    @Option(help: "Attempts before a transient failure (connection refused, 5xx) gives up; waits double from 0.2 s.") var attempts = 10
 
     func validate() throws {
         guard !(push && pull) else { throw ValidationError("--push and --pull exclude each other; give neither for both directions") }
         guard !continuous else { throw ValidationError("--continuous is not implemented yet; run one-shot syncs") }
+        guard attempts > 0 else { throw ValidationError("--attempts must be at least 1") }
     }
 
     func run() async throws {
@@ -27,6 +29,7 @@ struct Sync: AsyncParsableCommand {
         defer { try? db.close() }
         var config = ReplicatorConfiguration(collection: collection, target: .url(target))
         config.replicatorType = push ? .push : pull ? .pull : .pushAndPull
+        config.maxAttempts = attempts
         let start = Date()
         let result: ReplicationResult
         do {

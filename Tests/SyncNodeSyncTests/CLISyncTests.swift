@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+@testable import SyncNodeStore
+@testable import SyncNodeSync
+
+/// `syncnode sync` between two data directories through a `syncnode serve` process.
+@Suite(.serialized) struct CLISyncTests {
+    static func run(_ arguments: [String]) throws -> (Int32, String, String) {
+        let process = Process()
+        process.executableURL = try PythonClientTests.executable(".build/debug/syncnode")
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, stdout, stderr)
+    }
+
+    @Test func syncPullsAndPushesThroughAServeProcess() throws {
+        let node = try PythonClientTests.Node(user: "u", password: "p w")
+        defer { _ = node.stop() }
+        let peer = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-sync-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: peer) }
+        for i in 0..<3 { #expect(try Self.run(["--dir", node.directory.path, "put", "default", "a\(i)", "{\"i\":\(i)}"]).0 == 0) }
+        let identity = try Self.run(["--dir", node.directory.path, "identity"]).1
+        let fingerprint = try #require(try DocumentValue(json: identity)["fingerprint"]?.string)
+        let url = "https://u:p%20w@127.0.0.1:\(node.port)/default?fp=\(fingerprint)"
+
+        let pulled = try Self.run(["--dir", peer.path, "sync", url, "--pull"])
+        #expect(pulled.0 == 0, "\(pulled.2)")
+        let pulledCounts = try DocumentValue(json: pulled.1)
+        #expect(pulledCounts["pulled"] == 3 && pulledCounts["pushed"] == 0)
+        #expect(try Self.run(["--dir", peer.path, "get", "default", "a2"]).1.contains(#""i":2"#))
+
+        #expect(try Self.run(["--dir", peer.path, "put", "default", "b", "{}"]).0 == 0)
+        let both = try DocumentValue(json: try Self.run(["--dir", peer.path, "sync", url]).1)
+        #expect(both["pushed"] == 1 && both["pulled"] == 0)
+        #expect(try Self.run(["--dir", node.directory.path, "get", "default", "b"]).0 == 0)
+
+        let refused = try Self.run(["--dir", peer.path, "sync", "https://u:wrong@127.0.0.1:\(node.port)/default?fp=\(fingerprint)"])
+        #expect(refused.0 == 1 && refused.2.contains("401"))
+        let unreachable = try Self.run(["--dir", peer.path, "sync", "https://127.0.0.1:1/default", "--attempts", "2"])
+        #expect(unreachable.0 == 3 && unreachable.2.split(separator: "\n").count == 1)
+    }
+}
