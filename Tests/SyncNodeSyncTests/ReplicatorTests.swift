@@ -145,3 +145,30 @@ import Testing
         #expect(try b.collection.document(id: "y") == nil && b.collection.document(id: "z") != nil)
     }
 }
+
+@Suite struct ReplicationEdgeTests {
+    @Test func aDocumentTheStoreCannotHoldIsSkippedNotFatal() async throws {
+        let peer = try ReplicatorTests.Peer()
+        let local = LocalDatabase(collection: peer.collection)
+        let refused = try await local.store([
+            ["_id": "_design/app", "_rev": "1-a", "views": [:]],
+            ["_id": "ok", "_rev": "1-b", "v": 1],
+            ["_id": "bad", "_rev": "not-a-rev"],
+        ])
+        #expect(refused.count == 2)
+        #expect(try peer.collection.document(id: "ok")?.int(forKey: "v") == 1)
+    }
+
+    @Test func hostileRevisionHistoriesAndEncodedAttachmentsAreRefused() async throws {
+        let h = try await ListenerHarness()
+        defer { Task { await h.shutdown() } }
+        _ = try await h.request(.PUT, "/db")
+        let overflow = #"{"docs":[{"_id":"x","_rev":"1-a","_revisions":{"start":-9223372036854775808,"ids":["a","b"]}}],"new_edits":false}"#
+        let reply = try await h.request(.POST, "/db/_bulk_docs", body: overflow)
+        #expect(reply.status == 201 && reply.json.array?.first?["error"]?.string == "bad_request")
+        #expect(try await h.request(.PUT, "/db/y", body: #"{"_revisions":{"start":1,"ids":["a","b"]},"_rev":"1-a"}"#).status == 400)
+        let gzip = #"{"_attachments":{"a.txt":{"content_type":"text/plain","encoding":"gzip","data":"H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAAAA=="}}}"#
+        #expect(try await h.request(.PUT, "/db/z", body: gzip).status == 415)
+        #expect(try await h.request(.GET, "/")["uuid"] != nil)
+    }
+}

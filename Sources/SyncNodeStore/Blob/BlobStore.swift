@@ -100,6 +100,15 @@ final class BlobStore: Sendable {
         return names.compactMap(Self.digest(fileName:))
     }
 
+    /// When the blob's file was written (distant future when unknown, so it is kept).
+    func modified(digest: String) -> Date {
+        guard let url = fileURL(digest: digest),
+              let date = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.modificationDate] as? Date else {
+            return .distantFuture
+        }
+        return date
+    }
+
     func delete(digest: String) {
         if let url = fileURL(digest: digest) { try? FileManager.default.removeItem(at: url) }
     }

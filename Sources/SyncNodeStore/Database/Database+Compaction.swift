@@ -3,8 +3,14 @@ import GRDB
 
 extension Database {
     /// Reclaims space: drops the bodies of revisions that are no longer
-    /// leaves, deletes blob files no kept body refers to, and vacuums the file.
+    /// leaves, deletes blob files no kept body refers to (unless written in
+    /// the last ten minutes: a sync in progress may be about to refer to
+    /// them), and vacuums the file.
     public func compact() throws {
+        try compact(blobGracePeriod: 600)
+    }
+
+    func compact(blobGracePeriod: TimeInterval) throws {
         let collections = try read { db in try Schema.allCollectionIDs(db) }.map(CollectionTables.init(id:))
         var droppedBodies = 0
         var deletedBlobs = 0
@@ -22,9 +28,11 @@ extension Database {
                     referenced.formUnion(digests)
                 }
             }
-            // Blob files are written inside write transactions, so holding the
-            // writer here means no save can be adding a blob we are about to delete.
-            for digest in blobStore.allDigests() where !referenced.contains(digest) {
+            // A blob written by a save in progress (the sync layer stores attachment
+            // content before the revision that refers to it) is young: keep blobs
+            // newer than ten minutes even when nothing refers to them yet.
+            let cutoff = Date().addingTimeInterval(-blobGracePeriod)
+            for digest in blobStore.allDigests() where !referenced.contains(digest) && blobStore.modified(digest: digest) < cutoff {
                 blobStore.delete(digest: digest)
                 deletedBlobs += 1
             }

@@ -31,6 +31,18 @@ public enum StoreError: Error, Sendable, Equatable {
     case storage(String)
 }
 
+extension StoreError {
+    /// True for errors about one document's content (its ID, body or
+    /// revision), as opposed to the database as a whole: a batch of other
+    /// documents can go on without it.
+    public var isDocumentLevel: Bool {
+        switch self {
+        case .invalidJSON, .invalidValue, .reservedProperty, .invalidDocumentID, .conflict, .invalidRevision: return true
+        default: return false
+        }
+    }
+}
+
 extension StoreError: CustomStringConvertible, LocalizedError {
     public var description: String {
         switch self {

@@ -153,7 +153,7 @@ struct RevisionTree: Equatable, Sendable {
                     value = value &* 10 &+ Int64(bytes[j] - 0x30)
                     any = true
                 }
-                return any ? (negative ? -value : value) : nil
+                return any ? (negative ? 0 &- value : value) : nil
             }
             while i < bytes.count {
                 let rev = field(); i += 1

@@ -6,20 +6,23 @@ final class ChangeSignal: Sendable {
         var pending = false
         var waiter: CheckedContinuation<Bool, Never>?
         var waitID = 0
+        var timer: Task<Void, Never>?
     }
 
     private let state = Mutex(State())
 
     /// Records a change; wakes the waiter if there is one.
     func fire() {
-        let waiter = state.withLock { s -> CheckedContinuation<Bool, Never>? in
+        let (waiter, timer) = state.withLock { s -> (CheckedContinuation<Bool, Never>?, Task<Void, Never>?) in
+            defer { s.timer = nil }
             if let w = s.waiter {
                 s.waiter = nil
-                return w
+                return (w, s.timer)
             }
             s.pending = true
-            return nil
+            return (nil, s.timer)
         }
+        timer?.cancel()  // no sleeping task left behind per change
         waiter?.resume(returning: true)
     }
 
@@ -39,8 +42,8 @@ final class ChangeSignal: Sendable {
                 continuation.resume(returning: true)
                 return
             }
-            Task { [self] in
-                try? await Task.sleep(for: timeout)
+            let timer = Task { [self] in
+                guard (try? await Task.sleep(for: timeout)) != nil else { return }
                 // Only this wait's timer may time it out.
                 let expired = state.withLock { s -> CheckedContinuation<Bool, Never>? in
                     guard s.waitID == id, let w = s.waiter else { return nil }
@@ -49,6 +52,7 @@ final class ChangeSignal: Sendable {
                 }
                 expired?.resume(returning: false)
             }
+            state.withLock { s in if s.waitID == id { s.timer = timer } else { timer.cancel() } }
         }
     }
 }

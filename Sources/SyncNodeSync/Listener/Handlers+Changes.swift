@@ -31,8 +31,13 @@ extension Handlers {
         switch spec.feed {
         case .normal, .longpoll:
             defer { token.remove() }
-            if spec.feed == .longpoll, try collection.changes(since: spec.since, limit: 1).isEmpty {
-                _ = await signal.wait(timeout: .milliseconds(spec.timeout ?? 60_000))
+            if spec.feed == .longpoll {
+                let deadline = ContinuousClock.now.advanced(by: .milliseconds(spec.timeout ?? 60_000))
+                // In one-second slices, so a graceful stop is not held up by a long poll.
+                while try collection.changes(since: spec.since, limit: 1).isEmpty, !Task.isShuttingDownGracefully,
+                      ContinuousClock.now < deadline {
+                    _ = await signal.wait(timeout: min(.seconds(1), ContinuousClock.now.duration(to: deadline)))
+                }
             }
             // Descending needs the whole range first; ascending feeds are read page by page.
             return streamedFeed(collection, spec, descending: spec.descending ? try page(collection, spec, since: spec.since) : nil)
@@ -43,6 +48,7 @@ extension Handlers {
                 var since = spec.since
                 var sent = 0
                 var idleSince = ContinuousClock.now
+                var lastWrite = ContinuousClock.now
                 while !Task.isShuttingDownGracefully {
                     let (entries, last) = try page(collection, spec, since: since)
                     for entry in entries {
@@ -50,20 +56,27 @@ extension Handlers {
                         let framed = spec.feed == .eventsource ? "data: \(line)\nid: \(entry.sequence)\n\n" : line + "\n"
                         try await writer.write(ByteBuffer(string: framed))
                         sent += 1
+                        lastWrite = .now
                     }
                     since = last
                     if let limit = spec.limit, sent >= limit { break }
                     if !entries.isEmpty { idleSince = .now; continue }
                     // The feed ends after `timeout` without changes; heartbeats fill the wait.
-                    var wait = Duration.milliseconds(spec.heartbeat ?? 60_000)
+                    // Waits last at most a second, so a graceful stop is noticed quickly.
+                    var wait = Duration.seconds(1)
+                    if let heartbeat = spec.heartbeat {
+                        wait = min(wait, max(.zero, .milliseconds(heartbeat) - lastWrite.duration(to: .now)))
+                    }
                     if let timeout = spec.timeout {
                         let remaining = Duration.milliseconds(timeout) - idleSince.duration(to: .now)
                         if remaining <= .zero { break }
                         wait = min(wait, remaining)
                     }
-                    if await !signal.wait(timeout: wait), spec.heartbeat != nil {
+                    let changed = await signal.wait(timeout: wait)
+                    if !changed, let heartbeat = spec.heartbeat, lastWrite.duration(to: .now) >= .milliseconds(heartbeat) {
                         // Each heartbeat in a chunk of its own: some clients parse chunks, not lines.
                         try await writer.write(ByteBuffer(string: "\n"))
+                        lastWrite = .now
                     }
                 }
                 if spec.feed == .continuous {
@@ -127,7 +140,9 @@ extension Handlers {
     }
 
     private func page(_ c: DocumentCollection, _ spec: ChangesRequest, since: Int64) throws -> ([ChangeEntry], Int64) {
-        var entries = try c.changes(since: since, limit: spec.docIDs == nil ? spec.limit : nil, allLeaves: spec.allLeaves, includeBodies: spec.includeDocs)
+        // Descending: the newest first, so the limit applies after reversing.
+        let readLimit = spec.docIDs == nil && !spec.descending ? spec.limit : nil
+        var entries = try c.changes(since: since, limit: readLimit, allLeaves: spec.allLeaves, includeBodies: spec.includeDocs)
         let current = spec.feed == .normal ? try c.lastSequence() : since
         let last = entries.last?.sequence ?? max(since, current)
         if let ids = spec.docIDs { entries = entries.filter { ids.contains($0.id) } }
@@ -209,7 +224,7 @@ extension Handlers {
             case "false": heartbeat = nil
             default:
                 guard let ms = Int(raw), ms > 0 else { throw CouchError.badRequest("Invalid heartbeat value: \(raw)") }
-                heartbeat = max(ms, 100)
+                heartbeat = min(max(ms, 100), 60_000)
             }
         }
         let style = query["style"] ?? "main_only"
@@ -218,6 +233,6 @@ extension Handlers {
             feed: feed, since: since, limit: try query.int("limit"), allLeaves: style == "all_docs",
             includeDocs: try query.bool("include_docs"), conflicts: try query.bool("conflicts"),
             descending: try query.bool("descending"), docIDs: docIDs, heartbeat: heartbeat,
-            timeout: try query.int("timeout").map { min($0, 3_600_000) } ?? (heartbeat == nil || feed != .continuous ? 60_000 : nil))
+            timeout: try query.int("timeout").map { min($0, 600_000) } ?? (heartbeat == nil || feed != .continuous ? 60_000 : nil))
     }
 }

@@ -165,7 +165,8 @@ extension Handlers {
             guard let doc = try c.localDocument(id: id) else { throw CouchError.notFound("missing") }
             return HTTP.json(try localJSON(doc), headers: [.eTag: "\"\(doc.rev)\""])
         case .put:
-            try checkWritable()
+            // Replicators reading from a read-only node still keep checkpoints here (as CouchDB lets readers).
+            
             var object = try await request.jsonObject(limit: bodyLimit)
             let rev = object.removeValue(forKey: "_rev").flatMap { if case .string(let s) = $0 { return s } else { return nil } } ?? query["rev"]
             object["_id"] = nil
@@ -173,7 +174,8 @@ extension Handlers {
             let saved = try c.putLocalDocument(id: id, json: DocumentValue.dictionary(object).toJSON(), rev: rev, force: true)
             return HTTP.json(["ok": true, "id": .string("_local/\(id)"), "rev": .string(saved.rev)], status: .created)
         case .delete:
-            try checkWritable()
+            // Checkpoints only: allowed on read-only nodes.
+            
             try c.deleteLocalDocument(id: id, rev: query["rev"])
             return HTTP.json(["ok": true, "id": .string("_local/\(id)"), "rev": "0-0"])
         default:

@@ -23,6 +23,10 @@ enum AttachmentStore {
             guard case .dictionary(let entry) = value else {
                 throw CouchError.badRequest("attachment '\(name)' must be an object")
             }
+            if case .string(let encoding)? = entry["encoding"], encoding != "identity" {
+                // Storing the encoded bytes as the content would corrupt the attachment.
+                throw CouchError.unsupportedMediaType("attachment '\(name)' is \(encoding)-encoded; send it decoded")
+            }
             let metadata: DocumentValue
             if case .string(let base64)? = entry["data"] {
                 guard let data = Data(base64Encoded: base64) else {

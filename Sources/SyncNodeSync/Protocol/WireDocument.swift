@@ -172,8 +172,9 @@ enum WireDocument {
             case "_deleted":
                 if case .bool(let b) = value { incoming.deleted = b }
             case "_revisions":
-                guard case .dictionary(let r) = value, case .int(let start)? = r["start"], case .array(let ids)? = r["ids"] else {
-                    throw CouchError.badRequest("_revisions must be {\"start\": N, \"ids\": [...]}")
+                guard case .dictionary(let r) = value, case .int(let start)? = r["start"], case .array(let ids)? = r["ids"],
+                      !ids.isEmpty, start >= Int64(ids.count), start < 1_000_000_000 else {
+                    throw CouchError.badRequest("_revisions must be {\"start\": N, \"ids\": [...]} with 1 <= N - len(ids) + 1")
                 }
                 incoming.history = try ids.enumerated().map { i, id in
                     guard case .string(let s) = id else { throw CouchError.badRequest("_revisions ids must be strings") }

@@ -196,17 +196,19 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         return out
     }
 
-    func store(_ docs: [[String: DocumentValue]]) async throws {
+    func store(_ docs: [[String: DocumentValue]]) async throws -> [(id: String, reason: String)] {
         let value = try await expect(.POST, "\(db)/_bulk_docs", ["new_edits": false, "docs": .array(docs.map { .dictionary($0) })])
+        var refused: [(id: String, reason: String)] = []
         if case .array(let results) = value {
             for result in results {
                 if case .string(let error)? = result["error"] {
                     let reason: String
                     if case .string(let r)? = result["reason"] { reason = r } else { reason = "" }
-                    throw CouchError(status: 500, error: error, reason: "storing \(HTTPRemote.sequenceText(result["id"])): \(reason)")
+                    refused.append((HTTPRemote.sequenceText(result["id"]), "\(error): \(reason)"))
                 }
             }
         }
+        return refused
     }
 
     func checkpoint(_ id: String) async throws -> [String: DocumentValue]? {

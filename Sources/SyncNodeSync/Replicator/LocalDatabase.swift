@@ -43,10 +43,22 @@ struct LocalDatabase: ReplicationPeer {
         return out
     }
 
-    func store(_ docs: [[String: DocumentValue]]) async throws {
+    func store(_ docs: [[String: DocumentValue]]) async throws -> [(id: String, reason: String)] {
+        var refused: [(id: String, reason: String)] = []
         try collection.database.inBatch {
-            for doc in docs { try ReplicatedRevision.insert(try WireDocument.decode(doc), into: collection) }
+            for doc in docs {
+                // A document this store cannot hold (a `_design/` ID, a malformed revision) is
+                // reported and skipped; it must not roll back the batch and stall replication.
+                do {
+                    try ReplicatedRevision.insert(try WireDocument.decode(doc), into: collection)
+                } catch let error as StoreError where error.isDocumentLevel {
+                    refused.append((doc["_id"]?.toJSON() ?? "?", error.description))
+                } catch let error as CouchError where error.status < 500 {
+                    refused.append((doc["_id"]?.toJSON() ?? "?", error.description))
+                }
+            }
         }
+        return refused
     }
 
     func checkpoint(_ id: String) async throws -> [String: DocumentValue]? {

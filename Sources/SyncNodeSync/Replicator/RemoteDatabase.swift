@@ -13,8 +13,9 @@ protocol ReplicationPeer: Sendable {
     func revsDiff(_ revs: [String: [String]]) async throws -> [String: [String]]
     /// The revisions with their history, as wire documents.
     func fetch(_ wanted: [(id: String, revs: [String])]) async throws -> [[String: DocumentValue]]
-    /// Stores revisions made elsewhere (`new_edits=false`).
-    func store(_ docs: [[String: DocumentValue]]) async throws
+    /// Stores revisions made elsewhere (`new_edits=false`); returns the
+    /// documents the peer refused, with why (the others are stored).
+    func store(_ docs: [[String: DocumentValue]]) async throws -> [(id: String, reason: String)]
     func checkpoint(_ id: String) async throws -> [String: DocumentValue]?
     func saveCheckpoint(_ id: String, _ body: [String: DocumentValue]) async throws
 }

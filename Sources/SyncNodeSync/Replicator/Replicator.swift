@@ -95,13 +95,18 @@ public final class Replicator: Sendable {
             if !missing.isEmpty {
                 let wanted = missing.map { (id: $0.key, revs: $0.value) }
                 let docs = try await withRetries { try await source.fetch(wanted) }
-                try await withRetries { try await target.store(docs) }
-                written += docs.count
+                let refused = try await withRetries { try await target.store(docs) }
+                for (id, reason) in refused {
+                    logger.warning("a document was not replicated", metadata: ["id": "\(id)", "reason": "\(reason)", "direction": "\(direction)"])
+                }
+                written += docs.count - refused.count
                 progress(written)
             }
             since = lastSeq
+            // One entry per session (CouchDB's shape): its latest recorded sequence.
+            history.removeAll { $0["session_id"] == .string(session) }
             history.insert(["session_id": .string(session), "recorded_seq": .string(since)], at: 0)
-            history = Array(history.prefix(10))
+            history = Array(history.prefix(20))
             let checkpoint: [String: DocumentValue] = [
                 "session_id": .string(session), "source_last_seq": .string(since), "history": .array(history.map { .dictionary($0) }),
             ]

@@ -23,7 +23,7 @@ struct Sync: AsyncParsableCommand {
 
     func run() async throws {
         guard let target = URL(string: url), let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw CLIError.usage("not an http(s) URL: \(url)")
+            throw CLIError.usage("not an http(s) URL (give https://[user:password@]host:port/db)")
         }
         let (db, collection) = try node.collection(try Keyspace(keyspace), create: true)
         defer { try? db.close() }
