@@ -9,6 +9,12 @@ enum Report {
         return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
     }
 
+    static func timeAsync(_ body: () async throws -> Void) async rethrows -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try await body()
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    }
+
     static func rate(_ count: Int, _ seconds: Double) -> String {
         String(format: "%9.0f docs/s (%.3f s)", Double(count) / seconds, seconds)
     }

@@ -9,6 +9,11 @@ public struct ReplicationResult: Sendable, Equatable {
     public var pushed = 0
     /// Revisions written to this side.
     public var pulled = 0
+
+    public init(pushed: Int = 0, pulled: Int = 0) {
+        self.pushed = pushed
+        self.pulled = pulled
+    }
 }
 
 /// Replicates a collection with a peer over the CouchDB replication protocol.
