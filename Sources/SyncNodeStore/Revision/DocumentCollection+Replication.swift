@@ -64,6 +64,14 @@ extension DocumentCollection {
         }
     }
 
+    /// How many documents changed after `since` (CouchDB's `pending`).
+    package func changeCount(since: Int64) throws -> Int {
+        try checkLive()
+        return try database.readStatement { db in
+            try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM \(tables.docs) WHERE seq > ?"), arguments: [since]) ?? 0
+        }
+    }
+
     /// For each document, the revisions in `revs` this collection lacks, with
     /// the known leaves of lower generation as possible ancestors. Documents
     /// with nothing missing are left out.

@@ -127,7 +127,7 @@ extension Handlers {
                 since = last.sequence
             }
             let lastSeq = descending?.last ?? (limitReached ? lastSent : max(since, spec.feed == .normal ? end : since))
-            let pending = limitReached ? try collection.changes(since: lastSeq).count : 0
+            let pending = limitReached ? try collection.changeCount(since: lastSeq) : 0
             json.writeRaw(#"],"last_seq":"#)
             json.writeInteger(lastSeq)
             json.writeRaw(#","pending":"#)
