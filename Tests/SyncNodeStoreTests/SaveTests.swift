@@ -246,3 +246,22 @@ import Testing
         #expect(try c.localDocument(id: "cp") == nil)
     }
 }
+
+@Suite struct ExternalChangeTests {
+    /// Another process (here: another connection to the same files) writes;
+    /// this process's listeners hear of it.
+    @Test func commitsByAnotherWriterReachListeners() async throws {
+        let dir = try TempDirectory()
+        let mine = try dir.open()
+        let other = try dir.open()
+        defer { try? mine.close(); try? other.close() }
+        let heard = Collector<[String]>()
+        let token = try mine.defaultCollection().addChangeListener { heard.append($0.documentIDs) }
+        defer { token.remove() }
+        try mine.defaultCollection().save(MutableDocument(id: "own"))
+        try other.defaultCollection().save(MutableDocument(id: "external"))
+        let values = await heard.wait(count: 2)
+        #expect(values.first == ["own"])
+        #expect(values.dropFirst().flatMap { $0 } == ["external"], "\(values)")
+    }
+}

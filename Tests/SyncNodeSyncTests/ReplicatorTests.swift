@@ -172,3 +172,41 @@ import Testing
         #expect(try await h.request(.GET, "/")["uuid"] != nil)
     }
 }
+
+@Suite struct ContinuousReplicationTests {
+    static func eventually(_ condition: () throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now.advanced(by: .seconds(15))
+        while ContinuousClock.now < deadline {
+            if try condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try condition()
+    }
+
+    @Test func writesOnEitherSideArriveWithoutPolling() async throws {
+        let h = try await ListenerHarness()
+        defer { Task { await h.shutdown() } }
+        let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+        try remote.save(MutableDocument(id: "before"))
+        let peer = try ReplicatorTests.Peer()
+        let config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
+        let totals = Collector<ReplicationResult>()
+        let replication = Task { try await Replicator(config: config).runContinuously { totals.append($0) } }
+        #expect(try await Self.eventually { try peer.collection.document(id: "before") != nil })
+        try remote.save(try MutableDocument(id: "remote-write", data: ["v": 1]))
+        #expect(try await Self.eventually { try peer.collection.document(id: "remote-write") != nil })
+        try peer.collection.save(try MutableDocument(id: "local-write", data: ["v": 2]))
+        #expect(try await Self.eventually { try remote.document(id: "local-write") != nil })
+        replication.cancel()
+        _ = try? await replication.value
+        #expect(totals.values.contains { $0.pulled >= 1 }, "\(totals.values)")
+    }
+}
+
+/// Collects values from callbacks.
+final class Collector<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [T] = []
+    func append(_ item: T) { lock.withLock { items.append(item) } }
+    var values: [T] { lock.withLock { items } }
+}

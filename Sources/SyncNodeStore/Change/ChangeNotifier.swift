@@ -61,15 +61,18 @@ final class ChangeNotifier: Sendable {
             defer { p = Pending() }
             return p.order.compactMap { id in p.ids[id].map { (id, $0) } }
         }
+        for (collectionID, ids) in batch { deliver(collectionID: collectionID, documentIDs: ids) }
+    }
+
+    /// Hands changed document IDs to the collection's listeners.
+    func deliver(collectionID: Int64, documentIDs ids: [String]) {
         let current = listeners.withLock { Array($0.all.sorted { $0.key < $1.key }.map(\.value)) }
-        for (collectionID, ids) in batch {
-            for listener in current where listener.collectionID == collectionID {
-                if let documentID = listener.documentID {
-                    guard ids.contains(documentID) else { continue }
-                    listener.queue.async { listener.deliver([documentID]) }
-                } else {
-                    listener.queue.async { listener.deliver(ids) }
-                }
+        for listener in current where listener.collectionID == collectionID {
+            if let documentID = listener.documentID {
+                guard ids.contains(documentID) else { continue }
+                listener.queue.async { listener.deliver([documentID]) }
+            } else {
+                listener.queue.async { listener.deliver(ids) }
             }
         }
     }

@@ -34,6 +34,7 @@ public final class Database: Sendable {
     let logger: Logger
     let expiry = ExpiryScheduler()
     let sequences = SequenceAllocator()
+    let externalChanges = ExternalChangeWatcher()
     let pointReader: PointReader
     private let state = Mutex(State())
 
@@ -75,6 +76,7 @@ public final class Database: Sendable {
         }
         logger.debug("opened database", metadata: ["name": "\(name)", "path": "\(path.path)"])
         expiry.start(database: self)
+        try externalChanges.start(database: self)
     }
 
     /// True when a database named `name` exists in `directory`.
@@ -131,6 +133,7 @@ public final class Database: Sendable {
         }
         guard wasOpen else { return }
         expiry.stop()
+        externalChanges.stop()
         pointReader.close()
         do {
             try pool.close()
@@ -249,7 +252,9 @@ public final class Database: Sendable {
                         sequences.beginTransaction()
                         result = Result { try body(db) }
                         if case .failure = result { return .rollback }
-                        try sequences.flush(db)
+                        let counters = try sequences.flush(db)
+                        // Recorded before the commit: a poll in between must not take these for another process's.
+                        externalChanges.noteOwnCommit(counters)
                         return .commit
                     }
                 }

@@ -29,8 +29,9 @@ final class SequenceAllocator: Sendable {
         return last + 1
     }
 
-    /// Writes the counters back; call last in the transaction.
-    func flush(_ db: GRDB.Database) throws {
+    /// Writes the counters back; call last in the transaction. Returns them.
+    @discardableResult
+    func flush(_ db: GRDB.Database) throws -> [Int64: Int64] {
         let dirty = counters.withLock { c in
             defer { c.removeAll(keepingCapacity: true) }
             return c
@@ -38,5 +39,6 @@ final class SequenceAllocator: Sendable {
         for (collectionID, last) in dirty {
             try db.execute(sql: "UPDATE collections SET last_seq = ? WHERE id = ?", arguments: [last, collectionID])
         }
+        return dirty
     }
 }

@@ -26,20 +26,39 @@ final class ChangeSignal: Sendable {
         waiter?.resume(returning: true)
     }
 
-    /// True when a change came (or had come since the last wait), false after `timeout`.
+    /// True when a change came (or had come since the last wait), false after
+    /// `timeout` or when the waiting task is cancelled.
     func wait(timeout: Duration) async -> Bool {
+        await withTaskCancellationHandler {
+            await waitUncancellable(timeout: timeout)
+        } onCancel: { [self] in
+            let waiter = state.withLock { s -> CheckedContinuation<Bool, Never>? in
+                defer { s.waiter = nil }
+                return s.waiter
+            }
+            waiter?.resume(returning: false)
+        }
+    }
+
+    private func waitUncancellable(timeout: Duration) async -> Bool {
         await withCheckedContinuation { continuation in
             let id = state.withLock { s -> Int? in
                 if s.pending {
                     s.pending = false
                     return nil
                 }
+                // Cancelled before registering: the cancellation handler found no waiter.
+                if Task.isCancelled { return -1 }
                 s.waitID += 1
                 s.waiter = continuation
                 return s.waitID
             }
             guard let id else {
                 continuation.resume(returning: true)
+                return
+            }
+            guard id >= 0 else {
+                continuation.resume(returning: false)
                 return
             }
             let timer = Task { [self] in

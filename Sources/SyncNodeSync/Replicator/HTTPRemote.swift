@@ -211,6 +211,16 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         return refused
     }
 
+    func waitForChanges(since: String, timeout: Duration, documentIDs: [String]?) async throws {
+        let ms = timeout.components.seconds * 1000
+        let path = "\(db)/_changes?feed=longpoll&limit=1&since=\(Self.escape(since))&timeout=\(ms)"
+        if let documentIDs {
+            _ = try await expect(.POST, path + "&filter=_doc_ids", ["doc_ids": .array(documentIDs.map { .string($0) })])
+        } else {
+            _ = try await expect(.GET, path)
+        }
+    }
+
     func checkpoint(_ id: String) async throws -> [String: DocumentValue]? {
         let (status, value) = try await send(.GET, "\(db)/_local/\(Self.escape(id))")
         if status == 404 { return nil }

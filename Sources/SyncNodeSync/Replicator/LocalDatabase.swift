@@ -61,6 +61,14 @@ struct LocalDatabase: ReplicationPeer {
         return refused
     }
 
+    func waitForChanges(since: String, timeout: Duration, documentIDs: [String]?) async throws {
+        let signal = ChangeSignal()
+        let token = collection.addChangeListener { _ in signal.fire() }
+        defer { token.remove() }
+        if try collection.changeCount(since: Int64(since) ?? 0) > 0 { return }
+        _ = await signal.wait(timeout: timeout)
+    }
+
     func checkpoint(_ id: String) async throws -> [String: DocumentValue]? {
         guard let doc = try collection.localDocument(id: id), case .dictionary(let d) = try DocumentValue(json: doc.body) else { return nil }
         return d

@@ -16,6 +16,8 @@ protocol ReplicationPeer: Sendable {
     /// Stores revisions made elsewhere (`new_edits=false`); returns the
     /// documents the peer refused, with why (the others are stored).
     func store(_ docs: [[String: DocumentValue]]) async throws -> [(id: String, reason: String)]
+    /// Returns once the peer has changes after `since`, or after `timeout`.
+    func waitForChanges(since: String, timeout: Duration, documentIDs: [String]?) async throws
     func checkpoint(_ id: String) async throws -> [String: DocumentValue]?
     func saveCheckpoint(_ id: String, _ body: [String: DocumentValue]) async throws
 }

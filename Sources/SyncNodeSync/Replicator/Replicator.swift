@@ -39,31 +39,96 @@ public final class Replicator: Sendable {
     /// Transient failures (connection errors, 408, 429, 5xx) are retried with
     /// exponential backoff up to `maxAttempts`; 401/403 and pin failures stop at once.
     public func runOnce(progress: (@Sendable (ReplicationResult) -> Void)? = nil) async throws -> ReplicationResult {
-        let local = LocalDatabase(collection: config.collection)
-        let remote: any ReplicationPeer
-        var http: HTTPRemote?
+        let (remote, http) = try await connect()
+        defer { if let http { Task { await http.shutdown() } } }
+        let remoteID = try await withRetries { try await remote.identity() }
+        return try await pass(remote: remote, remoteID: remoteID, progress: progress).result
+    }
+
+    /// Replicates until the task is cancelled: a pass, then waiting for the
+    /// next local change (push) or remote change (pull, by long poll), then
+    /// another pass. Transient failures are retried forever with backoff;
+    /// 401/403 and a wrong pin stop it.
+    public func runContinuously(progress: (@Sendable (ReplicationResult) -> Void)? = nil) async throws {
+        let local = config.collection
+        let signal = ChangeSignal()
+        let token = local.addChangeListener { _ in signal.fire() }
+        defer { token.remove() }
+        var total = ReplicationResult()
+        var delay = Duration.milliseconds(200)
+        while !Task.isCancelled {
+            do {
+                let (remote, http) = try await connect()
+                defer { if let http { Task { await http.shutdown() } } }
+                let remoteID = try await remote.identity()
+                while !Task.isCancelled {
+                    let (result, remoteSince) = try await pass(remote: remote, remoteID: remoteID, progress: nil)
+                    total.pushed += result.pushed
+                    total.pulled += result.pulled
+                    progress?(total)
+                    delay = .milliseconds(200)
+                    try await waitForWork(remote: remote, remoteSince: remoteSince, localSignal: signal)
+                }
+            } catch is CancellationError {
+                return
+            } catch let error as CouchError where ![408, 429].contains(error.status) && error.status < 500 {
+                throw error
+            } catch let error as SyncError {
+                throw error
+            } catch {
+                logger.notice("replication interrupted; retrying", metadata: ["error": "\(error)", "in": "\(delay)"])
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, config.maxAttemptWaitTime)
+            }
+        }
+    }
+
+    private func connect() async throws -> (any ReplicationPeer, HTTPRemote?) {
         switch config.target {
         case .url(let url):
             let connected = try await HTTPRemote.connect(config, url: url)
-            http = connected
-            remote = connected
+            return (connected, connected)
         case .collection(let other):
-            remote = LocalDatabase(collection: other)
+            return (LocalDatabase(collection: other), nil)
         }
-        defer { if let http { Task { await http.shutdown() } } }
+    }
+
+    /// One pass in the configured direction(s); also returns where the remote's feed ended.
+    private func pass(
+        remote: any ReplicationPeer, remoteID: String, progress: (@Sendable (ReplicationResult) -> Void)?
+    ) async throws -> (result: ReplicationResult, remoteSince: String?) {
+        let local = LocalDatabase(collection: config.collection)
         var result = ReplicationResult()
-        let remoteID = try await withRetries { try await remote.identity() }
+        var remoteSince: String?
         if config.replicatorType != .push {
-            result.pulled = try await replicate(from: remote, to: local, direction: "pull", remoteID: remoteID) { n in
+            (result.pulled, remoteSince) = try await replicate(from: remote, to: local, direction: "pull", remoteID: remoteID) { n in
                 progress?(ReplicationResult(pushed: 0, pulled: n))
             }
         }
         if config.replicatorType != .pull {
             result.pushed = try await replicate(from: local, to: remote, direction: "push", remoteID: remoteID) { [result] n in
                 progress?(ReplicationResult(pushed: n, pulled: result.pulled))
-            }
+            }.written
         }
-        return result
+        return (result, remoteSince)
+    }
+
+    /// Returns when there may be something to replicate: a local change (when
+    /// pushing) or a remote one (when pulling, by long poll), or after a minute.
+    private func waitForWork(remote: any ReplicationPeer, remoteSince: String?, localSignal: ChangeSignal) async throws {
+        let pushing = config.replicatorType != .pull
+        let documentIDs = config.documentIDs
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            if pushing {
+                group.addTask { _ = await localSignal.wait(timeout: .seconds(60)) }
+            }
+            if let remoteSince {
+                group.addTask { try await remote.waitForChanges(since: remoteSince, timeout: .seconds(55), documentIDs: documentIDs) }
+            }
+            group.addTask { try await Task.sleep(for: .seconds(60)) }
+            try await group.next()
+            group.cancelAll()
+        }
     }
 
     /// The replication ID: SHA-1 over the local database UUID, the remote
@@ -78,7 +143,7 @@ public final class Replicator: Sendable {
     private func replicate(
         from source: any ReplicationPeer, to target: any ReplicationPeer, direction: String, remoteID: String,
         progress: @Sendable (Int) -> Void
-    ) async throws -> Int {
+    ) async throws -> (written: Int, since: String) {
         let id = replicationID(remoteID: remoteID, direction: direction)
         let sourceCheckpoint = try await withRetries { try await source.checkpoint(id) }
         let targetCheckpoint = try await withRetries { try await target.checkpoint(id) }
@@ -118,7 +183,7 @@ public final class Replicator: Sendable {
             try await withRetries { try await target.saveCheckpoint(id, checkpoint) }
             try await withRetries { try await source.saveCheckpoint(id, checkpoint) }
         }
-        return written
+        return (written, since)
     }
 
     /// The sequence both checkpoints agree on: the same last sequence, else the

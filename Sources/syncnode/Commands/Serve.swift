@@ -19,6 +19,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "A JSON file {\"user\": \"password\", ...} of accepted credentials.") var users: String?
     @Flag(help: "Serve plain HTTP instead of HTTPS.") var noTls = false
     @Option(help: "The node's name.") var name: String?
+    @Option(name: .customLong("sync-with"), help: "Keep a continuous push/pull replication with this peer URL (repeatable).")
+    var syncWith: [String] = []
 
     func validate() throws {
         guard (user == nil) == (password == nil) else { throw ValidationError("--user and --password go together") }
@@ -57,36 +59,24 @@ struct Serve: AsyncParsableCommand {
             uuid: directory.uuid, fingerprint: noTls ? nil : fingerprint)
         // Written straight to the file descriptor: scripts wait for this line.
         FileHandle.standardOutput.write(Data("syncnode: listening on \(pairing.url.absoluteString)\n".utf8))
-        await waitForTermination()
+        let replications = try syncWith.map { text in
+            guard let url = URL(string: text) else { throw CLIError.usage("--sync-with: not a URL") }
+            let collection = try directory.database(served[0])?.defaultCollection()
+            guard let collection else { throw CLIError.user("no database \(served[0])") }
+            let replicator = Replicator(config: ReplicatorConfiguration(collection: collection, target: .url(url)))
+            return Task {
+                do {
+                    try await replicator.runContinuously { total in
+                        Output.progress("sync: pushed \(total.pushed), pulled \(total.pulled)")
+                    }
+                } catch {
+                    Output.error("replication with a --sync-with peer stopped: \(error)")
+                }
+            }
+        }
+        await Termination.wait()
+        for replication in replications { replication.cancel() }
         await listener.stop()
         directory.closeAll()
     }
-
-    /// Returns on SIGINT or SIGTERM.
-    private func waitForTermination() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let once = OnceFlag()
-            var sources: [DispatchSourceSignal] = []
-            for sig in [SIGINT, SIGTERM] {
-                signal(sig, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-                source.setEventHandler { if once.take() { continuation.resume() } }
-                source.resume()
-                sources.append(source)
-            }
-            SignalSources.keep(sources)
-        }
-    }
-}
-
-/// Keeps signal sources alive for the process's life.
-private enum SignalSources {
-    nonisolated(unsafe) static var all: [DispatchSourceSignal] = []
-    static func keep(_ sources: [DispatchSourceSignal]) { all += sources }
-}
-
-private final class OnceFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var taken = false
-    func take() -> Bool { lock.withLock { defer { taken = true }; return !taken } }
 }

@@ -11,13 +11,12 @@ struct Sync: AsyncParsableCommand {
     @Argument(help: "The peer's URL, e.g. a pairing URL https://user:pass@host:port/db?uuid=...&fp=...") var url: String
     @Flag(help: "Only send local changes.") var push = false
     @Flag(help: "Only receive the peer's changes.") var pull = false
-    @Flag(help: "Keep replicating (not available yet).") var continuous = false
+    @Flag(help: "Keep replicating until SIGINT/SIGTERM (progress on stderr).") var continuous = false
     @Option(help: "The local keyspace (NAME or NAME.SCOPE.COLLECTION).") var keyspace = "default"
     @Option(help: "Attempts before a transient failure (connection refused, 5xx) gives up; waits double from 0.2 s.") var attempts = 10
 
     func validate() throws {
         guard !(push && pull) else { throw ValidationError("--push and --pull exclude each other; give neither for both directions") }
-        guard !continuous else { throw ValidationError("--continuous is not implemented yet; run one-shot syncs") }
         guard attempts > 0 else { throw ValidationError("--attempts must be at least 1") }
     }
 
@@ -31,6 +30,22 @@ struct Sync: AsyncParsableCommand {
         config.replicatorType = push ? .push : pull ? .pull : .pushAndPull
         config.maxAttempts = attempts
         let start = Date()
+        if continuous {
+            let replicator = Replicator(config: config)
+            let task = Task {
+                try await replicator.runContinuously { total in
+                    Output.progress("sync: pushed \(total.pushed), pulled \(total.pulled)")
+                }
+            }
+            let stopped = Task { await Termination.wait(); task.cancel() }
+            do {
+                try await task.value
+            } catch {
+                throw CLIError(message: "\(error)", exitCode: (error as? CouchError).map { $0.status == 401 || $0.status == 403 ? 1 : 3 } ?? 3)
+            }
+            stopped.cancel()
+            return
+        }
         let result: ReplicationResult
         do {
             result = try await Replicator(config: config).runOnce { progress in

@@ -1,0 +1,80 @@
+import Dispatch
+import Foundation
+import GRDB
+import Synchronization
+
+/// Notices commits made by other processes on the same database file (a
+/// `syncnode put` beside a running node) and tells this process's listeners.
+///
+/// In-process commits notify listeners directly; they also record the
+/// sequences they reached here, so the watcher skips them. Four times a
+/// second it reads each collection's sequence counter (one small query) and,
+/// when another process moved it, announces the documents changed since.
+final class ExternalChangeWatcher: Sendable {
+    private struct State {
+        weak var database: Database?
+        var seen: [Int64: Int64] = [:]
+        var timer: DispatchSourceTimer?
+    }
+
+    private let queue = DispatchQueue(label: "syncnode.external-changes")
+    private let state = Mutex(State())
+    static let interval = DispatchTimeInterval.milliseconds(250)
+
+    func start(database: Database) throws {
+        let counters = try database.read { db in try Self.counters(db) }
+        state.withLock { s in
+            s.database = database
+            s.seen = counters
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + Self.interval, repeating: Self.interval, leeway: .milliseconds(50))
+            timer.setEventHandler { [self] in poll() }
+            timer.resume()
+            s.timer = timer
+        }
+    }
+
+    func stop() {
+        state.withLock { s in
+            s.timer?.cancel()
+            s.timer = nil
+            s.database = nil
+        }
+    }
+
+    /// Sequences this process committed (called after its own commits).
+    func noteOwnCommit(_ counters: [Int64: Int64]) {
+        state.withLock { s in
+            for (id, seq) in counters where seq > s.seen[id, default: 0] { s.seen[id] = seq }
+        }
+    }
+
+    private static func counters(_ db: GRDB.Database) throws -> [Int64: Int64] {
+        var out: [Int64: Int64] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT id, last_seq FROM collections") { out[row[0]] = row[1] }
+        return out
+    }
+
+    private func poll() {
+        guard let database = state.withLock({ $0.database }) else { return }
+        do {
+            let changed: [(Int64, [String], Int64)] = try database.read { db in
+                let counters = try Self.counters(db)
+                let seen = state.withLock { $0.seen }
+                var out: [(Int64, [String], Int64)] = []
+                for (id, seq) in counters where seq > seen[id, default: 0] {
+                    let tables = CollectionTables(id: id)
+                    let ids = try String.fetchAll(db, sql: "SELECT id FROM \(tables.docs) WHERE seq > ? ORDER BY seq", arguments: [seen[id, default: 0]])
+                    out.append((id, ids, seq))
+                }
+                return out
+            }
+            for (id, ids, seq) in changed {
+                noteOwnCommit([id: seq])
+                if !ids.isEmpty { database.notifier.deliver(collectionID: id, documentIDs: ids) }
+            }
+        } catch {
+            // Closed or busy: try again at the next tick.
+        }
+    }
+}
