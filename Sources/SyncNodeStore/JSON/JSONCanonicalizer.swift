@@ -6,15 +6,15 @@
 /// it does not handle byte-for-byte like the parser (non-ASCII object keys,
 /// which Swift compares by canonical equivalence, and blob metadata) reports
 /// `.needsValueTree`, and the caller falls back to the parser and writer.
-struct JSONCanonicalizer {
+struct JSONCanonicalizer: JSONScanning {
     enum Outcome {
         case canonical
         case needsValueTree
     }
 
-    private let input: UnsafeBufferPointer<UInt8>
-    private var pos = 0
-    private var depth = 0
+    let input: UnsafeBufferPointer<UInt8>
+    var pos = 0
+    var depth = 0
     private var writer: JSONWriter
     private var fallback = false
 
@@ -27,35 +27,14 @@ struct JSONCanonicalizer {
     /// start with `_` (removed from the output; the caller decides what they mean).
     /// Nil when the text needs the value-tree path.
     static func canonicalObject(_ text: String) throws(StoreError) -> (bytes: [UInt8], reserved: [String: DocumentValue])? {
-        var text = text
-        let result: Result<([UInt8], [String: DocumentValue])?, StoreError> = text.withUTF8 { buffer in
+        try withBytes(of: text) { buffer throws(StoreError) in
             var c = JSONCanonicalizer(input: buffer, capacity: buffer.count)
-            do throws(StoreError) {
-                c.skipWhitespace()
-                guard c.pos < buffer.count, buffer[c.pos] == UInt8(ascii: "{") else {
-                    throw StoreError.invalidJSON("a document body must be a JSON object")
-                }
-                let reserved = try c.object(topLevel: true)
-                c.skipWhitespace()
-                guard c.pos == buffer.count else { throw c.error("unexpected data after the JSON value") }
-                return .success(c.fallback ? nil : (c.writer.bytes, reserved))
-            } catch {
-                return .failure(error)
+            c.skipWhitespace()
+            guard c.pos < buffer.count, buffer[c.pos] == UInt8(ascii: "{") else {
+                throw StoreError.invalidJSON("a document body must be a JSON object")
             }
-        }
-        return try result.get()
-    }
-
-    private func error(_ what: String) -> StoreError {
-        StoreError.invalidJSON("\(what) at byte \(pos)")
-    }
-
-    private mutating func skipWhitespace() {
-        while pos < input.count {
-            switch input[pos] {
-            case 0x20, 0x0A, 0x0D, 0x09: pos += 1
-            default: return
-            }
+            let reserved = try c.object(topLevel: true)
+            return (c.fallback ? nil : (c.writer.bytes, reserved), c.pos)
         }
     }
 
@@ -75,16 +54,8 @@ struct JSONCanonicalizer {
     }
 
     private mutating func literal(_ text: StaticString) throws(StoreError) {
-        let count = text.utf8CodeUnitCount
-        guard pos + count <= input.count else { throw error("unexpected end of input") }
-        for i in 0..<count where input[pos + i] != text.utf8Start[i] { throw error("invalid literal") }
-        writer.bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: count))
-        pos += count
-    }
-
-    private mutating func enter() throws(StoreError) {
-        depth += 1
-        if depth > JSONParser.maxDepth { throw error("nesting deeper than \(JSONParser.maxDepth) levels") }
+        try consumeLiteral(text)
+        writer.bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     private mutating func array() throws(StoreError) {

@@ -6,13 +6,10 @@ import Foundation
 /// and doubles apart, turn blob metadata into ``Blob`` values bound to the
 /// database's blob store, bound nesting depth for hostile input, and it sits
 /// on the document read path where speed matters.
-struct JSONParser {
-    /// Deeper input is rejected rather than risking the stack.
-    static let maxDepth = 256
-
-    private let input: UnsafeBufferPointer<UInt8>
-    private var pos = 0
-    private var depth = 0
+struct JSONParser: JSONScanning {
+    let input: UnsafeBufferPointer<UInt8>
+    var pos = 0
+    var depth = 0
     private let blobStore: BlobStore?
 
     private init(input: UnsafeBufferPointer<UInt8>, blobStore: BlobStore?) {
@@ -22,19 +19,10 @@ struct JSONParser {
 
     /// Parses one JSON value filling the whole text.
     static func parse(_ text: String, blobStore: BlobStore? = nil) throws(StoreError) -> DocumentValue {
-        var text = text
-        let result: Result<DocumentValue, StoreError> = text.withUTF8 { buffer in
+        try withBytes(of: text) { buffer throws(StoreError) in
             var parser = JSONParser(input: buffer, blobStore: blobStore)
-            do throws(StoreError) {
-                let value = try parser.parseValue()
-                parser.skipWhitespace()
-                guard parser.pos == buffer.count else { throw parser.error("unexpected data after the JSON value") }
-                return .success(value)
-            } catch {
-                return .failure(error)
-            }
+            return (try parser.parseValue(), parser.pos)
         }
-        return try result.get()
     }
 
     /// Parses a JSON object, as document bodies must be.
@@ -45,19 +33,6 @@ struct JSONParser {
         return d
     }
 
-    private func error(_ what: String) -> StoreError {
-        StoreError.invalidJSON("\(what) at byte \(pos)")
-    }
-
-    private mutating func skipWhitespace() {
-        while pos < input.count {
-            switch input[pos] {
-            case 0x20, 0x0A, 0x0D, 0x09: pos += 1
-            default: return
-            }
-        }
-    }
-
     private mutating func parseValue() throws(StoreError) -> DocumentValue {
         skipWhitespace()
         guard pos < input.count else { throw error("unexpected end of input") }
@@ -65,26 +40,12 @@ struct JSONParser {
         case UInt8(ascii: "{"): return try parseObjectValue()
         case UInt8(ascii: "["): return try parseArray()
         case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
-        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
-        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "t"): try consumeLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try consumeLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try consumeLiteral("null"); return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
         default: throw error("unexpected character '\(Character(Unicode.Scalar(input[pos])))'")
         }
-    }
-
-    private mutating func expectLiteral(_ literal: StaticString) throws(StoreError) {
-        let count = literal.utf8CodeUnitCount
-        guard pos + count <= input.count else { throw error("unexpected end of input") }
-        for i in 0..<count where input[pos + i] != literal.utf8Start[i] {
-            throw error("invalid literal")
-        }
-        pos += count
-    }
-
-    private mutating func enter() throws(StoreError) {
-        depth += 1
-        if depth > Self.maxDepth { throw error("nesting deeper than \(Self.maxDepth) levels") }
     }
 
     private mutating func parseObjectValue() throws(StoreError) -> DocumentValue {
