@@ -92,6 +92,23 @@ import Testing
         #expect(integrity == "ok")
     }
 
+    @Test func spooledStreamContentIsRemovedWithTheBlob() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        var spool: URL?
+        do {
+            let blob = try Blob(contentType: "text/plain", contentStream: InputStream(data: Data("spooled".utf8)))
+            if case .spooled(let url) = blob.source { spool = url }
+            let doc = MutableDocument(id: "s")
+            doc.setBlob(blob, forKey: "b")
+            try db.defaultCollection().save(doc)
+        }
+        let url = try #require(spool)
+        #expect(!FileManager.default.fileExists(atPath: url.path))
+        #expect(try db.defaultCollection().document(id: "s")?.blob(forKey: "b")?.content == Data("spooled".utf8))
+    }
+
     @Test func freshUnreferencedBlobsSurviveCompaction() throws {
         let dir = try TempDirectory()
         let db = try dir.open()

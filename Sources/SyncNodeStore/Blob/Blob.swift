@@ -24,6 +24,9 @@ public final class Blob: Sendable, Hashable, CustomStringConvertible {
         case data(Data)
         /// Content in a file this blob may read at save time.
         case file(URL)
+        /// Content spooled from a stream into a temporary file this blob owns
+        /// (removed when the blob goes away).
+        case spooled(URL)
         /// Content in a database's blob store (or not available on this node yet).
         case store(BlobStore?)
     }
@@ -57,8 +60,17 @@ public final class Blob: Sendable, Hashable, CustomStringConvertible {
             throw StoreError.io("cannot create a temporary file for a blob at \(temp.path)")
         }
         defer { try? handle.close() }
-        let (digest, length) = try Self.digest(of: stream, copyingTo: handle)
-        self.init(contentType: contentType, digest: digest, length: length, source: .file(temp))
+        do {
+            let (digest, length) = try Self.digest(of: stream, copyingTo: handle)
+            self.init(contentType: contentType, digest: digest, length: length, source: .spooled(temp))
+        } catch {
+            try? FileManager.default.removeItem(at: temp)
+            throw error
+        }
+    }
+
+    deinit {
+        if case .spooled(let url) = source { try? FileManager.default.removeItem(at: url) }
     }
 
     init(contentType: String, digest: String, length: Int, source: Source) {
@@ -92,7 +104,7 @@ public final class Blob: Sendable, Hashable, CustomStringConvertible {
     public var content: Data? {
         switch source {
         case .data(let d): return d
-        case .file(let url): return try? Data(contentsOf: url)
+        case .file(let url), .spooled(let url): return try? Data(contentsOf: url)
         case .store(let store): return store?.content(digest: digest)
         }
     }
@@ -101,7 +113,7 @@ public final class Blob: Sendable, Hashable, CustomStringConvertible {
     public func contentStream() -> InputStream? {
         switch source {
         case .data(let d): return InputStream(data: d)
-        case .file(let url): return InputStream(url: url)
+        case .file(let url), .spooled(let url): return InputStream(url: url)
         case .store(let store): return store?.fileURL(digest: digest).flatMap { InputStream(url: $0) }
         }
     }

@@ -63,7 +63,7 @@ final class BlobStore: Sendable {
         switch blob.source {
         case .data(let data):
             try write(data, to: target)
-        case .file(let url):
+        case .file(let url), .spooled(let url):
             let temp = tempURL()
             do {
                 try FileManager.default.copyItem(at: url, to: temp)
