@@ -43,6 +43,7 @@ import Testing
 
         let deleted = try await h.request(.DELETE, "/db/doc%2F1?rev=\(rev2)")
         #expect(deleted.status == 200 && deleted["rev"]?.string?.hasPrefix("3-") == true)
+        #expect(try await h.request(.GET, "/db")["doc_del_count"]?.int == 1)
         #expect(try await h.request(.GET, "/db/doc%2F1").status == 404)
         #expect(try await h.request(.DELETE, "/db/doc%2F1").status == 409)
 

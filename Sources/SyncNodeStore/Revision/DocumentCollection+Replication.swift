@@ -64,6 +64,14 @@ extension DocumentCollection {
         }
     }
 
+    /// How many tombstones the collection keeps (CouchDB's `doc_del_count`).
+    package func deletedCount() throws -> Int {
+        try checkLive()
+        return try database.readStatement { db in
+            try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM \(tables.docs) WHERE deleted = 1")) ?? 0
+        }
+    }
+
     /// How many documents changed after `since` (CouchDB's `pending`).
     package func changeCount(since: Int64) throws -> Int {
         try checkLive()

@@ -12,7 +12,7 @@ extension Handlers {
             let seq = try c.lastSequence()
             let count = try c.count
             return HTTP.json([
-                "db_name": .string(keyspace), "doc_count": .int(Int64(count)), "doc_del_count": 0,
+                "db_name": .string(keyspace), "doc_count": .int(Int64(count)), "doc_del_count": .int(Int64(try c.deletedCount())),
                 "update_seq": .int(seq), "committed_update_seq": .int(seq), "purge_seq": 0,
                 "instance_start_time": "0", "compact_running": false, "disk_format_version": 8,
                 "sizes": ["file": 0, "external": 0, "active": 0],
