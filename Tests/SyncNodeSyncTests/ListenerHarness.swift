@@ -18,13 +18,15 @@ final class ListenerHarness: @unchecked Sendable {
     static let password = "s3cret:pa$$"
 
     init(auth: Bool = true, tls: Bool = true, directory existing: URL? = nil, authFailuresPerMinute: Int = 10,
-         databases: [String]? = nil) async throws {
+         databases: [String]? = nil, faultInjector: FaultInjector? = nil) async throws {
         directory = existing ?? FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-listener-\(UUID().uuidString)")
         node = try NodeDirectory(url: directory)
-        listener = Listener(config: ListenerConfiguration(
+        var config = ListenerConfiguration(
             directory: node, databases: databases, host: "127.0.0.1", disableTLS: !tls,
             authenticator: auth ? .users([Self.user: Self.password]) : nil, allowedOrigins: ["http://app.example"],
-            authFailuresPerMinute: authFailuresPerMinute))
+            authFailuresPerMinute: authFailuresPerMinute)
+        config.faultInjector = faultInjector
+        listener = Listener(config: config)
         try await listener.start()
         guard let port = listener.port else { throw SyncError.listenerFailed("no port") }
         base = "\(tls ? "https" : "http")://127.0.0.1:\(port)"
@@ -82,4 +84,29 @@ extension DocumentValue {
     var string: String? { if case .string(let s) = self { return s } else { return nil } }
     var int: Int64? { if case .int(let i) = self { return i } else { return nil } }
     var array: [DocumentValue]? { if case .array(let a) = self { return a } else { return nil } }
+}
+
+/// A value shared with callbacks (listeners, fault injectors).
+final class Shared<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: T
+    init(_ value: T) { self.value = value }
+    func withLock<R>(_ body: (inout T) -> R) -> R { lock.withLock { body(&value) } }
+}
+
+/// Collects values from listener callbacks.
+final class Collector<T: Sendable>: @unchecked Sendable {
+    private let items = Shared<[T]>([])
+
+    func append(_ item: T) { items.withLock { $0.append(item) } }
+    var values: [T] { items.withLock { $0 } }
+
+    /// Waits until `count` values arrived (or `timeout` passed) and returns them.
+    func wait(count: Int, timeout: Duration = .seconds(5)) async -> [T] {
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        while values.count < count, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return values
+    }
 }

@@ -18,7 +18,7 @@ public struct DocumentChange: Sendable {
 public final class ListenerToken: Sendable {
     private let onRemove: @Sendable () -> Void
 
-    init(onRemove: @escaping @Sendable () -> Void) {
+    package init(onRemove: @escaping @Sendable () -> Void) {
         self.onRemove = onRemove
     }
 

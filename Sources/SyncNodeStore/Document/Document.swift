@@ -24,6 +24,14 @@ public struct Document: DictionaryProtocol, Sendable {
         self.body = LazyBody(json: json, blobStore: blobStore)
     }
 
+    /// A revision that is not stored here (a replication filter's view of a
+    /// wire document): members whose names start with `_` are left out.
+    package init(id: String, revisionID: String?, isDeleted: Bool, values: [String: DocumentValue]) {
+        var writer = JSONWriter()
+        writer.writeObject(values.filter { !$0.key.hasPrefix("_") })
+        self.init(id: id, revisionID: revisionID, sequence: 0, isDeleted: isDeleted, json: writer.text, blobStore: nil)
+    }
+
     /// The generation of the current revision (its number before the dash).
     public var generation: Int { revisionID.flatMap { RevisionID.generation(of: $0) } ?? 0 }
 

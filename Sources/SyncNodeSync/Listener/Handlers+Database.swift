@@ -235,11 +235,10 @@ extension Handlers {
                 continue
             }
             let rev = spec["rev"].flatMap { if case .string(let s) = $0 { return s } else { return nil } }
-            var since: Int?
+            var attsSince: [String] = []
             if case .array(let atts)? = spec["atts_since"] {
-                since = atts.compactMap { if case .string(let s) = $0 { return WireDocument.generation(s) } else { return nil } }.max()
+                attsSince = atts.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
             }
-            let mode: WireDocument.AttachmentContent = wantAttachments ? .data(since: since) : .stubs
             var docs: [DocumentValue] = []
             let found: [StoredRevision]
             if let rev, latest {
@@ -248,6 +247,7 @@ extension Handlers {
                 found = try collection.revision(id: id, rev: rev).map { [$0] } ?? []
             }
             for revision in found where revision.body != nil {
+                let mode = wantAttachments ? try WireDocument.attachments(of: revision, attsSince: attsSince, collection: collection) : .stubs
                 docs.append(["ok": try DocumentValue(json: wireJSON(revision, collection: collection, revs: revs, attachments: mode))])
             }
             if docs.isEmpty {

@@ -48,11 +48,14 @@ extension Handlers {
 
     private func getDocument(_ request: Request, collection c: DocumentCollection, id: String, query: QueryOptions) throws -> Response {
         let revs = try query.bool("revs")
-        var since: Int?
+        var attsSince: [String]?
         if case .array(let atts)? = try query.json("atts_since") {
-            since = atts.compactMap { if case .string(let s) = $0 { return WireDocument.generation(s) } else { return nil } }.max()
+            attsSince = atts.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
         }
-        let attachments: WireDocument.AttachmentContent = try query.bool("attachments") || since != nil ? .data(since: since) : .stubs
+        let inline = try query.bool("attachments") || attsSince != nil
+        func attachments(_ revision: StoredRevision) throws -> WireDocument.AttachmentContent {
+            inline ? try WireDocument.attachments(of: revision, attsSince: attsSince ?? [], collection: c) : .stubs
+        }
 
         if let openRevs = query["open_revs"] {
             let leaves = try c.leafRevisions(id: id)
@@ -70,12 +73,12 @@ extension Handlers {
                     let matches = latest ? leaves.filter { $0.history.contains(rev) } : (try c.revision(id: id, rev: rev)).map { [$0] } ?? []
                     if matches.isEmpty { out.append(["missing": .string(rev)]) }
                     for m in matches where m.body != nil {
-                        out.append(["ok": try DocumentValue(json: wireJSON(m, collection: c, revs: revs, attachments: attachments))])
+                        out.append(["ok": try DocumentValue(json: wireJSON(m, collection: c, revs: revs, attachments: attachments(m)))])
                     }
                 }
             } else {
                 for leaf in leaves where leaf.body != nil {
-                    out.append(["ok": try DocumentValue(json: wireJSON(leaf, collection: c, revs: revs, attachments: attachments))])
+                    out.append(["ok": try DocumentValue(json: wireJSON(leaf, collection: c, revs: revs, attachments: attachments(leaf)))])
                 }
             }
             return HTTP.json(.array(out))
@@ -91,7 +94,7 @@ extension Handlers {
             return Response(status: .notModified, headers: [.eTag: etag])
         }
         let conflicts = try query.bool("conflicts") ? try c.conflictingRevisions(id: id) : nil
-        let json = try wireJSON(revision, collection: c, revs: revs, conflicts: conflicts, attachments: attachments)
+        let json = try wireJSON(revision, collection: c, revs: revs, conflicts: conflicts, attachments: attachments(revision))
         return HTTP.json(json, headers: [.eTag: etag])
     }
 

@@ -43,8 +43,8 @@ public final class Listener: Sendable {
     /// The TLS identity in use (nil with TLS disabled or before start).
     public var tlsIdentity: TLSIdentity? { state.withLock { $0.identity } }
 
-    /// Requests being answered now, and answered since start.
-    public var status: (activeRequests: Int, totalRequests: Int) { (stats.activeRequests, stats.totalRequests) }
+    /// Requests being answered now, answered since start, and response body bytes sent.
+    public var status: ListenerStatus { stats.snapshot }
 
     /// Base URLs, one per local IPv4 address (or the bound host).
     public var urls: [URL] {
@@ -63,7 +63,8 @@ public final class Listener: Sendable {
         let identity = config.disableTLS ? nil : try (config.tlsIdentity ?? config.directory.tlsIdentity())
         let responder = ListenerResponder(
             handlers: Handlers(config: config, logger: logger), authenticator: config.authenticator,
-            allowedOrigins: config.allowedOrigins, rateLimiter: AuthRateLimiter(limit: config.authFailuresPerMinute), stats: stats, logger: logger)
+            allowedOrigins: config.allowedOrigins, rateLimiter: AuthRateLimiter(limit: config.authFailuresPerMinute), stats: stats,
+            faultInjector: config.faultInjector, logger: logger)
         let http1 = HTTP1Channel.Configuration(
             idleTimeout: .nanoseconds(Int64(config.idleTimeout.components.seconds) * 1_000_000_000),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 64 * 1024, maxHeaderListSize: 128 * 1024, maxHeaderFieldCount: 200))

@@ -33,6 +33,16 @@ public struct ListenerAuthenticator: Sendable {
     }
 }
 
+/// Makes a listener fail chosen requests (fault-injection tests): `status`
+/// returns the HTTP status to answer with, or nil to serve the request.
+package struct FaultInjector: Sendable {
+    package let status: @Sendable (_ method: String, _ path: String) -> Int?
+
+    package init(_ status: @escaping @Sendable (_ method: String, _ path: String) -> Int?) {
+        self.status = status
+    }
+}
+
 /// How a ``Listener`` serves a node's databases.
 public struct ListenerConfiguration: Sendable {
     /// The node's data directory.
@@ -60,6 +70,8 @@ public struct ListenerConfiguration: Sendable {
     public var idleTimeout: Duration
     /// Failed logins an address may make per minute before it gets 429.
     public var authFailuresPerMinute: Int
+    /// Tests only: answers chosen requests with an error status instead of serving them.
+    package var faultInjector: FaultInjector?
 
     public init(
         directory: NodeDirectory, databases: [String]? = nil, port: Int = 0, host: String = "0.0.0.0",

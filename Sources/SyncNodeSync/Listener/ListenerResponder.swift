@@ -18,6 +18,7 @@ struct ListenerResponder: HTTPResponder {
     let allowedOrigins: [String]
     let rateLimiter: AuthRateLimiter
     let stats: ListenerStats
+    let faultInjector: FaultInjector?
     let logger: Logger
 
     func respond(to request: Request, context: Context) async throws -> Response {
@@ -38,11 +39,22 @@ struct ListenerResponder: HTTPResponder {
         }
         addCORS(to: &response, request: request)
         response.headers[.cacheControl] = "must-revalidate"
+        // Counts bytes as written, keeping the body's length (`ResponseBody.map` drops it: chunked).
+        let stats = stats, body = response.body
+        response.body = ResponseBody(contentLength: body.contentLength) { writer in
+            try await body.write(writer.map { buffer in
+                stats.sent(buffer.readableBytes)
+                return buffer
+            })
+        }
         return response
     }
 
     private func route(_ request: Request, context: Context) async throws -> Response {
         if request.method == .options { return preflight(request) }
+        if let status = faultInjector?.status(request.method.rawValue, request.uri.path) {
+            throw CouchError(status: status, error: "injected_fault", reason: "fault injected for testing")
+        }
         if let authenticator {
             try authenticate(request, context: context, authenticator)
         }
@@ -104,14 +116,24 @@ struct ListenerResponder: HTTPResponder {
     }
 }
 
-/// Counts requests in flight and connections, for ``Listener/status``.
-final class ListenerStats: Sendable {
-    private let counts = Mutex<(active: Int, total: Int)>((0, 0))
+/// What a listener has done since it started.
+public struct ListenerStatus: Sendable, Equatable {
+    /// Requests being answered now.
+    public var activeRequests = 0
+    /// Requests answered since start.
+    public var totalRequests = 0
+    /// Response body bytes written since start.
+    public var bytesSent = 0
+}
 
-    func requestStarted() { counts.withLock { $0.active += 1; $0.total += 1 } }
-    func requestFinished() { counts.withLock { $0.active -= 1 } }
-    var activeRequests: Int { counts.withLock { $0.active } }
-    var totalRequests: Int { counts.withLock { $0.total } }
+/// Counts requests and bytes, for ``Listener/status``.
+final class ListenerStats: Sendable {
+    private let counts = Mutex(ListenerStatus())
+
+    func requestStarted() { counts.withLock { $0.activeRequests += 1; $0.totalRequests += 1 } }
+    func requestFinished() { counts.withLock { $0.activeRequests -= 1 } }
+    func sent(_ bytes: Int) { counts.withLock { $0.bytesSent += bytes } }
+    var snapshot: ListenerStatus { counts.withLock { $0 } }
 }
 
 /// Slows down password guessing: after `limit` failures within a minute an

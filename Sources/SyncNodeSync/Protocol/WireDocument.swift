@@ -13,9 +13,12 @@ enum WireDocument {
     enum AttachmentContent {
         /// Stubs only (`"stub": true`).
         case stubs
-        /// Inline base64 data, except for attachments unchanged since
-        /// generation `since` (CouchDB's `atts_since`), which stay stubs.
-        case data(since: Int?)
+        /// Inline base64 data, except for the attachments the receiver
+        /// already has (digest -> the generation it has them at), which stay stubs.
+        case data(known: [String: Int])
+
+        /// All attachments inline.
+        static let allData = AttachmentContent.data(known: [:])
     }
 
     /// The wire JSON of a stored revision.
@@ -26,7 +29,7 @@ enum WireDocument {
     ) throws -> String {
         let body = body ?? "{}"
         // The common case, spliced as text: no history, no conflicts, no blobs.
-        if revisions == nil, conflicts?.isEmpty ?? true, !contains(body, "\"@type\":\"blob\""), !contains(body, "\"_attachments\"") {
+        if revisions == nil, conflicts?.isEmpty ?? true, !hasBlobs(body) {
             var head = "{\"_id\":" + DocumentValue.string(id).toJSON() + ",\"_rev\":" + DocumentValue.string(rev).toJSON()
             if deleted { head += ",\"_deleted\":true" }
             return splice(head: head, body: body)
@@ -37,7 +40,7 @@ enum WireDocument {
             meta["_revisions"] = ["start": .int(Int64(start)), "ids": .array(revisions.map { .string(suffix($0)) })]
         }
         if let conflicts, !conflicts.isEmpty { meta["_conflicts"] = .array(conflicts.map { .string($0) }) }
-        guard contains(body, "\"@type\":\"blob\"") || contains(body, "\"_attachments\"") else {
+        guard hasBlobs(body) else {
             return splice(meta: meta, body: body)
         }
         guard case .dictionary(var values) = try DocumentValue(json: body) else { return splice(meta: meta, body: body) }
@@ -48,9 +51,10 @@ enum WireDocument {
                 "content_type": .string(blob.contentType), "digest": .string(blob.digest),
                 "length": .int(Int64(blob.length)), "revpos": .int(Int64(generation)),
             ]
-            if case .data(let since) = attachments, since.map({ generation > $0 }) ?? true, let data = blobs(blob.digest) {
+            if case .data(let known) = attachments, known[blob.digest] == nil, let data = blobs(blob.digest) {
                 e["data"] = .string(data.base64EncodedString())
             } else {
+                if case .data(let known) = attachments, let revpos = known[blob.digest] { e["revpos"] = .int(Int64(revpos)) }
                 e["stub"] = true
             }
             return .dictionary(e)
@@ -69,7 +73,7 @@ enum WireDocument {
     /// attachments; false (nothing written) when it has attachments.
     static func appendSimple(id: String, rev: String, deleted: Bool, body: String?, to out: inout JSONWriter) -> Bool {
         let body = body ?? "{}"
-        guard !contains(body, "\"@type\":\"blob\""), !contains(body, "\"_attachments\"") else { return false }
+        guard !hasBlobs(body) else { return false }
         out.writeRaw(#"{"_id":"#)
         out.writeString(id)
         out.writeRaw(#","_rev":"#)
@@ -129,6 +133,29 @@ enum WireDocument {
         case .array(let a): for (i, v) in a.enumerated() { forEachBlob(in: v, path: path + "/\(i)", body) }
         default: break
         }
+    }
+
+    /// How to write the attachments of `revision` for a receiver that has the
+    /// revisions `attsSince` (CouchDB's `atts_since`): blobs present in one of
+    /// those that is an ancestor stay stubs. Content-addressed digests make
+    /// this exact, with no per-attachment `revpos` bookkeeping.
+    static func attachments(
+        of revision: StoredRevision, attsSince: [String], collection: DocumentCollection
+    ) throws -> AttachmentContent {
+        guard !attsSince.isEmpty, let own = revision.body, hasBlobs(own) else { return .allData }
+        var known: [String: Int] = [:]
+        for rev in attsSince where rev != revision.rev && revision.history.contains(rev) {
+            guard let body = try collection.revision(id: revision.id, rev: rev)?.body, hasBlobs(body),
+                  let generation = generation(rev) else { continue }
+            forEachBlob(in: try DocumentValue(json: body), path: "") { _, blob in
+                known[blob.digest] = min(known[blob.digest] ?? .max, generation)
+            }
+        }
+        return .data(known: known)
+    }
+
+    private static func hasBlobs(_ body: String) -> Bool {
+        contains(body, "\"@type\":\"blob\"") || contains(body, "\"_attachments\"")
     }
 
     static func generation(_ rev: String) -> Int? {

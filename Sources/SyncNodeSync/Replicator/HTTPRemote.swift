@@ -18,8 +18,10 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
     private var hasBulkGet = true  // touched only from the replicator's sequential task
 
     /// Connects: with a pinned fingerprint the certificate is checked first
-    /// (a wrong pin fails here, before any request).
-    static func connect(_ config: ReplicatorConfiguration, url: URL) async throws -> HTTPRemote {
+    /// (a wrong pin fails here, before any request). With trust on first use,
+    /// `trusted` is the fingerprint seen before (pinned from then on); the
+    /// fingerprint pinned is returned.
+    static func connect(_ config: ReplicatorConfiguration, url: URL, trusted: String? = nil) async throws -> (HTTPRemote, pinned: String?) {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false),
               let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = components.host else {
@@ -33,33 +35,42 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         configuration.httpVersion = .http1Only
         // One retry policy, the replicator's (with backoff and attempt counts), not a second one inside the client.
         configuration.connectionPool.retryConnectionEstablishment = false
+        var pinnedFingerprint: String?
         if scheme == "https" {
             var tls = TLSConfiguration.makeClientConfiguration()
             tls.minimumTLSVersion = .tlsv12
             var pinned = config.pinnedServerCertificate
-            if pinned == nil, let expected = config.pinnedFingerprint {
+            if pinned == nil, let expected = config.pinnedFingerprint ?? trusted {
                 let seen = try await CertificateProbe.certificate(host: host, port: port, timeout: config.connectTimeout)
                 let fingerprint = TLSIdentity.fingerprint(der: seen)
                 guard fingerprint == expected else {
                     throw SyncError.invalidIdentity("\(host):\(port) presented certificate \(fingerprint), expected the pinned \(expected)")
                 }
                 pinned = seen
+            } else if pinned == nil, config.acceptOnlySelfSignedServerCertificate {
+                let seen = try await CertificateProbe.certificate(host: host, port: port, timeout: config.connectTimeout)
+                guard TLSIdentity.isSelfSigned(der: seen) else {
+                    throw SyncError.invalidIdentity("\(host):\(port) presented a certificate that is not self-signed (acceptOnlySelfSignedServerCertificate)")
+                }
+                pinned = seen
             }
             if let pinned {
+                pinnedFingerprint = TLSIdentity.fingerprint(der: pinned)
                 tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: pinned, format: .der)])
                 tls.certificateVerification = .noHostnameVerification
             }
             configuration.tlsConfiguration = tls
         }
         var headers = config.headers.map { ($0.key, $0.value) }
-        if let user = config.username {
-            headers.append(("Authorization", "Basic " + Data("\(user):\(config.password ?? "")".utf8).base64EncodedString()))
+        if let auth = config.authenticator {
+            headers.append(("Authorization", "Basic " + Data("\(auth.username):\(auth.password)".utf8).base64EncodedString()))
         }
         components.user = nil
         components.password = nil
         let root = "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)"
         let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
-        return HTTPRemote(root: root, database: database, client: client, headers: headers, configuredUUID: config.remoteUUID)
+        let remote = HTTPRemote(root: root, database: database, client: client, headers: headers, configuredUUID: config.remoteUUID)
+        return (remote, pinnedFingerprint)
     }
 
     private init(root: String, database: String, client: HTTPClient, headers: [(String, String)], configuredUUID: String?) {
@@ -128,7 +139,7 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         return root + db
     }
 
-    func changes(since: String, limit: Int, documentIDs: [String]?) async throws -> (rows: [PeerChange], lastSeq: String) {
+    func changes(since: String, limit: Int, documentIDs: [String]?) async throws -> PeerChanges {
         let since = Self.escape(since)
         let value: DocumentValue
         if let documentIDs {
@@ -145,7 +156,9 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
                 rows.append(PeerChange(seq: Self.sequenceText(row["seq"]), id: id, revs: revs))
             }
         }
-        return (rows, Self.sequenceText(value["last_seq"]))
+        var pending: Int?
+        if case .int(let n)? = value["pending"] { pending = Int(n) }
+        return PeerChanges(rows: rows, lastSeq: Self.sequenceText(value["last_seq"]), pending: pending)
     }
 
     /// Sequences are opaque: numbers (SyncNode, CouchDB 1.x) or strings (CouchDB 2+).
@@ -158,19 +171,29 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         }
     }
 
-    func revsDiff(_ revs: [String: [String]]) async throws -> [String: [String]] {
+    func revsDiff(_ revs: [String: [String]]) async throws -> [String: MissingRevisions] {
         let body = DocumentValue.dictionary(revs.mapValues { .array($0.map { .string($0) }) })
         let value = try await expect(.POST, "\(db)/_revs_diff", body)
         guard case .dictionary(let d) = value else { return [:] }
+        func strings(_ v: DocumentValue?) -> [String] {
+            guard case .array(let a)? = v else { return [] }
+            return a.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
+        }
         return d.compactMapValues { entry in
-            guard case .array(let missing)? = entry["missing"] else { return nil }
-            return missing.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
+            guard case .array? = entry["missing"] else { return nil }
+            return MissingRevisions(missing: strings(entry["missing"]), possibleAncestors: strings(entry["possible_ancestors"]))
         }
     }
 
-    func fetch(_ wanted: [(id: String, revs: [String])]) async throws -> [[String: DocumentValue]] {
+    func fetch(_ wanted: [WantedRevisions]) async throws -> [[String: DocumentValue]] {
         if hasBulkGet {
-            let docs: [DocumentValue] = wanted.flatMap { id, revs in revs.map { ["id": .string(id), "rev": .string($0)] } }
+            let docs: [DocumentValue] = wanted.flatMap { want in
+                want.revs.map { rev -> DocumentValue in
+                    var spec: [String: DocumentValue] = ["id": .string(want.id), "rev": .string(rev)]
+                    if !want.attsSince.isEmpty { spec["atts_since"] = .array(want.attsSince.map { .string($0) }) }
+                    return .dictionary(spec)
+                }
+            }
             let (status, value) = try await send(.POST, "\(db)/_bulk_get?revs=true&attachments=true", ["docs": .array(docs)])
             if (200..<300).contains(status) {
                 var out: [[String: DocumentValue]] = []
@@ -186,9 +209,13 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
             hasBulkGet = false  // an older CouchDB or another implementation: fall back
         }
         var out: [[String: DocumentValue]] = []
-        for (id, revs) in wanted {
-            let list = DocumentValue.array(revs.map { .string($0) }).toJSON()
-            let value = try await expect(.GET, "\(db)/\(Self.escape(id))?revs=true&attachments=true&latest=true&open_revs=\(Self.escape(list))")
+        for want in wanted {
+            let list = DocumentValue.array(want.revs.map { .string($0) }).toJSON()
+            var path = "\(db)/\(Self.escape(want.id))?revs=true&attachments=true&latest=true&open_revs=\(Self.escape(list))"
+            if !want.attsSince.isEmpty {
+                path += "&atts_since=" + Self.escape(DocumentValue.array(want.attsSince.map { .string($0) }).toJSON())
+            }
+            let value = try await expect(.GET, path)
             if case .array(let entries) = value {
                 for entry in entries { if case .dictionary(let doc)? = entry["ok"] { out.append(doc) } }
             }
@@ -219,6 +246,12 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         } else {
             _ = try await expect(.GET, path)
         }
+    }
+
+    func ensureFullCommit() async throws {
+        let (status, value) = try await send(.POST, "\(db)/_ensure_full_commit", [:])
+        // Optional in CouchDB 3 and absent from some peers: only a server error counts.
+        if status >= 500 { throw Self.error(status, value) }
     }
 
     func checkpoint(_ id: String) async throws -> [String: DocumentValue]? {

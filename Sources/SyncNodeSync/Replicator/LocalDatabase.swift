@@ -7,12 +7,13 @@ struct LocalDatabase: ReplicationPeer {
 
     func identity() async throws -> String { "\(collection.database.uuid)/\(collection.fullName)" }
 
-    func changes(since: String, limit: Int, documentIDs: [String]?) async throws -> (rows: [PeerChange], lastSeq: String) {
+    func changes(since: String, limit: Int, documentIDs: [String]?) async throws -> PeerChanges {
         let start = Int64(since) ?? 0
         var seq = start
         var rows: [PeerChange] = []
         let wanted = documentIDs.map(Set.init)
         // Page until `limit` rows pass the filter or the feed ends.
+        var more = false
         while rows.count < limit {
             let page = try collection.changes(since: seq, limit: limit, allLeaves: true)
             guard let last = page.last else { break }
@@ -20,23 +21,26 @@ struct LocalDatabase: ReplicationPeer {
             for entry in page where wanted?.contains(entry.id) ?? true {
                 rows.append(PeerChange(seq: String(entry.sequence), id: entry.id, revs: entry.leafRevs))
             }
-            if page.count < limit { break }
+            more = page.count == limit
+            if !more { break }
         }
-        return (rows, String(seq))
+        let pending = more && wanted == nil ? try collection.changeCount(since: seq) : nil
+        return PeerChanges(rows: rows, lastSeq: String(seq), pending: more ? pending : 0)
     }
 
-    func revsDiff(_ revs: [String: [String]]) async throws -> [String: [String]] {
-        try collection.revsDiff(revs).mapValues(\.missing)
+    func revsDiff(_ revs: [String: [String]]) async throws -> [String: MissingRevisions] {
+        try collection.revsDiff(revs).mapValues { MissingRevisions(missing: $0.missing, possibleAncestors: $0.possibleAncestors) }
     }
 
-    func fetch(_ wanted: [(id: String, revs: [String])]) async throws -> [[String: DocumentValue]] {
+    func fetch(_ wanted: [WantedRevisions]) async throws -> [[String: DocumentValue]] {
         var out: [[String: DocumentValue]] = []
-        for (id, revs) in wanted {
-            for rev in revs {
-                guard let revision = try collection.revision(id: id, rev: rev), revision.body != nil else { continue }
+        for want in wanted {
+            for rev in want.revs {
+                guard let revision = try collection.revision(id: want.id, rev: rev), revision.body != nil else { continue }
+                let attachments = try WireDocument.attachments(of: revision, attsSince: want.attsSince, collection: collection)
                 let json = try WireDocument.encode(
-                    id: id, rev: rev, deleted: revision.deleted, body: revision.body, revisions: revision.history,
-                    attachments: .data(since: nil), blobs: { collection.blobContent(digest: $0) })
+                    id: want.id, rev: rev, deleted: revision.deleted, body: revision.body, revisions: revision.history,
+                    attachments: attachments, blobs: { collection.blobContent(digest: $0) })
                 if case .dictionary(let doc) = try DocumentValue(json: json) { out.append(doc) }
             }
         }
@@ -68,6 +72,9 @@ struct LocalDatabase: ReplicationPeer {
         if try collection.changeCount(since: Int64(since) ?? 0) > 0 { return }
         _ = await signal.wait(timeout: timeout)
     }
+
+    /// Every store transaction is durable when it commits.
+    func ensureFullCommit() async throws {}
 
     func checkpoint(_ id: String) async throws -> [String: DocumentValue]? {
         guard let doc = try collection.localDocument(id: id), case .dictionary(let d) = try DocumentValue(json: doc.body) else { return nil }

@@ -1,20 +1,9 @@
 import Crypto
+import Dispatch
 import Foundation
 import Logging
+import Synchronization
 import SyncNodeStore
-
-/// What a replication moved.
-public struct ReplicationResult: Sendable, Equatable {
-    /// Revisions written to the other side.
-    public var pushed = 0
-    /// Revisions written to this side.
-    public var pulled = 0
-
-    public init(pushed: Int = 0, pulled: Int = 0) {
-        self.pushed = pushed
-        self.pulled = pulled
-    }
-}
 
 /// Replicates a collection with a peer over the CouchDB replication protocol.
 ///
@@ -23,60 +12,199 @@ public struct ReplicationResult: Sendable, Equatable {
 ///
 /// ```swift
 /// var config = ReplicatorConfiguration(collection: tasks, target: .url(pairingURL))
-/// config.replicatorType = .pull
-/// let result = try await Replicator(config: config).runOnce()
+/// config.continuous = true
+/// let replicator = Replicator(config: config)
+/// let token = replicator.addChangeListener { change in print(change.status.activity) }
+/// replicator.start()
 /// ```
+///
+/// Or, from async code, one pass that returns when caught up:
+/// `let moved = try await Replicator(config: config).runOnce()`.
 public final class Replicator: Sendable {
     public let config: ReplicatorConfiguration
     let logger: Logger
+    private let state = Mutex(State())
+
+    private struct State {
+        var status = ReplicatorStatus()
+        var task: Task<Void, Never>?
+        var run = 0
+        var nextToken: UInt64 = 0
+        var changeListeners: [UInt64: (DispatchQueue, @Sendable (ReplicatorChange) -> Void)] = [:]
+        var documentListeners: [UInt64: (DispatchQueue, @Sendable (DocumentReplication) -> Void)] = [:]
+        var serverFingerprint: String?
+        var remoteIdentity: String?
+    }
 
     public init(config: ReplicatorConfiguration, logger: Logger = Logger(label: "syncnode.replicator")) {
         self.config = config
         self.logger = logger
     }
 
+    // MARK: - Status
+
+    /// What it is doing now, how far it has come, and the last error.
+    public var status: ReplicatorStatus { state.withLock { $0.status } }
+
+    /// The fingerprint of the certificate the peer presented and that is now
+    /// pinned (with a pin configured, or after trust on first use).
+    public var serverCertificateFingerprint: String? { state.withLock { $0.serverFingerprint } }
+
+    /// Calls `listener` on each status change, in order, on `queue` (default: a serial queue of its own).
+    public func addChangeListener(
+        queue: DispatchQueue? = nil, _ listener: @escaping @Sendable (ReplicatorChange) -> Void
+    ) -> ListenerToken {
+        let queue = queue ?? DispatchQueue(label: "syncnode.replicator.listener")
+        let token = state.withLock { s in
+            s.nextToken += 1
+            s.changeListeners[s.nextToken] = (queue, listener)
+            return s.nextToken
+        }
+        return ListenerToken { [weak self] in _ = self?.state.withLock { $0.changeListeners.removeValue(forKey: token) } }
+    }
+
+    /// Calls `listener` after each batch of documents written to either side (or refused by it).
+    public func addDocumentReplicationListener(
+        queue: DispatchQueue? = nil, _ listener: @escaping @Sendable (DocumentReplication) -> Void
+    ) -> ListenerToken {
+        let queue = queue ?? DispatchQueue(label: "syncnode.replicator.documents")
+        let token = state.withLock { s in
+            s.nextToken += 1
+            s.documentListeners[s.nextToken] = (queue, listener)
+            return s.nextToken
+        }
+        return ListenerToken { [weak self] in _ = self?.state.withLock { $0.documentListeners.removeValue(forKey: token) } }
+    }
+
+    /// Status changes as an async sequence (ends when the consuming task is cancelled).
+    public func statusChanges() -> AsyncStream<ReplicatorChange> {
+        let (stream, continuation) = AsyncStream<ReplicatorChange>.makeStream()
+        let token = addChangeListener { continuation.yield($0) }
+        continuation.onTermination = { _ in token.remove() }
+        return stream
+    }
+
+    /// Replicated document batches as an async sequence.
+    public func documentReplications() -> AsyncStream<DocumentReplication> {
+        let (stream, continuation) = AsyncStream<DocumentReplication>.makeStream()
+        let token = addDocumentReplicationListener { continuation.yield($0) }
+        continuation.onTermination = { _ in token.remove() }
+        return stream
+    }
+
+    func update(_ change: (inout ReplicatorStatus) -> Void) {
+        state.withLock { s in
+            change(&s.status)
+            let event = ReplicatorChange(replicator: self, status: s.status)
+            // Queued under the lock so every listener sees changes in order.
+            for (queue, listener) in s.changeListeners.values { queue.async { listener(event) } }
+        }
+    }
+
+    func report(_ documents: [ReplicatedDocument], isPush: Bool) {
+        guard !documents.isEmpty else { return }
+        let event = DocumentReplication(replicator: self, isPush: isPush, documents: documents)
+        state.withLock { s in
+            for (queue, listener) in s.documentListeners.values { queue.async { listener(event) } }
+        }
+    }
+
+    // MARK: - Running
+
+    /// Starts replicating in the background: one pass, or (``ReplicatorConfiguration/continuous``)
+    /// until ``stop()``. Does nothing if it is running. `reset` ignores the
+    /// checkpoints and examines every change again (nothing present is re-sent).
+    public func start(reset: Bool = false) {
+        state.withLock { s in
+            guard s.task == nil else { return }
+            s.run += 1
+            let run = s.run
+            s.status.error = nil
+            s.task = Task { [self] in
+                do {
+                    if config.continuous {
+                        try await runContinuously(reset: reset)
+                    } else {
+                        _ = try await runOnce(reset: reset)
+                    }
+                } catch {
+                    // runOnce/runContinuously recorded it.
+                }
+                state.withLock { if $0.run == run { $0.task = nil } }
+            }
+        }
+    }
+
+    /// Stops a started replication; ``status`` turns `stopped` once it has.
+    public func stop() {
+        state.withLock { $0.task }?.cancel()
+    }
+
+    /// Waits until a started replication has finished or stopped.
+    public func waitUntilStopped() async {
+        await state.withLock { $0.task }?.value
+    }
+
     /// One replication pass in the configured direction(s), until caught up.
     /// Transient failures (connection errors, 408, 429, 5xx) are retried with
     /// exponential backoff up to `maxAttempts`; 401/403 and pin failures stop at once.
-    public func runOnce(progress: (@Sendable (ReplicationResult) -> Void)? = nil) async throws -> ReplicationResult {
-        let (remote, http) = try await connect()
-        defer { if let http { Task { await http.shutdown() } } }
-        let remoteID = try await withRetries { try await remote.identity() }
-        return try await pass(remote: remote, remoteID: remoteID, progress: progress).result
+    @discardableResult
+    public func runOnce(reset: Bool = false) async throws -> ReplicationResult {
+        do {
+            update { $0.activity = .connecting }
+            let (remote, http) = try await connect()
+            defer { if let http { Task { await http.shutdown() } } }
+            let remoteID = try await withRetries { try await self.identity(of: remote) }
+            let result = try await pass(remote: remote, remoteID: remoteID, reset: reset).result
+            update { $0.activity = .stopped }
+            return result
+        } catch {
+            update {
+                $0.activity = .stopped
+                if !(error is CancellationError) { $0.error = error }
+            }
+            throw error
+        }
     }
 
     /// Replicates until the task is cancelled: a pass, then waiting for the
     /// next local change (push) or remote change (pull, by long poll), then
     /// another pass. Transient failures are retried forever with backoff;
     /// 401/403 and a wrong pin stop it.
-    public func runContinuously(progress: (@Sendable (ReplicationResult) -> Void)? = nil) async throws {
-        let local = config.collection
+    public func runContinuously(reset: Bool = false) async throws {
         let signal = ChangeSignal()
-        let token = local.addChangeListener { _ in signal.fire() }
+        let token = config.collection.addChangeListener { _ in signal.fire() }
         defer { token.remove() }
-        var total = ReplicationResult()
         var delay = Duration.milliseconds(200)
+        var reset = reset
+        defer { update { $0.activity = .stopped } }
         while !Task.isCancelled {
             do {
+                update { $0.activity = .connecting }
                 let (remote, http) = try await connect()
                 defer { if let http { Task { await http.shutdown() } } }
-                let remoteID = try await remote.identity()
+                let remoteID = try await identity(of: remote)
                 while !Task.isCancelled {
-                    let (result, remoteSince) = try await pass(remote: remote, remoteID: remoteID, progress: nil)
-                    total.pushed += result.pushed
-                    total.pulled += result.pulled
-                    progress?(total)
+                    let remoteSince = try await pass(remote: remote, remoteID: remoteID, reset: reset).remoteSince
+                    reset = false
                     delay = .milliseconds(200)
+                    update {
+                        $0.activity = .idle
+                        $0.error = nil
+                    }
                     try await waitForWork(remote: remote, remoteSince: remoteSince, localSignal: signal)
                 }
             } catch is CancellationError {
                 return
-            } catch let error as CouchError where ![408, 429].contains(error.status) && error.status < 500 {
-                throw error
-            } catch let error as SyncError {
+            } catch where Self.isPermanent(error) {
+                update { $0.error = error }
                 throw error
             } catch {
                 logger.notice("replication interrupted; retrying", metadata: ["error": "\(error)", "in": "\(delay)"])
+                update {
+                    $0.activity = .offline
+                    $0.error = error
+                }
                 try await Task.sleep(for: delay)
                 delay = min(delay * 2, config.maxAttemptWaitTime)
             }
@@ -86,29 +214,41 @@ public final class Replicator: Sendable {
     private func connect() async throws -> (any ReplicationPeer, HTTPRemote?) {
         switch config.target {
         case .url(let url):
-            let connected = try await HTTPRemote.connect(config, url: url)
+            let trusted = state.withLock { $0.serverFingerprint }
+            let (connected, pinned) = try await HTTPRemote.connect(config, url: url, trusted: trusted)
+            if let pinned { state.withLock { $0.serverFingerprint = pinned } }
             return (connected, connected)
         case .collection(let other):
             return (LocalDatabase(collection: other), nil)
         }
     }
 
+    private func identity(of remote: any ReplicationPeer) async throws -> String {
+        let id = try await remote.identity()
+        state.withLock { $0.remoteIdentity = id }
+        return id
+    }
+
     /// One pass in the configured direction(s); also returns where the remote's feed ended.
     private func pass(
-        remote: any ReplicationPeer, remoteID: String, progress: (@Sendable (ReplicationResult) -> Void)?
+        remote: any ReplicationPeer, remoteID: String, reset: Bool
     ) async throws -> (result: ReplicationResult, remoteSince: String?) {
+        update {
+            $0.activity = .busy
+            $0.progress = ReplicatorProgress()
+        }
         let local = LocalDatabase(collection: config.collection)
         var result = ReplicationResult()
         var remoteSince: String?
         if config.replicatorType != .push {
-            (result.pulled, remoteSince) = try await replicate(from: remote, to: local, direction: "pull", remoteID: remoteID) { n in
-                progress?(ReplicationResult(pushed: 0, pulled: n))
-            }
+            let run = ReplicationRun(replicator: self, source: remote, target: local, isPush: false,
+                                     id: replicationID(remoteID: remoteID, direction: "pull"), reset: reset)
+            (result.pulled, remoteSince) = try await run.run()
         }
         if config.replicatorType != .pull {
-            result.pushed = try await replicate(from: local, to: remote, direction: "push", remoteID: remoteID) { [result] n in
-                progress?(ReplicationResult(pushed: n, pulled: result.pulled))
-            }.written
+            let run = ReplicationRun(replicator: self, source: local, target: remote, isPush: true,
+                                     id: replicationID(remoteID: remoteID, direction: "push"), reset: reset)
+            result.pushed = try await run.run().written
         }
         return (result, remoteSince)
     }
@@ -118,14 +258,15 @@ public final class Replicator: Sendable {
     private func waitForWork(remote: any ReplicationPeer, remoteSince: String?, localSignal: ChangeSignal) async throws {
         let pushing = config.replicatorType != .pull
         let documentIDs = config.documentIDs
+        let heartbeat = config.heartbeat
         try await withThrowingTaskGroup(of: Void.self) { group in
             if pushing {
-                group.addTask { _ = await localSignal.wait(timeout: .seconds(60)) }
+                group.addTask { _ = await localSignal.wait(timeout: heartbeat + .seconds(5)) }
             }
             if let remoteSince {
-                group.addTask { try await remote.waitForChanges(since: remoteSince, timeout: .seconds(55), documentIDs: documentIDs) }
+                group.addTask { try await remote.waitForChanges(since: remoteSince, timeout: heartbeat, documentIDs: documentIDs) }
             }
-            group.addTask { try await Task.sleep(for: .seconds(60)) }
+            group.addTask { try await Task.sleep(for: heartbeat + .seconds(5)) }
             try await group.next()
             group.cancelAll()
         }
@@ -140,91 +281,75 @@ public final class Replicator: Sendable {
         return digest.map { String(format: "%02x", $0) }.joined()
     }
 
-    private func replicate(
-        from source: any ReplicationPeer, to target: any ReplicationPeer, direction: String, remoteID: String,
-        progress: @Sendable (Int) -> Void
-    ) async throws -> (written: Int, since: String) {
-        let id = replicationID(remoteID: remoteID, direction: direction)
-        let sourceCheckpoint = try await withRetries { try await source.checkpoint(id) }
-        let targetCheckpoint = try await withRetries { try await target.checkpoint(id) }
-        var since = Self.agreedSequence(sourceCheckpoint, targetCheckpoint)
-        let session = UUID().uuidString.lowercased()
-        var history = Self.history(sourceCheckpoint)
-        var written = 0
-        logger.debug("replicating", metadata: ["direction": "\(direction)", "since": "\(since)"])
+    // MARK: - Pending documents
+
+    /// The local documents changed since the last push checkpoint (after the
+    /// `documentIDs` and push filters): what the next push would send.
+    /// Needs the peer's identity: the configured `remoteUUID`, the one seen by
+    /// an earlier run, or else it asks the peer.
+    public func pendingDocumentIDs() async throws -> Set<String> {
+        guard config.replicatorType != .pull else {
+            throw SyncError.invalidConfiguration("pending documents are known for push replications only")
+        }
+        var remoteID = state.withLock { $0.remoteIdentity }
+        if remoteID == nil {
+            let (remote, http) = try await connect()
+            defer { if let http { Task { await http.shutdown() } } }
+            remoteID = try await identity(of: remote)
+        }
+        let local = LocalDatabase(collection: config.collection)
+        let checkpoint = try await local.checkpoint(replicationID(remoteID: remoteID ?? "", direction: "push"))
+        var since = HTTPRemote.sequenceText(checkpoint?["source_last_seq"])
+        var pending = Set<String>()
         while true {
-            let from = since
-            let (rows, lastSeq) = try await withRetries {
-                try await source.changes(since: from, limit: self.config.batchSize, documentIDs: self.config.documentIDs)
-            }
-            if rows.isEmpty { break }
-            var asked: [String: [String]] = [:]
-            for row in rows { asked[row.id, default: []].append(contentsOf: row.revs) }
-            let question = asked
-            let missing = try await withRetries { try await target.revsDiff(question) }
-            if !missing.isEmpty {
-                let wanted = missing.map { (id: $0.key, revs: $0.value) }
-                let docs = try await withRetries { try await source.fetch(wanted) }
-                let refused = try await withRetries { try await target.store(docs) }
-                for (id, reason) in refused {
-                    logger.warning("a document was not replicated", metadata: ["id": "\(id)", "reason": "\(reason)", "direction": "\(direction)"])
+            let page = try await local.changes(since: since, limit: 1000, documentIDs: config.documentIDs)
+            for row in page.rows {
+                if let filter = config.pushFilter, let revision = try config.collection.revision(id: row.id) {
+                    let document = config.collection.document(revision)
+                        ?? Document(id: row.id, revisionID: revision.rev, isDeleted: true, values: [:])
+                    guard filter(document, revision.deleted ? .deleted : []) else { continue }
                 }
-                written += docs.count - refused.count
-                progress(written)
+                pending.insert(row.id)
             }
-            since = lastSeq
-            // One entry per session (CouchDB's shape): its latest recorded sequence.
-            history.removeAll { $0["session_id"] == .string(session) }
-            history.insert(["session_id": .string(session), "recorded_seq": .string(since)], at: 0)
-            history = Array(history.prefix(20))
-            let checkpoint: [String: DocumentValue] = [
-                "session_id": .string(session), "source_last_seq": .string(since), "history": .array(history.map { .dictionary($0) }),
-            ]
-            try await withRetries { try await target.saveCheckpoint(id, checkpoint) }
-            try await withRetries { try await source.saveCheckpoint(id, checkpoint) }
+            if page.rows.isEmpty || page.lastSeq == since { return pending }
+            since = page.lastSeq
         }
-        return (written, since)
     }
 
-    /// The sequence both checkpoints agree on: the same last sequence, else the
-    /// newest session they share, else the start.
-    static func agreedSequence(_ a: [String: DocumentValue]?, _ b: [String: DocumentValue]?) -> String {
-        guard let a, let b else { return "0" }
-        if let seq = a["source_last_seq"], seq == b["source_last_seq"] { return HTTPRemote.sequenceText(seq) }
-        let sessionsB = Dictionary(history(b).compactMap { entry -> (String, DocumentValue)? in
-            guard case .string(let s)? = entry["session_id"], let seq = entry["recorded_seq"] else { return nil }
-            return (s, seq)
-        }, uniquingKeysWith: { first, _ in first })
-        for entry in history(a) {
-            if case .string(let s)? = entry["session_id"], let seq = entry["recorded_seq"], sessionsB[s] == seq {
-                return HTTPRemote.sequenceText(seq)
-            }
+    /// Whether the next push would send this document.
+    public func isDocumentPending(id: String) async throws -> Bool {
+        try await pendingDocumentIDs().contains(id)
+    }
+
+    // MARK: - Retries
+
+    /// Errors no retry can fix: the peer refused us (4xx other than 408/429),
+    /// a wrong pin or configuration, or the local store failing.
+    static func isPermanent(_ error: any Error) -> Bool {
+        switch error {
+        case let error as CouchError: return ![408, 429].contains(error.status) && error.status < 500
+        case is SyncError, is StoreError, is CancellationError: return true
+        default: return false
         }
-        return "0"
     }
 
-    static func history(_ checkpoint: [String: DocumentValue]?) -> [[String: DocumentValue]] {
-        guard case .array(let entries)? = checkpoint?["history"] else { return [] }
-        return entries.compactMap { if case .dictionary(let d) = $0 { return d } else { return nil } }
-    }
-
-    /// Retries transient failures with exponential backoff.
-    private func withRetries<T: Sendable>(_ operation: @Sendable () async throws -> T) async throws -> T {
+    /// Retries transient failures with exponential backoff, showing `offline` while waiting.
+    func withRetries<T: Sendable>(_ operation: @Sendable () async throws -> T) async throws -> T {
         var attempt = 1
         var delay = Duration.milliseconds(200)
         while true {
             do {
                 return try await operation()
-            } catch let error as CouchError where ![408, 429].contains(error.status) && error.status < 500 {
-                throw error
-            } catch let error as SyncError {
-                throw error
-            } catch let error as StoreError {
+            } catch where Self.isPermanent(error) || attempt >= config.maxAttempts {
                 throw error
             } catch {
-                guard attempt < config.maxAttempts else { throw error }
                 logger.notice("transient replication error; retrying", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
+                update {
+                    $0.activity = .offline
+                    $0.error = error
+                }
                 try await Task.sleep(for: delay)
+                update { $0.activity = .busy }
                 delay = min(delay * 2, config.maxAttemptWaitTime)
                 attempt += 1
             }

@@ -15,32 +15,75 @@ public enum ReplicatorType: Sendable {
     case push, pull, pushAndPull
 }
 
+/// HTTP Basic credentials for the peer.
+public struct BasicAuthenticator: Sendable, Equatable {
+    public var username: String
+    public var password: String
+
+    public init(username: String, password: String) {
+        self.username = username
+        self.password = password
+    }
+}
+
+/// What a replication filter knows about a revision besides its body.
+public struct DocumentFlags: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// The revision is a deletion (the document passed to the filter is empty).
+    public static let deleted = DocumentFlags(rawValue: 1)
+    /// The peer revoked access to the document.
+    public static let accessRemoved = DocumentFlags(rawValue: 2)
+}
+
+/// Decides per revision whether it replicates: true lets it through.
+public typealias ReplicationFilter = @Sendable (_ document: Document, _ flags: DocumentFlags) -> Bool
+
 /// What a replicator does (Couchbase Lite's shape).
+///
+/// ```swift
+/// var config = ReplicatorConfiguration(collection: tasks, target: .url(pairingURL))
+/// config.replicatorType = .pull
+/// config.continuous = true
+/// ```
 public struct ReplicatorConfiguration: Sendable {
     /// The local collection replicated.
     public var collection: DocumentCollection
     /// The other side.
     public var target: ReplicationEndpoint
     public var replicatorType: ReplicatorType = .pushAndPull
+    /// Keep replicating changes as they happen (``Replicator/start(reset:)``) instead of stopping when caught up.
+    public var continuous = false
     /// HTTP Basic credentials; default: the URL's userinfo.
-    public var username: String?
-    public var password: String?
+    public var authenticator: BasicAuthenticator?
     /// Extra HTTP headers sent with every request.
     public var headers: [String: String] = [:]
     /// The peer's certificate fingerprint (base64url SHA-256) to pin; default: the URL's `fp`.
     public var pinnedFingerprint: String?
     /// The peer's certificate (DER) to pin.
     public var pinnedServerCertificate: [UInt8]?
+    /// Trust on first use: accept the peer's certificate only if it is self-signed,
+    /// then pin the one seen for every later connection of this replicator
+    /// (read it from ``Replicator/serverCertificateFingerprint``).
+    public var acceptOnlySelfSignedServerCertificate = false
     /// The peer's identity for checkpoints; default: the URL's `uuid`, else what `GET /` reports, else the URL.
     public var remoteUUID: String?
     /// Only these documents.
     public var documentIDs: [String]?
+    /// Which local revisions are pushed (nil: all).
+    public var pushFilter: ReplicationFilter?
+    /// Which remote revisions are saved locally (nil: all).
+    public var pullFilter: ReplicationFilter?
+    /// Ends conflicts that pulled revisions create; nil keeps them (CouchDB's behaviour).
+    public var conflictResolver: ConflictResolver? = .default
     /// Documents (and revisions) per batch.
     public var batchSize = 500
-    /// Attempts before a transient failure stops a one-shot replication.
+    /// Attempts before a transient failure stops a one-shot replication (continuous ones retry forever).
     public var maxAttempts = 10
     /// The longest wait between attempts.
     public var maxAttemptWaitTime: Duration = .seconds(300)
+    /// How long a continuous pull's long poll waits for a remote change before asking again.
+    public var heartbeat: Duration = .seconds(55)
     /// TCP connect timeout (also how fast a wrong pin fails).
     public var connectTimeout: Duration = .seconds(5)
 
@@ -49,8 +92,9 @@ public struct ReplicatorConfiguration: Sendable {
         self.target = target
         if case .url(let url) = target {
             let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
-            username = components?.user
-            password = components?.password
+            if let user = components?.user {
+                authenticator = BasicAuthenticator(username: user, password: components?.password ?? "")
+            }
             pinnedFingerprint = components?.queryItems?.first { $0.name == "fp" }?.value
             remoteUUID = components?.queryItems?.first { $0.name == "uuid" }?.value
         }

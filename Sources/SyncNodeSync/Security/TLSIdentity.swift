@@ -121,3 +121,12 @@ public struct TLSIdentity: Sendable {
         return nil
     }
 }
+
+extension TLSIdentity {
+    /// True when the DER certificate names itself as issuer and its own key verifies its signature.
+    static func isSelfSigned(der: [UInt8]) -> Bool {
+        guard let certificate = try? Certificate(derEncoded: der) else { return false }
+        return certificate.issuer == certificate.subject
+            && certificate.publicKey.isValidSignature(certificate.signature, for: certificate)
+    }
+}

@@ -21,6 +21,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The node's name.") var name: String?
     @Option(name: .customLong("sync-with"), help: "Keep a continuous push/pull replication with this peer URL (repeatable).")
     var syncWith: [String] = []
+    @Flag(name: .customLong("trust-on-first-use"),
+          help: "For --sync-with URLs without an fp: accept a self-signed certificate on first contact, then pin it.")
+    var trustOnFirstUse = false
 
     func validate() throws {
         guard (user == nil) == (password == nil) else { throw ValidationError("--user and --password go together") }
@@ -63,19 +66,28 @@ struct Serve: AsyncParsableCommand {
             guard let url = URL(string: text) else { throw CLIError.usage("--sync-with: not a URL") }
             let collection = try directory.database(served[0])?.defaultCollection()
             guard let collection else { throw CLIError.user("no database \(served[0])") }
-            let replicator = Replicator(config: ReplicatorConfiguration(collection: collection, target: .url(url)))
-            return Task {
-                do {
-                    try await replicator.runContinuously { total in
-                        Output.progress("sync: pushed \(total.pushed), pulled \(total.pulled)")
-                    }
-                } catch {
-                    Output.error("replication with a --sync-with peer stopped: \(error)")
+            var config = ReplicatorConfiguration(collection: collection, target: .url(url))
+            config.continuous = true
+            config.acceptOnlySelfSignedServerCertificate = trustOnFirstUse
+            let replicator = Replicator(config: config)
+            let peer = "\(url.host ?? "?"):\(url.port.map(String.init) ?? "")"
+            let reporter = ProgressReporter(label: "sync \(peer)")
+            let failures = replicator.addChangeListener { change in
+                if change.status.activity == .stopped, let error = change.status.error {
+                    Output.error("replication with \(peer) stopped: \(error)")
                 }
             }
+            return (replicator, [reporter.attach(to: replicator), failures])
+        }
+        for (replicator, _) in replications {
+            replicator.start()
         }
         await Termination.wait()
-        for replication in replications { replication.cancel() }
+        for (replicator, tokens) in replications {
+            replicator.stop()
+            await replicator.waitUntilStopped()
+            tokens.forEach { $0.remove() }
+        }
         await listener.stop()
         directory.closeAll()
     }

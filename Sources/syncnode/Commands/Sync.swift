@@ -29,36 +29,29 @@ struct Sync: AsyncParsableCommand {
         var config = ReplicatorConfiguration(collection: collection, target: .url(target))
         config.replicatorType = push ? .push : pull ? .pull : .pushAndPull
         config.maxAttempts = attempts
+        config.continuous = continuous
+        let replicator = Replicator(config: config)
+        let reporter = ProgressReporter(label: "sync")
+        let token = reporter.attach(to: replicator)
+        defer { token.remove() }
         let start = Date()
-        if continuous {
-            let replicator = Replicator(config: config)
-            let task = Task {
-                try await replicator.runContinuously { total in
-                    Output.progress("sync: pushed \(total.pushed), pulled \(total.pulled)")
-                }
+        replicator.start()
+        let stopper = Task { await Termination.wait(); replicator.stop() }
+        await replicator.waitUntilStopped()
+        stopper.cancel()
+        reporter.finish()
+        let status = replicator.status
+        if let error = status.error {
+            switch error {
+            case let error as CouchError:
+                throw CLIError(message: "peer answered \(error)", exitCode: error.status == 401 || error.status == 403 ? 1 : 3)
+            case let error as StoreError:
+                throw error
+            default:
+                throw CLIError(message: "\(error)", exitCode: 3)
             }
-            let stopped = Task { await Termination.wait(); task.cancel() }
-            do {
-                try await task.value
-            } catch {
-                throw CLIError(message: "\(error)", exitCode: (error as? CouchError).map { $0.status == 401 || $0.status == 403 ? 1 : 3 } ?? 3)
-            }
-            stopped.cancel()
-            return
-        }
-        let result: ReplicationResult
-        do {
-            result = try await Replicator(config: config).runOnce { progress in
-                Output.progress("sync: pushed \(progress.pushed), pulled \(progress.pulled)")
-            }
-        } catch let error as CouchError {
-            throw CLIError(message: "peer answered \(error)", exitCode: error.status == 401 || error.status == 403 ? 1 : 3)
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw CLIError(message: "\(error)", exitCode: 3)
         }
         let seconds = (Date().timeIntervalSince(start) * 1000).rounded() / 1000
-        Output.line(["pushed": .int(Int64(result.pushed)), "pulled": .int(Int64(result.pulled)), "seconds": .double(seconds)])
+        Output.line(["pushed": .int(Int64(status.result.pushed)), "pulled": .int(Int64(status.result.pulled)), "seconds": .double(seconds)])
     }
 }

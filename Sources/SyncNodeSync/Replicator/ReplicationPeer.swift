@@ -1,0 +1,50 @@
+import Foundation
+import SyncNodeStore
+
+/// One side of a replication, as the algorithm sees it: the CouchDB
+/// replication protocol's operations. ``HTTPRemote`` speaks it to any
+/// CouchDB-compatible peer; ``LocalDatabase`` answers it from a local collection.
+protocol ReplicationPeer: Sendable {
+    /// A stable identity for checkpoints (the node or database UUID).
+    func identity() async throws -> String
+    /// Changes after `since` (an opaque sequence), at most `limit`, every leaf
+    /// revision; `pending` is how many more the peer has, when it says.
+    func changes(since: String, limit: Int, documentIDs: [String]?) async throws -> PeerChanges
+    /// Which of these revisions the peer lacks, with the revisions it has that may be their ancestors.
+    func revsDiff(_ revs: [String: [String]]) async throws -> [String: MissingRevisions]
+    /// The revisions with their history, as wire documents; attachments the
+    /// receiver has (present in `attsSince` revisions) come as stubs.
+    func fetch(_ wanted: [WantedRevisions]) async throws -> [[String: DocumentValue]]
+    /// Stores revisions made elsewhere (`new_edits=false`); returns the
+    /// documents the peer refused, with why (the others are stored).
+    func store(_ docs: [[String: DocumentValue]]) async throws -> [(id: String, reason: String)]
+    /// Returns once the peer has changes after `since`, or after `timeout`.
+    func waitForChanges(since: String, timeout: Duration, documentIDs: [String]?) async throws
+    /// Makes what was stored durable before a checkpoint names it (`_ensure_full_commit`).
+    func ensureFullCommit() async throws
+    func checkpoint(_ id: String) async throws -> [String: DocumentValue]?
+    func saveCheckpoint(_ id: String, _ body: [String: DocumentValue]) async throws
+}
+
+struct PeerChange: Sendable {
+    let seq: String
+    let id: String
+    let revs: [String]
+}
+
+struct PeerChanges: Sendable {
+    var rows: [PeerChange]
+    var lastSeq: String
+    var pending: Int?
+}
+
+struct MissingRevisions: Sendable {
+    var missing: [String]
+    var possibleAncestors: [String]
+}
+
+struct WantedRevisions: Sendable {
+    let id: String
+    let revs: [String]
+    let attsSince: [String]
+}

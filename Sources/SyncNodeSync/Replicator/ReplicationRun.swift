@@ -1,0 +1,151 @@
+import Foundation
+import SyncNodeStore
+
+/// One direction of a replication pass: the CouchDB replication algorithm
+/// from `source` to `target`, until the source's feed is exhausted.
+///
+/// Batches are pipelined: while batch n is written to the target and
+/// checkpointed, batch n+1 is read (changes, `_revs_diff`, fetch) from the
+/// source, so at most two batches are in memory.
+struct ReplicationRun: Sendable {
+    let replicator: Replicator
+    let source: any ReplicationPeer
+    let target: any ReplicationPeer
+    let isPush: Bool
+    let id: String
+    let reset: Bool
+
+    private var config: ReplicatorConfiguration { replicator.config }
+
+    /// A batch read from the source, ready to write.
+    private struct Batch: Sendable {
+        let rows: Int
+        let lastSeq: String
+        let pending: Int?
+        let docs: [[String: DocumentValue]]
+    }
+
+    /// Runs until caught up; returns the revisions written and the source sequence reached.
+    func run() async throws -> (written: Int, since: String) {
+        let sourceCheckpoint = reset ? nil : try await replicator.withRetries { try await source.checkpoint(id) }
+        let targetCheckpoint = reset ? nil : try await replicator.withRetries { try await target.checkpoint(id) }
+        var since = Self.agreedSequence(sourceCheckpoint, targetCheckpoint)
+        let session = UUID().uuidString.lowercased()
+        var history = Self.history(sourceCheckpoint)
+        var written = 0
+        replicator.logger.debug("replicating", metadata: ["direction": "\(isPush ? "push" : "pull")", "since": "\(since)"])
+        var next = try await read(since: since)
+        while let batch = next {
+            async let following = read(since: batch.lastSeq)
+            written += try await write(batch)
+            since = batch.lastSeq
+            // One entry per session (CouchDB's shape): its latest recorded sequence.
+            history.removeAll { $0["session_id"] == .string(session) }
+            history.insert(["session_id": .string(session), "recorded_seq": .string(since)], at: 0)
+            history = Array(history.prefix(20))
+            let checkpoint: [String: DocumentValue] = [
+                "session_id": .string(session), "source_last_seq": .string(since), "history": .array(history.map { .dictionary($0) }),
+            ]
+            try await replicator.withRetries { try await target.ensureFullCommit() }
+            try await replicator.withRetries { try await target.saveCheckpoint(id, checkpoint) }
+            try await replicator.withRetries { try await source.saveCheckpoint(id, checkpoint) }
+            next = try await following
+        }
+        return (written, since)
+    }
+
+    /// The next batch after `since`: its changes, the revisions the target
+    /// lacks, fetched (attachments the target has stay stubs) and filtered.
+    /// Nil when the feed has nothing more.
+    private func read(since: String) async throws -> Batch? {
+        let changes = try await replicator.withRetries {
+            try await source.changes(since: since, limit: config.batchSize, documentIDs: config.documentIDs)
+        }
+        if changes.rows.isEmpty { return nil }
+        replicator.update { status in
+            status.progress.total = max(status.progress.total, status.progress.completed + changes.rows.count + (changes.pending ?? 0))
+        }
+        var asked: [String: [String]] = [:]
+        for row in changes.rows { asked[row.id, default: []].append(contentsOf: row.revs) }
+        let question = asked
+        let missing = try await replicator.withRetries { try await target.revsDiff(question) }
+        var docs: [[String: DocumentValue]] = []
+        if !missing.isEmpty {
+            let wanted = missing.map { WantedRevisions(id: $0.key, revs: $0.value.missing, attsSince: $0.value.possibleAncestors) }
+            docs = try await replicator.withRetries { try await source.fetch(wanted) }
+        }
+        if let filter = isPush ? config.pushFilter : config.pullFilter {
+            docs = docs.filter { doc in
+                let deleted = doc["_deleted"] == .bool(true)
+                let document = Document(id: Self.string(doc["_id"]), revisionID: Self.string(doc["_rev"]), isDeleted: deleted, values: doc)
+                return filter(document, deleted ? .deleted : [])
+            }
+        }
+        return Batch(rows: changes.rows.count, lastSeq: changes.lastSeq, pending: changes.pending, docs: docs)
+    }
+
+    /// Writes a batch to the target, ends the conflicts pulled revisions
+    /// created, and reports what happened; returns the revisions written.
+    private func write(_ batch: Batch) async throws -> Int {
+        var refusedIDs: [String: String] = [:]
+        if !batch.docs.isEmpty {
+            let docs = batch.docs
+            let refused = try await replicator.withRetries { try await target.store(docs) }
+            for (id, reason) in refused {
+                replicator.logger.warning("a document was not replicated", metadata: [
+                    "id": "\(id)", "reason": "\(reason)", "direction": "\(isPush ? "push" : "pull")",
+                ])
+                refusedIDs[id] = reason
+            }
+            if !isPush, let resolver = config.conflictResolver {
+                var pulled: [String: Set<String>] = [:]
+                for doc in docs { pulled[Self.string(doc["_id"]), default: []].insert(Self.string(doc["_rev"])) }
+                for (id, revs) in pulled where refusedIDs[id] == nil {
+                    try resolver.resolveConflicts(of: id, pulled: revs, in: config.collection)
+                }
+            }
+        }
+        let written = batch.docs.count - batch.docs.filter { refusedIDs[Self.string($0["_id"])] != nil }.count
+        replicator.update { status in
+            status.progress.completed += batch.rows
+            status.progress.total = max(status.progress.total, status.progress.completed + (batch.pending ?? 0))
+            if isPush { status.result.pushed += written } else { status.result.pulled += written }
+        }
+        replicator.report(batch.docs.map { doc in
+            let id = Self.string(doc["_id"])
+            return ReplicatedDocument(
+                id: id, revisionID: Self.string(doc["_rev"]), flags: doc["_deleted"] == .bool(true) ? .deleted : [],
+                error: refusedIDs[id].map { CouchError(status: 400, error: "refused", reason: $0) })
+        }, isPush: isPush)
+        return written
+    }
+
+    private static func string(_ value: DocumentValue?) -> String {
+        if case .string(let s)? = value { return s }
+        return value?.toJSON() ?? ""
+    }
+
+    /// The sequence both checkpoints agree on: the same last sequence, else
+    /// the source's sequence for the newest session both recorded, else the
+    /// start. The target's checkpoint is written first, so after a crash
+    /// between the two writes the source's is the older one: at most one
+    /// batch is examined again.
+    static func agreedSequence(_ source: [String: DocumentValue]?, _ target: [String: DocumentValue]?) -> String {
+        guard let source, let target else { return "0" }
+        if let seq = source["source_last_seq"], seq == target["source_last_seq"] { return HTTPRemote.sequenceText(seq) }
+        let targetSessions = Set(history(target).compactMap { entry -> String? in
+            if case .string(let s)? = entry["session_id"] { return s } else { return nil }
+        })
+        for entry in history(source) {
+            if case .string(let s)? = entry["session_id"], let seq = entry["recorded_seq"], targetSessions.contains(s) {
+                return HTTPRemote.sequenceText(seq)
+            }
+        }
+        return "0"
+    }
+
+    static func history(_ checkpoint: [String: DocumentValue]?) -> [[String: DocumentValue]] {
+        guard case .array(let entries)? = checkpoint?["history"] else { return [] }
+        return entries.compactMap { if case .dictionary(let d) = $0 { return d } else { return nil } }
+    }
+}

@@ -1,0 +1,67 @@
+import SyncNodeStore
+
+/// What a replicator is doing (Couchbase Lite's activity levels).
+public enum ReplicatorActivity: String, Sendable {
+    /// Not running: never started, finished, stopped, or failed (see ``ReplicatorStatus/error``).
+    case stopped
+    /// The peer is unreachable; waiting before the next attempt.
+    case offline
+    /// Reaching the peer.
+    case connecting
+    /// Caught up; a continuous replicator waits for changes.
+    case idle
+    /// Moving changes.
+    case busy
+}
+
+/// How far a replication has come: changes examined out of changes known.
+public struct ReplicatorProgress: Sendable, Equatable {
+    public var completed = 0
+    public var total = 0
+}
+
+/// A replicator's state at one moment.
+public struct ReplicatorStatus: Sendable {
+    public var activity: ReplicatorActivity = .stopped
+    public var progress = ReplicatorProgress()
+    /// Revisions written to each side so far.
+    public var result = ReplicationResult()
+    /// Why it stopped or is retrying; the peer's HTTP status is kept in a ``CouchError``.
+    public var error: (any Error)?
+}
+
+/// What a replication moved.
+public struct ReplicationResult: Sendable, Equatable {
+    /// Revisions written to the other side.
+    public var pushed = 0
+    /// Revisions written to this side.
+    public var pulled = 0
+
+    public init(pushed: Int = 0, pulled: Int = 0) {
+        self.pushed = pushed
+        self.pulled = pulled
+    }
+}
+
+/// A status change, as change listeners receive it.
+public struct ReplicatorChange: Sendable {
+    public let replicator: Replicator
+    public let status: ReplicatorStatus
+}
+
+/// One revision a replicator moved (or failed to).
+public struct ReplicatedDocument: Sendable {
+    public let id: String
+    public let revisionID: String?
+    public let flags: DocumentFlags
+    /// Why the receiver refused it; nil when it was written.
+    public let error: (any Error)?
+}
+
+/// A batch of documents moved in one direction, as document replication listeners receive it.
+public struct DocumentReplication: Sendable {
+    public let replicator: Replicator
+    /// True for local revisions sent to the peer, false for the peer's received.
+    public let isPush: Bool
+    public let documents: [ReplicatedDocument]
+}
