@@ -82,6 +82,7 @@ let package = Package(
             dependencies: [
                 "SyncNodeSync",
                 "SyncNodeStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
