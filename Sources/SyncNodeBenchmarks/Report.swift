@@ -29,6 +29,14 @@ enum Report {
         print(line)
     }
 
+    /// A running process's peak RSS (`VmHWM`), from /proc.
+    static func peakRSSMegabytes(pid: Int32) -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let kb = Double(line.split(separator: " ").dropFirst().first ?? "") else { return .nan }
+        return kb / 1024
+    }
+
     static func peakRSSMegabytes() -> Double {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
