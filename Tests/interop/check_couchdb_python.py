@@ -62,6 +62,31 @@ assert "b2" not in db
 db.delete(db["b1"])
 assert len(db) == 1
 
+# Server-side replication driven by the client (POST /_replicate): local to local...
+copy = name + "-copy"
+result = server.replicate(name, copy, create_target=True)
+assert result["ok"] and result["history"][0]["docs_written"] == 3, result  # doc1 and two tombstones
+assert server[copy]["doc1"]["a"] == 2
+# ...and continuous to a URL (this same node, its certificate pinned by fingerprint), then cancelled.
+import base64, hashlib, time
+der = ssl.PEM_cert_to_DER_cert(open(pem).read())
+fp = base64.urlsafe_b64encode(hashlib.sha256(der).digest()).decode().rstrip("=")
+remote = f"https://{quote(user, safe='')}:{quote(password, safe='')}@127.0.0.1:{rest.split(':')[-1]}/{copy}?fp={fp}"
+started = server.replicate(name, remote, continuous=True)
+assert started["ok"] and started["_local_id"], started
+db.save({"_id": "live", "v": 1})
+deadline = time.time() + 15
+while "live" not in server[copy] and time.time() < deadline:
+    time.sleep(0.05)
+assert "live" in server[copy], "a continuous server-side replication did not carry a new document"
+assert server.replicate(name, remote, continuous=True, cancel=True)["ok"]
+try:
+    server.replicate("no-such-db", copy)
+    raise AssertionError("replicating a missing database must fail")
+except couchdb.http.ResourceNotFound:
+    pass
+del server[copy]
+
 del server[name]
 assert name not in server
 print("couchdb-python: ok")

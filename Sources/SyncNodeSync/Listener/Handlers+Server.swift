@@ -27,6 +27,8 @@ extension Handlers {
             return HTTP.json(["uuids": .array((0..<count).map { _ in .string(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")) })])
         case "_session":
             return try await session(request)
+        case "_replicate":
+            return try await replicate(request)
         default:
             throw CouchError.notFound()
         }

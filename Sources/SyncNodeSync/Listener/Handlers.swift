@@ -9,6 +9,7 @@ import SyncNodeStore
 /// `/{keyspace}/{docid}` and `/{keyspace}/{docid}/{attachment}`.
 struct Handlers: Sendable {
     let config: ListenerConfiguration
+    let replications: ServerReplications
     let logger: Logger
 
     var directory: NodeDirectory { config.directory }

@@ -23,6 +23,7 @@ public final class Listener: Sendable {
     public let config: ListenerConfiguration
     let logger: Logger
     private let stats = ListenerStats()
+    private let replications = ServerReplications()
     private let state = Mutex<State>(State())
 
     private struct State {
@@ -62,7 +63,7 @@ public final class Listener: Sendable {
         guard state.withLock({ $0.task == nil }) else { return }
         let identity = config.disableTLS ? nil : try (config.tlsIdentity ?? config.directory.tlsIdentity())
         let responder = ListenerResponder(
-            handlers: Handlers(config: config, logger: logger), authenticator: config.authenticator,
+            handlers: Handlers(config: config, replications: replications, logger: logger), authenticator: config.authenticator,
             allowedOrigins: config.allowedOrigins, rateLimiter: AuthRateLimiter(limit: config.authFailuresPerMinute), stats: stats,
             faultInjector: config.faultInjector, logger: logger)
         let http1 = HTTP1Channel.Configuration(
@@ -108,6 +109,7 @@ public final class Listener: Sendable {
             defer { s.group = nil; s.task = nil; s.port = nil }
             return (s.group, s.task)
         }
+        await replications.stopAll()
         await group?.triggerGracefulShutdown()
         _ = try? await task?.value
     }

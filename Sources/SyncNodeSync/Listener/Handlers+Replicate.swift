@@ -1,0 +1,138 @@
+import Crypto
+import Foundation
+import Hummingbird
+import SyncNodeStore
+
+extension Handlers {
+    /// `POST /_replicate` (CouchDB's API): runs the replicator between a
+    /// database of this node and another one, here or at a URL. One-shot
+    /// requests answer when done with CouchDB's history shape; continuous ones
+    /// answer at once with `_local_id`, and `cancel: true` stops them.
+    func replicate(_ request: Request) async throws -> Response {
+        guard request.method == .post else { throw Self.methodNotAllowed("POST") }
+        let body = try await request.jsonObject(limit: bodyLimit)
+        let source = try Self.endpoint(body["source"], name: "source")
+        let target = try Self.endpoint(body["target"], name: "target")
+        let continuous = body["continuous"] == .bool(true)
+        var documentIDs: [String]?
+        if case .array(let ids)? = body["doc_ids"] {
+            documentIDs = try ids.map { id in
+                guard case .string(let s) = id else { throw CouchError.badRequest("doc_ids must be an array of strings") }
+                return s
+            }
+        }
+        let id = Self.replicationID(source: source, target: target, continuous: continuous, documentIDs: documentIDs)
+        if body["cancel"] == .bool(true) {
+            guard await replications.cancel(id: id) else { throw CouchError.notFound("no such replication is running") }
+            return HTTP.json(["ok": true, "_local_id": .string(id)])
+        }
+        var config = try configuration(source: source, target: target, createTarget: body["create_target"] == .bool(true))
+        config.documentIDs = documentIDs
+        config.continuous = continuous
+        let replicator = Replicator(config: config, logger: logger)
+        if continuous {
+            _ = replications.start(replicator, id: id)
+            return HTTP.json(["ok": true, "_local_id": .string(id)], status: .accepted)
+        }
+        let started = Date()
+        let result: ReplicationResult
+        do {
+            result = try await replicator.runOnce()
+        } catch {
+            // The peer's answer (a 401 from it, say) is not this request's status.
+            throw CouchError(status: 500, error: "replication_failed", reason: "\(error)")
+        }
+        let written = result.pushed + result.pulled
+        let session = UUID().uuidString.lowercased()
+        return HTTP.json([
+            "ok": true, "session_id": .string(session), "source_last_seq": .null, "no_changes": .bool(written == 0),
+            "history": [[
+                "session_id": .string(session), "start_time": .string(Self.httpDate(started)), "end_time": .string(Self.httpDate(Date())),
+                "docs_written": .int(Int64(written)), "docs_read": .int(Int64(written)),
+                "missing_found": .int(Int64(written)), "doc_write_failures": 0,
+            ]],
+        ])
+    }
+
+    private enum Side: Equatable {
+        case local(String)
+        case remote(URL, headers: [String: String])
+    }
+
+    /// `"name"`, `"https://…/db"` or `{"url": "…", "headers": {…}}`.
+    private static func endpoint(_ value: DocumentValue?, name: String) throws -> Side {
+        var text: String
+        var headers: [String: String] = [:]
+        switch value {
+        case .string(let s)?:
+            text = s
+        case .dictionary(let d)?:
+            guard case .string(let s)? = d["url"] else { throw CouchError.badRequest("\(name).url must be a string") }
+            text = s
+            if case .dictionary(let h)? = d["headers"] {
+                for (key, value) in h { if case .string(let v) = value { headers[key] = v } }
+            }
+        default:
+            throw CouchError.badRequest("\(name) must be a database name or URL")
+        }
+        if text.contains("://") {
+            guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? "") else {
+                throw CouchError.badRequest("\(name) is not an http(s) URL")
+            }
+            return .remote(url, headers: headers)
+        }
+        text = text.removingPercentEncoding ?? text
+        return .local(text)
+    }
+
+    private func configuration(source: Side, target: Side, createTarget: Bool) throws -> ReplicatorConfiguration {
+        switch (source, target) {
+        case (.local(let s), .local(let t)):
+            var config = ReplicatorConfiguration(collection: try collection(s), target: .collection(try localTarget(t, create: createTarget)))
+            config.replicatorType = .push
+            return config
+        case (.local(let s), .remote(let url, let headers)):
+            var config = ReplicatorConfiguration(collection: try collection(s), target: .url(url))
+            config.replicatorType = .push
+            config.headers = headers
+            return config
+        case (.remote(let url, let headers), .local(let t)):
+            try checkWritable()
+            var config = ReplicatorConfiguration(collection: try localTarget(t, create: createTarget), target: .url(url))
+            config.replicatorType = .pull
+            config.headers = headers
+            // A server-side pull keeps the peer's conflicts, as CouchDB does.
+            config.conflictResolver = nil
+            return config
+        case (.remote, .remote):
+            throw CouchError.badRequest("one of source and target must be a database on this node")
+        }
+    }
+
+    private func localTarget(_ keyspace: String, create: Bool) throws -> DocumentCollection {
+        if create, config.databases == nil {
+            let (name, _, _) = try Self.parse(keyspace: keyspace)
+            _ = try directory.database(name, create: true)
+        }
+        return try collection(keyspace)
+    }
+
+    private static func replicationID(source: Side, target: Side, continuous: Bool, documentIDs: [String]?) -> String {
+        func text(_ side: Side) -> String {
+            switch side {
+            case .local(let name): return name
+            case .remote(let url, _): return HTTPRemote.redacted(url)
+            }
+        }
+        let key = [text(source), text(target), continuous ? "continuous" : "", (documentIDs ?? []).joined(separator: ",")]
+        return Insecure.SHA1.hash(data: Data(key.joined(separator: "\u{0}").utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    private static func httpDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
+}

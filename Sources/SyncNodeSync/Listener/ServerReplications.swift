@@ -1,0 +1,37 @@
+import Synchronization
+
+/// The continuous replications a listener runs for `POST /_replicate`,
+/// by replication ID; stopped with the listener.
+final class ServerReplications: Sendable {
+    private let running = Mutex<[String: Replicator]>([:])
+
+    /// Starts `replicator` under `id` unless one runs there already; false if it did.
+    func start(_ replicator: Replicator, id: String) -> Bool {
+        let started = running.withLock { all -> Bool in
+            if let existing = all[id], existing.status.activity != .stopped { return false }
+            all[id] = replicator
+            return true
+        }
+        if started { replicator.start() }
+        return started
+    }
+
+    /// Stops and forgets the replication `id`; false if there is none.
+    func cancel(id: String) async -> Bool {
+        guard let replicator = running.withLock({ $0.removeValue(forKey: id) }) else { return false }
+        replicator.stop()
+        await replicator.waitUntilStopped()
+        return true
+    }
+
+    func stopAll() async {
+        let all = running.withLock { all in
+            defer { all = [:] }
+            return Array(all.values)
+        }
+        for replicator in all {
+            replicator.stop()
+            await replicator.waitUntilStopped()
+        }
+    }
+}
