@@ -21,9 +21,9 @@ command -v swift >/dev/null || { echo "setup: the Swift toolchain (6.1 or later)
 
 # Independent CouchDB clients from PyPI for the interoperability tests, in the repo's own venv.
 venv="$(cd "$(dirname "$0")/.." && pwd)/.venv"
-if ! "$venv/bin/python" -c "import couchdb, pycouchdb, aiocouch" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import couchdb, pycouchdb, aiocouch, sofa" 2>/dev/null; then
   echo "setup: installing Python test clients into $venv" >&2
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "couchdb==1.2" "pycouchdb" "typing_extensions" "aiocouch"
+  "$venv/bin/pip" install -q --disable-pip-version-check "couchdb==1.2" "pycouchdb" "typing_extensions" "aiocouch" "django-sofa==0.2.1" "django>=4.2,<5.1" "djangorestframework>=3.14,<3.16"
 fi
 echo "setup: ok" >&2

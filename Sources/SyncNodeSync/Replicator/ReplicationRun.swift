@@ -43,8 +43,10 @@ struct ReplicationRun: Sendable {
             history.removeAll { $0["session_id"] == .string(session) }
             history.insert(["session_id": .string(session), "recorded_seq": .string(since)], at: 0)
             history = Array(history.prefix(20))
+            // CouchDB's shape, plus the `last_seq`/`replicator`/`version` members PouchDB-style peers require.
             let checkpoint: [String: DocumentValue] = [
                 "session_id": .string(session), "source_last_seq": .string(since), "history": .array(history.map { .dictionary($0) }),
+                "last_seq": .string(since), "replicator": "syncnode", "version": 1,
             ]
             try await replicator.withRetries { try await target.ensureFullCommit() }
             try await replicator.withRetries { try await target.saveCheckpoint(id, checkpoint) }
@@ -132,12 +134,14 @@ struct ReplicationRun: Sendable {
     /// batch is examined again.
     static func agreedSequence(_ source: [String: DocumentValue]?, _ target: [String: DocumentValue]?) -> String {
         guard let source, let target else { return "0" }
-        if let seq = source["source_last_seq"], seq == target["source_last_seq"] { return HTTPRemote.sequenceText(seq) }
+        if let seq = source["source_last_seq"] ?? source["last_seq"], seq == target["source_last_seq"] ?? target["last_seq"] {
+            return HTTPRemote.sequenceText(seq)
+        }
         let targetSessions = Set(history(target).compactMap { entry -> String? in
             if case .string(let s)? = entry["session_id"] { return s } else { return nil }
         })
         for entry in history(source) {
-            if case .string(let s)? = entry["session_id"], let seq = entry["recorded_seq"], targetSessions.contains(s) {
+            if case .string(let s)? = entry["session_id"], let seq = entry["recorded_seq"] ?? entry["last_seq"], targetSessions.contains(s) {
                 return HTTPRemote.sequenceText(seq)
             }
         }
