@@ -23,6 +23,8 @@ final class ProgressReporter: Sendable {
     }
 
     private func show(_ status: ReplicatorStatus) {
+        // A failure is reported once, by the command, as its one-line error.
+        if status.activity == .stopped, status.error != nil { return }
         let p = status.progress
         let counts = "\(p.completed)/\(p.total) changes, pushed \(status.result.pushed), pulled \(status.result.pulled)"
         let settled = status.activity == .idle || status.activity == .stopped
