@@ -115,9 +115,9 @@ import Testing
 
         // A peer edited from r1 twice: 2-p, 3-p.
         let inserted = try c.insertRevision(id: "d", history: ["3-ppp", "2-ppp", r1], deleted: false, body: ["v": .string("peer")])
-        #expect(inserted)
+        #expect(inserted == .branched, "r2 and 3-ppp are both leaves")
         // Known revisions are not inserted twice.
-        #expect(try c.insertRevision(id: "d", history: ["3-ppp", "2-ppp", r1], deleted: false, body: [:]) == false)
+        #expect(try c.insertRevision(id: "d", history: ["3-ppp", "2-ppp", r1], deleted: false, body: [:]) == .known)
 
         let current = try #require(try c.document(id: "d"))
         #expect(current.revisionID == "3-ppp")
@@ -152,8 +152,8 @@ import Testing
         let db = try dir.open()
         defer { try? db.close() }
         let c = try db.defaultCollection()
-        try c.insertRevision(id: "d", history: ["1-a"], deleted: false, body: ["v": "root"])
-        try c.insertRevision(id: "d", history: ["2-b", "1-a"], deleted: false, body: ["v": "b"])
+        #expect(try c.insertRevision(id: "d", history: ["1-a"], deleted: false, body: ["v": "root"]) == .inserted)
+        #expect(try c.insertRevision(id: "d", history: ["2-b", "1-a"], deleted: false, body: ["v": "b"]) == .inserted)
         try c.insertRevision(id: "d", history: ["2-c", "1-a"], deleted: false, body: ["v": "c"])
         #expect(try c.document(id: "d")?.string(forKey: "v") == "c")
         try c.insertRevision(id: "d", history: ["3-c", "2-c"], deleted: true, body: [:])

@@ -27,6 +27,16 @@ package struct StoredRevision: Sendable, Equatable {
 }
 
 /// What a peer lacks of a document (CouchDB's `_revs_diff` entry).
+/// What ``DocumentCollection/insertRevision(id:history:deleted:body:)`` did.
+package enum RevisionInsertion: Sendable, Equatable {
+    /// The revision was already there: nothing changed.
+    case known
+    /// Inserted; the document has a single leaf.
+    case inserted
+    /// Inserted; the document has several leaves (live or not).
+    case branched
+}
+
 package struct RevsDiffEntry: Sendable, Equatable {
     package let missing: [String]
     package let possibleAncestors: [String]
@@ -141,11 +151,13 @@ extension DocumentCollection {
 
     /// Inserts a revision made elsewhere, with its history (newest first),
     /// grafting it into the tree without renumbering: a new branch when it
-    /// does not extend a leaf. Returns false when the revision was already known.
+    /// does not extend a leaf. Returns what happened: nothing when the revision
+    /// was already known; else whether the tree now has more than one leaf (a
+    /// possible conflict, which is all the replicator needs to look at).
     ///
     /// Blob contents the body refers to must already be in the blob store.
     @discardableResult
-    package func insertRevision(id: String, history: [String], deleted: Bool, body: [String: DocumentValue]) throws -> Bool {
+    package func insertRevision(id: String, history: [String], deleted: Bool, body: [String: DocumentValue]) throws -> RevisionInsertion {
         try checkLive()
         try Names.validateDocumentID(id)
         guard let newest = history.first else { throw StoreError.invalidRevision("empty history for '\(id)'") }
@@ -163,11 +175,11 @@ extension DocumentCollection {
         return try database.write { db in
             let current = try loadRow(db, id: id)
             var tree = try current?.tree() ?? RevisionTree()
-            guard tree.index(of: newest) == nil else { return false }
+            guard tree.index(of: newest) == nil else { return .known }
             let sequence = try nextSequence(db)
-            guard tree.graft(history: history, deleted: deleted, sequence: sequence) != nil else { return false }
+            guard tree.graft(history: history, deleted: deleted, sequence: sequence) != nil else { return .known }
             try persist(db, id: id, current: current, tree: tree, newRev: newest, newBody: json, sequence: sequence)
-            return true
+            return tree.leaves.count > 1 ? .branched : .inserted
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 import SyncNodeStore
 
 extension Handlers {
@@ -228,10 +229,13 @@ extension Handlers {
         let wantAttachments = try query.bool("attachments")
         let body = try await request.jsonObject(limit: bodyLimit)
         guard case .array(let asked)? = body["docs"] else { throw CouchError.badRequest("POST body must include a `docs` array") }
-        var results: [DocumentValue] = []
-        for item in asked {
+        // Each revision's wire JSON is spliced in as text: no parse and re-serialization per document.
+        var json = JSONWriter()
+        json.writeRaw(#"{"results":["#)
+        for (index, item) in asked.enumerated() {
+            if index > 0 { json.writeRaw(",") }
             guard case .dictionary(let spec) = item, case .string(let id)? = spec["id"] else {
-                results.append(["id": .null, "docs": [["error": ["id": .null, "rev": .null, "error": "bad_request", "reason": "each entry needs an id"]]]])
+                json.writeRaw(#"{"id":null,"docs":[{"error":{"id":null,"rev":null,"error":"bad_request","reason":"each entry needs an id"}}]}"#)
                 continue
             }
             let rev = spec["rev"].flatMap { if case .string(let s) = $0 { return s } else { return nil } }
@@ -239,22 +243,33 @@ extension Handlers {
             if case .array(let atts)? = spec["atts_since"] {
                 attsSince = atts.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
             }
-            var docs: [DocumentValue] = []
             let found: [StoredRevision]
             if let rev, latest {
                 found = try collection.leafRevisions(id: id).filter { $0.history.contains(rev) }
             } else {
                 found = try collection.revision(id: id, rev: rev).map { [$0] } ?? []
             }
+            json.writeRaw(#"{"id":"#)
+            json.writeString(id)
+            json.writeRaw(#","docs":["#)
+            var any = false
             for revision in found where revision.body != nil {
                 let mode = wantAttachments ? try WireDocument.attachments(of: revision, attsSince: attsSince, collection: collection) : .stubs
-                docs.append(["ok": try DocumentValue(json: wireJSON(revision, collection: collection, revs: revs, attachments: mode))])
+                json.writeRaw(any ? #",{"ok":"# : #"{"ok":"#)
+                json.writeRaw(try wireJSON(revision, collection: collection, revs: revs, attachments: mode))
+                json.writeRaw("}")
+                any = true
             }
-            if docs.isEmpty {
-                docs.append(["error": ["id": .string(id), "rev": rev.map { .string($0) } ?? .null, "error": "not_found", "reason": "missing"]])
+            if !any {
+                json.writeRaw(#"{"error":{"id":"#)
+                json.writeString(id)
+                json.writeRaw(#","rev":"#)
+                if let rev { json.writeString(rev) } else { json.writeRaw("null") }
+                json.writeRaw(#","error":"not_found","reason":"missing"}}"#)
             }
-            results.append(["id": .string(id), "docs": .array(docs)])
+            json.writeRaw("]}")
         }
-        return HTTP.json(["results": .array(results)])
+        json.writeRaw("]}")
+        return Response(status: .ok, headers: [.contentType: HTTP.json], body: .init(byteBuffer: ByteBuffer(bytes: json.bytes)))
     }
 }

@@ -4,7 +4,8 @@ import SyncNodeStore
 /// grafted into the tree with its history, attachments resolved against the
 /// nearest ancestor this side has.
 enum ReplicatedRevision {
-    static func insert(_ incoming: WireDocument.Incoming, into collection: DocumentCollection) throws {
+    @discardableResult
+    static func insert(_ incoming: WireDocument.Incoming, into collection: DocumentCollection) throws -> RevisionInsertion {
         guard let id = incoming.id, let rev = incoming.rev else {
             throw CouchError.badRequest("new_edits=false needs _id and _rev")
         }
@@ -21,6 +22,6 @@ enum ReplicatedRevision {
             if previousBody == nil { previousBody = try collection.revision(id: id)?.body }
         }
         let body = try AttachmentStore.resolve(incoming.attachments, body: incoming.body, previousBody: previousBody, collection: collection)
-        try collection.insertRevision(id: id, history: history, deleted: incoming.deleted, body: body)
+        return try collection.insertRevision(id: id, history: history, deleted: incoming.deleted, body: body)
     }
 }

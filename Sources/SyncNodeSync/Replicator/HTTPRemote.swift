@@ -223,19 +223,19 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         return out
     }
 
-    func store(_ docs: [[String: DocumentValue]]) async throws -> [(id: String, reason: String)] {
+    func store(_ docs: [[String: DocumentValue]]) async throws -> StoredBatch {
         let value = try await expect(.POST, "\(db)/_bulk_docs", ["new_edits": false, "docs": .array(docs.map { .dictionary($0) })])
-        var refused: [(id: String, reason: String)] = []
+        var outcome = StoredBatch()
         if case .array(let results) = value {
             for result in results {
                 if case .string(let error)? = result["error"] {
                     let reason: String
                     if case .string(let r)? = result["reason"] { reason = r } else { reason = "" }
-                    refused.append((HTTPRemote.sequenceText(result["id"]), "\(error): \(reason)"))
+                    outcome.refused.append((HTTPRemote.sequenceText(result["id"]), "\(error): \(reason)"))
                 }
             }
         }
-        return refused
+        return outcome
     }
 
     func waitForChanges(since: String, timeout: Duration, documentIDs: [String]?) async throws {

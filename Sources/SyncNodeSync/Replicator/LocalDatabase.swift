@@ -47,22 +47,25 @@ struct LocalDatabase: ReplicationPeer {
         return out
     }
 
-    func store(_ docs: [[String: DocumentValue]]) async throws -> [(id: String, reason: String)] {
-        var refused: [(id: String, reason: String)] = []
+    func store(_ docs: [[String: DocumentValue]]) async throws -> StoredBatch {
+        var outcome = StoredBatch()
         try collection.database.inBatch {
             for doc in docs {
                 // A document this store cannot hold (a `_design/` ID, a malformed revision) is
                 // reported and skipped; it must not roll back the batch and stall replication.
                 do {
-                    try ReplicatedRevision.insert(try WireDocument.decode(doc), into: collection)
+                    let incoming = try WireDocument.decode(doc)
+                    if try ReplicatedRevision.insert(incoming, into: collection) == .branched, let id = incoming.id {
+                        outcome.branched.insert(id)
+                    }
                 } catch let error as StoreError where error.isDocumentLevel {
-                    refused.append((doc["_id"]?.toJSON() ?? "?", error.description))
+                    outcome.refused.append((doc["_id"]?.toJSON() ?? "?", error.description))
                 } catch let error as CouchError where error.status < 500 {
-                    refused.append((doc["_id"]?.toJSON() ?? "?", error.description))
+                    outcome.refused.append((doc["_id"]?.toJSON() ?? "?", error.description))
                 }
             }
         }
-        return refused
+        return outcome
     }
 
     func waitForChanges(since: String, timeout: Duration, documentIDs: [String]?) async throws {

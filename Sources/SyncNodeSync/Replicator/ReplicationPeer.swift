@@ -17,7 +17,7 @@ protocol ReplicationPeer: Sendable {
     func fetch(_ wanted: [WantedRevisions]) async throws -> [[String: DocumentValue]]
     /// Stores revisions made elsewhere (`new_edits=false`); returns the
     /// documents the peer refused, with why (the others are stored).
-    func store(_ docs: [[String: DocumentValue]]) async throws -> [(id: String, reason: String)]
+    func store(_ docs: [[String: DocumentValue]]) async throws -> StoredBatch
     /// Returns once the peer has changes after `since`, or after `timeout`.
     func waitForChanges(since: String, timeout: Duration, documentIDs: [String]?) async throws
     /// Makes what was stored durable before a checkpoint names it (`_ensure_full_commit`).
@@ -36,6 +36,13 @@ struct PeerChanges: Sendable {
     var rows: [PeerChange]
     var lastSeq: String
     var pending: Int?
+}
+
+struct StoredBatch: Sendable {
+    var refused: [(id: String, reason: String)] = []
+    /// Documents that now have several leaves (known for local peers only):
+    /// the only ones a conflict resolver needs to look at.
+    var branched: Set<String> = []
 }
 
 struct MissingRevisions: Sendable {

@@ -92,17 +92,19 @@ struct ReplicationRun: Sendable {
         var refusedIDs: [String: String] = [:]
         if !batch.docs.isEmpty {
             let docs = batch.docs
-            let refused = try await replicator.withRetries { try await target.store(docs) }
-            for (id, reason) in refused {
+            let stored = try await replicator.withRetries { try await target.store(docs) }
+            for (id, reason) in stored.refused {
                 replicator.logger.warning("a document was not replicated", metadata: [
                     "id": "\(id)", "reason": "\(reason)", "direction": "\(isPush ? "push" : "pull")",
                 ])
                 refusedIDs[id] = reason
             }
-            if !isPush, let resolver = config.conflictResolver {
+            if !isPush, let resolver = config.conflictResolver, !stored.branched.isEmpty {
                 var pulled: [String: Set<String>] = [:]
-                for doc in docs { pulled[Self.string(doc["_id"]), default: []].insert(Self.string(doc["_rev"])) }
-                for (id, revs) in pulled where refusedIDs[id] == nil {
+                for doc in docs where stored.branched.contains(Self.string(doc["_id"])) {
+                    pulled[Self.string(doc["_id"]), default: []].insert(Self.string(doc["_rev"]))
+                }
+                for (id, revs) in pulled {
                     try resolver.resolveConflicts(of: id, pulled: revs, in: config.collection)
                 }
             }
