@@ -30,7 +30,9 @@ final class ListenerHarness: @unchecked Sendable {
         try await listener.start()
         guard let port = listener.port else { throw SyncError.listenerFailed("no port") }
         base = "\(tls ? "https" : "http")://127.0.0.1:\(port)"
-        var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(2), read: .seconds(30)))
+        // The connect timeout also bounds the wait for a pooled connection: generous, since
+        // 100 concurrent clients share the pool while the rest of the suite loads the machine.
+        var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(20), read: .seconds(30)))
         if tls { configuration.tlsConfiguration = try node.tlsIdentity().pinningClientConfiguration() }
         client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
     }

@@ -77,7 +77,7 @@ public struct ReplicatorConfiguration: Sendable {
     /// Ends conflicts that pulled revisions create; nil keeps them (CouchDB's behaviour).
     public var conflictResolver: ConflictResolver? = .default
     /// Documents (and revisions) per batch.
-    public var batchSize = 500
+    public var batchSize = 1000
     /// Attempts before a transient failure stops a one-shot replication (continuous ones retry forever).
     public var maxAttempts = 10
     /// The longest wait between attempts.
