@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "SyncNodeStore", targets: ["SyncNodeStore"]),
         .library(name: "SyncNodeSync", targets: ["SyncNodeSync"]),
+        .library(name: "SyncNodeCombine", targets: ["SyncNodeCombine"]),
         .executable(name: "syncnode", targets: ["syncnode"]),
     ],
     dependencies: [
@@ -21,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
     ],
     targets: [
         .target(
@@ -51,6 +53,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Publishers: Combine on Apple platforms, OpenCombine elsewhere.
+        .target(
+            name: "SyncNodeCombine",
+            dependencies: [
+                "SyncNodeStore",
+                "SyncNodeSync",
+                .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux, .windows, .android])),
+            ]
+        ),
         .executableTarget(
             name: "syncnode",
             dependencies: [
@@ -72,6 +83,10 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
+        ),
+        .testTarget(
+            name: "SyncNodeCombineTests",
+            dependencies: ["SyncNodeCombine", "SyncNodeSync", "SyncNodeStore"]
         ),
         .testTarget(
             name: "SyncNodeStoreTests",
