@@ -68,11 +68,8 @@ struct JSONCanonicalizer: JSONScanning {
         } else {
             while true {
                 try value()
-                skipWhitespace()
-                guard pos < input.count else { throw error("unterminated array") }
-                if input[pos] == UInt8(ascii: ",") { pos += 1; writer.bytes.append(UInt8(ascii: ",")); continue }
-                if input[pos] == UInt8(ascii: "]") { pos += 1; break }
-                throw error("expected ',' or ']'")
+                if try atEnd(of: .array) { break }
+                writer.bytes.append(UInt8(ascii: ","))
             }
         }
         writer.bytes.append(UInt8(ascii: "]"))
@@ -120,11 +117,7 @@ struct JSONCanonicalizer: JSONScanning {
                     try value()
                     members.append(Member(key: key, whole: memberStart..<writer.bytes.count))
                 }
-                skipWhitespace()
-                guard pos < input.count else { throw error("unterminated object") }
-                if input[pos] == UInt8(ascii: ",") { pos += 1; continue }
-                if input[pos] == UInt8(ascii: "}") { pos += 1; break }
-                throw error("expected ',' or '}'")
+                if try atEnd(of: .object) { break }
             }
         }
         depth -= 1

@@ -66,11 +66,7 @@ struct JSONParser: JSONScanning {
             guard pos < input.count, input[pos] == UInt8(ascii: ":") else { throw error("expected ':'") }
             pos += 1
             dict[key] = try parseValue()
-            skipWhitespace()
-            guard pos < input.count else { throw error("unterminated object") }
-            if input[pos] == UInt8(ascii: ",") { pos += 1; continue }
-            if input[pos] == UInt8(ascii: "}") { pos += 1; break }
-            throw error("expected ',' or '}'")
+            if try atEnd(of: .object) { break }
         }
         depth -= 1
         if case .string("blob")? = dict[Blob.typeKey], dict.keys.allSatisfy(Blob.metadataKeys.contains),
@@ -92,11 +88,7 @@ struct JSONParser: JSONScanning {
         }
         while true {
             array.append(try parseValue())
-            skipWhitespace()
-            guard pos < input.count else { throw error("unterminated array") }
-            if input[pos] == UInt8(ascii: ",") { pos += 1; continue }
-            if input[pos] == UInt8(ascii: "]") { pos += 1; break }
-            throw error("expected ',' or ']'")
+            if try atEnd(of: .array) { break }
         }
         depth -= 1
         return .array(array)

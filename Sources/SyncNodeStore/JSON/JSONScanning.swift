@@ -1,3 +1,10 @@
+/// The two JSON containers, for ``JSONScanning/atEnd(of:)``.
+enum JSONContainer {
+    case array, object
+    var name: String { self == .array ? "array" : "object" }
+    var close: UInt8 { self == .array ? UInt8(ascii: "]") : UInt8(ascii: "}") }
+}
+
 /// The scanning both JSON readers share: the parser (text to values) and the
 /// canonicalizer (text to canonical text).
 protocol JSONScanning {
@@ -29,6 +36,18 @@ extension JSONScanning {
         guard pos + count <= input.count else { throw error("unexpected end of input") }
         for i in 0..<count where input[pos + i] != literal.utf8Start[i] { throw error("invalid literal") }
         pos += count
+    }
+
+    /// After an array element or object member: steps over the `,` that
+    /// announces another (false) or the closing `]`/`}` (true).
+    mutating func atEnd(of container: JSONContainer) throws(StoreError) -> Bool {
+        skipWhitespace()
+        guard pos < input.count else { throw error("unterminated \(container.name)") }
+        switch input[pos] {
+        case UInt8(ascii: ","): pos += 1; return false
+        case container.close: pos += 1; return true
+        default: throw error("expected ',' or '\(Character(Unicode.Scalar(container.close)))'")
+        }
     }
 
     /// One level deeper into arrays and objects.
