@@ -7,7 +7,7 @@ import Testing
 @Suite struct CanonicalJSONTests {
     /// Random JSON text with the variations canonicalization must undo.
     struct Generator {
-        var rng: SplitMix
+        var rng: SeededRandom
 
         mutating func pick<T>(_ items: [T]) -> T { items[Int(rng.next() % UInt64(items.count))] }
         mutating func ws() -> String { pick(["", "", " ", "\n\t ", "  "]) }
@@ -39,19 +39,8 @@ import Testing
         }
     }
 
-    struct SplitMix {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test func canonicalizerMatchesParseThenWrite() throws {
-        var gen = Generator(rng: SplitMix(state: 2026))
+        var gen = Generator(rng: SeededRandom(seed: 2026))
         var fastPath = 0
         for _ in 0..<5000 {
             let text = gen.object(depth: 0)

@@ -115,12 +115,14 @@ struct ReplicationRun: Sendable {
             status.progress.total = max(status.progress.total, status.progress.completed + (batch.pending ?? 0))
             if isPush { status.result.pushed += written } else { status.result.pulled += written }
         }
-        replicator.report(batch.docs.map { doc in
-            let id = Self.string(doc["_id"])
-            return ReplicatedDocument(
-                id: id, revisionID: Self.string(doc["_rev"]), flags: doc["_deleted"] == .bool(true) ? .deleted : [],
-                error: refusedIDs[id].map { CouchError(status: 400, error: "refused", reason: $0) })
-        }, isPush: isPush)
+        replicator.report(isPush: isPush) {
+            batch.docs.map { doc in
+                let id = Self.string(doc["_id"])
+                return ReplicatedDocument(
+                    id: id, revisionID: Self.string(doc["_rev"]), flags: doc["_deleted"] == .bool(true) ? .deleted : [],
+                    error: refusedIDs[id].map { CouchError(status: 400, error: "refused", reason: $0) })
+            }
+        }
         return written
     }
 

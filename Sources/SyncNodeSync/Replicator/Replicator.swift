@@ -24,14 +24,13 @@ public final class Replicator: Sendable {
     public let config: ReplicatorConfiguration
     let logger: Logger
     private let state = Mutex(State())
+    private let changeListeners = ListenerRegistry<ReplicatorChange>(label: "syncnode.replicator.listener")
+    private let documentListeners = ListenerRegistry<DocumentReplication>(label: "syncnode.replicator.documents")
 
     private struct State {
         var status = ReplicatorStatus()
         var task: Task<Void, Never>?
         var run = 0
-        var nextToken: UInt64 = 0
-        var changeListeners: [UInt64: (DispatchQueue, @Sendable (ReplicatorChange) -> Void)] = [:]
-        var documentListeners: [UInt64: (DispatchQueue, @Sendable (DocumentReplication) -> Void)] = [:]
         var serverFingerprint: String?
         var remoteIdentity: String?
     }
@@ -54,59 +53,36 @@ public final class Replicator: Sendable {
     public func addChangeListener(
         queue: DispatchQueue? = nil, _ listener: @escaping @Sendable (ReplicatorChange) -> Void
     ) -> ListenerToken {
-        let queue = queue ?? DispatchQueue(label: "syncnode.replicator.listener")
-        let token = state.withLock { s in
-            s.nextToken += 1
-            s.changeListeners[s.nextToken] = (queue, listener)
-            return s.nextToken
-        }
-        return ListenerToken { [weak self] in _ = self?.state.withLock { $0.changeListeners.removeValue(forKey: token) } }
+        changeListeners.add(queue: queue, listener)
     }
 
     /// Calls `listener` after each batch of documents written to either side (or refused by it).
     public func addDocumentReplicationListener(
         queue: DispatchQueue? = nil, _ listener: @escaping @Sendable (DocumentReplication) -> Void
     ) -> ListenerToken {
-        let queue = queue ?? DispatchQueue(label: "syncnode.replicator.documents")
-        let token = state.withLock { s in
-            s.nextToken += 1
-            s.documentListeners[s.nextToken] = (queue, listener)
-            return s.nextToken
-        }
-        return ListenerToken { [weak self] in _ = self?.state.withLock { $0.documentListeners.removeValue(forKey: token) } }
+        documentListeners.add(queue: queue, listener)
     }
 
     /// Status changes as an async sequence (ends when the consuming task is cancelled).
-    public func statusChanges() -> AsyncStream<ReplicatorChange> {
-        let (stream, continuation) = AsyncStream<ReplicatorChange>.makeStream()
-        let token = addChangeListener { continuation.yield($0) }
-        continuation.onTermination = { _ in token.remove() }
-        return stream
-    }
+    public func statusChanges() -> AsyncStream<ReplicatorChange> { changeListeners.stream() }
 
     /// Replicated document batches as an async sequence.
-    public func documentReplications() -> AsyncStream<DocumentReplication> {
-        let (stream, continuation) = AsyncStream<DocumentReplication>.makeStream()
-        let token = addDocumentReplicationListener { continuation.yield($0) }
-        continuation.onTermination = { _ in token.remove() }
-        return stream
-    }
+    public func documentReplications() -> AsyncStream<DocumentReplication> { documentListeners.stream() }
 
     func update(_ change: (inout ReplicatorStatus) -> Void) {
         state.withLock { s in
             change(&s.status)
-            let event = ReplicatorChange(replicator: self, status: s.status)
-            // Queued under the lock so every listener sees changes in order.
-            for (queue, listener) in s.changeListeners.values { queue.async { listener(event) } }
+            // Emitted under the lock so every listener sees changes in order.
+            changeListeners.emit(ReplicatorChange(replicator: self, status: s.status))
         }
     }
 
-    func report(_ documents: [ReplicatedDocument], isPush: Bool) {
-        guard !documents.isEmpty else { return }
-        let event = DocumentReplication(replicator: self, isPush: isPush, documents: documents)
-        state.withLock { s in
-            for (queue, listener) in s.documentListeners.values { queue.async { listener(event) } }
-        }
+    /// Reports a batch to document listeners; the batch is only built when someone listens.
+    func report(isPush: Bool, _ documents: () -> [ReplicatedDocument]) {
+        guard !documentListeners.isEmpty else { return }
+        let batch = documents()
+        guard !batch.isEmpty else { return }
+        documentListeners.emit(DocumentReplication(replicator: self, isPush: isPush, documents: batch))
     }
 
     // MARK: - Running
