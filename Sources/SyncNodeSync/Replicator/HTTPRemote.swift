@@ -102,7 +102,14 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(string: body.toJSON()))
         }
-        let response = try await client.execute(request, timeout: .seconds(300))
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, timeout: .seconds(300))
+        } catch let error as NIOSSLError {
+            guard case .handshakeFailed = error else { throw error }
+            // A certificate no retry will change: stop with what to do, not after minutes of backoff.
+            throw SyncError.invalidIdentity("TLS with \(root) failed (\(error)); pin the peer's certificate with a pairing URL (fp=...) or accept it on first use (acceptOnlySelfSignedServerCertificate)")
+        }
         let data = try await response.body.collect(upTo: 1 << 30)
         let status = Int(response.status.code)
         let value = (try? DocumentValue(json: String(buffer: data))) ?? .null
