@@ -19,6 +19,11 @@ extension DocumentCollection {
     package func resolveConflict(id: String, winner: String?, mergedBody: [String: DocumentValue]?) throws {
         try database.inBatch {
             let leaves = try leafRevisions(id: id)
+            // The winner was chosen from an earlier read: if a local save has since extended
+            // it, tombstoning "every other leaf" would delete the document. Let the caller retry.
+            if let winner, !leaves.contains(where: { $0.rev == winner && !$0.deleted }) {
+                throw StoreError.conflict(documentID: id)
+            }
             for leaf in leaves where !leaf.deleted && leaf.rev != winner {
                 let tombstone = RevisionID.make(parent: leaf.rev, deleted: true, body: .empty)
                 try insertRevision(id: id, history: [tombstone] + leaf.history, deleted: true, body: [:])

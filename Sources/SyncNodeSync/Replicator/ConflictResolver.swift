@@ -57,6 +57,19 @@ public struct ConflictResolver: Sendable {
     /// created; returns whether it changed anything.
     @discardableResult
     func resolveConflicts(of id: String, pulled: Set<String>, in collection: DocumentCollection) throws -> Bool {
+        // A local save between reading the leaves and writing the resolution makes the
+        // store refuse it (`conflict`): look again, with the new leaves.
+        var attempt = 1
+        while true {
+            do {
+                return try resolveOnce(of: id, pulled: pulled, in: collection)
+            } catch StoreError.conflict where attempt < 3 {
+                attempt += 1
+            }
+        }
+    }
+
+    private func resolveOnce(of id: String, pulled: Set<String>, in collection: DocumentCollection) throws -> Bool {
         let leaves = try collection.leafRevisions(id: id)  // winner first
         guard leaves.count > 1 else { return false }
         let remote = leaves.filter { pulled.contains($0.rev) }
