@@ -107,15 +107,6 @@ struct RevisionTree: Equatable, Sendable {
         return removed
     }
 
-    /// Removes one leaf (purging a conflict branch's tip, used by conflict resolution).
-    mutating func removeLeaf(_ index: Int) {
-        guard isLeaf(index) else { return }
-        nodes.remove(at: index)
-        for i in nodes.indices {
-            if let p = nodes[i].parent, p > index { nodes[i].parent = p - 1 }
-        }
-    }
-
     // MARK: - Storage form
     //
     // One line per revision: `rev TAB parent TAB deleted TAB sequence`, with
