@@ -54,6 +54,10 @@ import Testing
         let (_, other) = try await call("GET", "/", headers: ["Origin": "http://evil.example"])
         #expect(other["access-control-allow-origin"] == nil)
         #expect(try await call("PUT", "/db/x", body: Data("{}".utf8)).0 == 403)
+        // Server-side replication into this node is a write too, also between two of its own databases.
+        let replicate = Data(#"{"source":"db","target":"copy","create_target":true}"#.utf8)
+        #expect(try await call("POST", "/_replicate", body: replicate, headers: ["Content-Type": "application/json"]).0 == 403)
+        #expect(node.databaseNames().contains("copy") == false)
         #expect(try await call("GET", "/db").0 == 200)
         #expect(try await call("POST", "/db/_all_docs", body: Data(("{\"keys\":[\"" + String(repeating: "k", count: 4000) + "\"]}").utf8)).0 == 413)
     }

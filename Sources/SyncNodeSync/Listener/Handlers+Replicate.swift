@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import Hummingbird
 import SyncNodeStore
@@ -29,12 +28,14 @@ extension Handlers {
         var config = try configuration(source: source, target: target, createTarget: body["create_target"] == .bool(true))
         config.documentIDs = documentIDs
         config.continuous = continuous
+        if !continuous { config.maxAttempts = 3 }
         let replicator = Replicator(config: config, logger: logger)
         if continuous {
             _ = replications.start(replicator, id: id)
             return HTTP.json(["ok": true, "_local_id": .string(id)], status: .accepted)
         }
         let started = Date()
+        // The client waits on this request: a few quick attempts, not the minutes of backoff a background run may take.
         let result: ReplicationResult
         do {
             result = try await replicator.runOnce()
@@ -97,7 +98,6 @@ extension Handlers {
             config.headers = headers
             return config
         case (.remote(let url, let headers), .local(let t)):
-            try checkWritable()
             var config = ReplicatorConfiguration(collection: try localTarget(t, create: createTarget), target: .url(url))
             config.replicatorType = .pull
             config.headers = headers
@@ -109,7 +109,9 @@ extension Handlers {
         }
     }
 
+    /// The local database written to: refused on a read-only node (also when both ends are here).
     private func localTarget(_ keyspace: String, create: Bool) throws -> DocumentCollection {
+        try checkWritable()
         if create, config.databases == nil {
             let (name, _, _) = try Self.parse(keyspace: keyspace)
             _ = try directory.database(name, create: true)
@@ -124,8 +126,7 @@ extension Handlers {
             case .remote(let url, _): return HTTPRemote.redacted(url)
             }
         }
-        let key = [text(source), text(target), continuous ? "continuous" : "", (documentIDs ?? []).joined(separator: ",")]
-        return Insecure.SHA1.hash(data: Data(key.joined(separator: "\u{0}").utf8)).map { String(format: "%02x", $0) }.joined()
+        return Replicator.hexDigest([text(source), text(target), continuous ? "continuous" : "", (documentIDs ?? []).sorted().joined(separator: ",")])
     }
 
     private static func httpDate(_ date: Date) -> String {

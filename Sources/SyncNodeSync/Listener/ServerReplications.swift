@@ -7,13 +7,13 @@ final class ServerReplications: Sendable {
 
     /// Starts `replicator` under `id` unless one runs there already; false if it did.
     func start(_ replicator: Replicator, id: String) -> Bool {
-        let started = running.withLock { all -> Bool in
-            if let existing = all[id], existing.status.activity != .stopped { return false }
+        running.withLock { all -> Bool in
+            // By its task, not its status: a just-started replicator still reads `stopped`.
+            if let existing = all[id], existing.isRunning { return false }
             all[id] = replicator
+            replicator.start()  // under the lock, so a concurrent request sees it running
             return true
         }
-        if started { replicator.start() }
-        return started
     }
 
     /// Stops and forgets the replication `id`; false if there is none.

@@ -251,11 +251,17 @@ public final class Replicator: Sendable {
     /// The replication ID: SHA-1 over the local database UUID, the remote
     /// identity, the direction and the document filter (DESIGN.md §4).
     func replicationID(remoteID: String, direction: String) -> String {
-        let parts = [config.collection.database.uuid, config.collection.fullName, remoteID, direction,
-                     (config.documentIDs ?? []).sorted().joined(separator: ",")]
-        let digest = Insecure.SHA1.hash(data: Data(parts.joined(separator: "\u{0}").utf8))
-        return digest.map { String(format: "%02x", $0) }.joined()
+        Self.hexDigest([config.collection.database.uuid, config.collection.fullName, remoteID, direction,
+                        (config.documentIDs ?? []).sorted().joined(separator: ",")])
     }
+
+    /// Hex SHA-1 of `parts` joined by NUL: the shape of replication IDs.
+    static func hexDigest(_ parts: [String]) -> String {
+        Insecure.SHA1.hash(data: Data(parts.joined(separator: "\u{0}").utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Whether a started replication is still running (its task has not ended).
+    var isRunning: Bool { state.withLock { $0.task != nil } }
 
     // MARK: - Pending documents
 
