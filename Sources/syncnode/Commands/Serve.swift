@@ -28,6 +28,7 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         guard (user == nil) == (password == nil) else { throw ValidationError("--user and --password go together") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
+        for text in syncWith { _ = try PeerURL.parse(text, option: "--sync-with") }
     }
 
     func run() async throws {
@@ -63,7 +64,7 @@ struct Serve: AsyncParsableCommand {
         // Written straight to the file descriptor: scripts wait for this line.
         FileHandle.standardOutput.write(Data("syncnode: listening on \(pairing.url.absoluteString)\n".utf8))
         let replications = try syncWith.map { text in
-            guard let url = URL(string: text) else { throw CLIError.usage("--sync-with: not a URL") }
+            let url = try PeerURL.parse(text, option: "--sync-with")
             let collection = try directory.database(served[0])?.defaultCollection()
             guard let collection else { throw CLIError.user("no database \(served[0])") }
             var config = ReplicatorConfiguration(collection: collection, target: .url(url))
@@ -71,7 +72,7 @@ struct Serve: AsyncParsableCommand {
             config.acceptOnlySelfSignedServerCertificate = trustOnFirstUse
             let replicator = Replicator(config: config)
             let peer = "\(url.host ?? "?"):\(url.port.map(String.init) ?? "")"
-            let reporter = ProgressReporter(label: "sync \(peer)")
+            let reporter = ProgressReporter(label: "sync \(peer)", inPlace: false)
             let failures = replicator.addChangeListener { change in
                 if change.status.activity == .stopped, let error = change.status.error {
                     Output.error("replication with \(peer) stopped: \(error)")

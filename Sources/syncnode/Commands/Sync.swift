@@ -18,12 +18,11 @@ struct Sync: AsyncParsableCommand {
     func validate() throws {
         guard !(push && pull) else { throw ValidationError("--push and --pull exclude each other; give neither for both directions") }
         guard attempts > 0 else { throw ValidationError("--attempts must be at least 1") }
+        _ = try PeerURL.parse(url, option: "URL")
     }
 
     func run() async throws {
-        guard let target = URL(string: url), let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw CLIError.usage("not an http(s) URL (give https://[user:password@]host:port/db)")
-        }
+        let target = try PeerURL.parse(url, option: "URL")
         let (db, collection) = try node.collection(try Keyspace(keyspace), create: true)
         defer { try? db.close() }
         var config = ReplicatorConfiguration(collection: collection, target: .url(target))

@@ -8,10 +8,15 @@ import SyncNodeSync
 /// whenever the counts settle (idle or stopped).
 final class ProgressReporter: Sendable {
     private let label: String
-    private let terminal = isatty(STDERR_FILENO) == 1
+    private let terminal: Bool
     private let last = Mutex<(shown: String, at: ContinuousClock.Instant, drawn: Bool)>(("", .now, false))
 
-    init(label: String) { self.label = label }
+    /// `inPlace: false` writes lines even on a terminal: for several replications
+    /// at once (`serve --sync-with`), whose bars would overwrite each other.
+    init(label: String, inPlace: Bool = isatty(STDERR_FILENO) == 1) {
+        self.label = label
+        self.terminal = inPlace
+    }
 
     func attach(to replicator: Replicator) -> ListenerToken {
         replicator.addChangeListener { [self] change in show(change.status) }
