@@ -40,8 +40,10 @@ final class ExpiryScheduler: Sendable {
         } catch StoreError.databaseClosed {
             return
         } catch {
-            database.logger.error("purging expired documents failed: \(error)")
-            return
+            // Try again later (a busy writer, a collection deleted meanwhile): stopping here
+            // would leave expired documents until the next expiration is set.
+            database.logger.error("purging expired documents failed; retrying in a minute: \(error)")
+            next = Date().addingTimeInterval(60)
         }
         state.withLock { s in
             s.timer?.cancel()
@@ -60,10 +62,10 @@ final class ExpiryScheduler: Sendable {
 extension Database {
     /// Purges every document whose expiration has passed and returns the next expiration.
     func purgeExpired(now: Date) throws -> Date? {
-        let collections = try read { db in try Schema.allCollectionIDs(db) }.map(CollectionTables.init(id:))
         var next: Double?
         try write { db in
-            for tables in collections {
+            // Listed inside the write transaction, so a collection deleted meanwhile is not visited.
+            for tables in try Schema.allCollectionIDs(db).map(CollectionTables.init(id:)) {
                 let ids = try String.fetchAll(
                     db, sql: "SELECT id FROM \(tables.docs) WHERE expiration IS NOT NULL AND expiration <= ?",
                     arguments: [now.timeIntervalSince1970])
