@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks (release build): the store against raw SQLite, then `syncnode import`
 # against a ten-line Python importer, both on the same N generated documents.
-#   scripts/bench.sh [store|listener|replication] [N]
+#   scripts/bench.sh [store|listener|replication|query] [N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SWIFT_DETERMINISTIC_HASHING=1
@@ -49,8 +49,11 @@ PY
   replication)
     "$bin/SyncNodeBenchmarks" replication "${2:-10000}" 2>/dev/null
     ;;
+  query)
+    "$bin/SyncNodeBenchmarks" query "$n"
+    ;;
   *)
-    echo "usage: scripts/bench.sh [store|listener|replication] [N]" >&2
+    echo "usage: scripts/bench.sh [store|listener|replication|query] [N]" >&2
     exit 2
     ;;
 esac

@@ -6,6 +6,7 @@ import SyncNodeStore
 ///     swift run -c release SyncNodeBenchmarks store [N]      store vs raw SQLite
 ///     swift run -c release SyncNodeBenchmarks listener [N]   _bulk_docs and _changes over HTTPS vs the store
 ///     swift run -c release SyncNodeBenchmarks replication [N] one-shot pull over HTTPS vs a local insert
+///     swift run -c release SyncNodeBenchmarks query [N]       SQL++ queries vs hand-written SQLite SQL, live-query latency
 ///     swift run -c release SyncNodeBenchmarks generate N      N documents as JSON lines (for scripts/bench.sh)
 @main
 enum SyncNodeBenchmarks {
@@ -20,6 +21,8 @@ enum SyncNodeBenchmarks {
                 try await ListenerBenchmark.run(count: count ?? 20_000)
             case "replication":
                 try await ReplicationBenchmark.run(count: count ?? 10_000)
+            case "query":
+                try QueryBenchmark.run(count: count ?? 100_000)
             case "generate":
                 for (id, body) in DocumentGenerator.documents(count: count ?? 100_000) {
                     var line = body
@@ -27,7 +30,7 @@ enum SyncNodeBenchmarks {
                     print(DocumentValue.dictionary(line).toJSON())
                 }
             default:
-                FileHandle.standardError.write(Data("usage: SyncNodeBenchmarks store [N] | listener [N] | replication [N] | generate N\n".utf8))
+                FileHandle.standardError.write(Data("usage: SyncNodeBenchmarks store [N] | listener [N] | replication [N] | query [N] | generate N\n".utf8))
                 exit(2)
             }
         } catch {

@@ -66,6 +66,7 @@ public final class Database: Sendable {
         grdb.label = "syncnode.\(name)"
         // Another process (a CLI command beside a running node) may hold the write lock briefly.
         grdb.busyMode = .timeout(10)
+        grdb.prepareDatabase { db in SQLFunctions.register(db) }
         let file = path.appendingPathComponent(Self.fileName).path
         pointReader = PointReader(path: file)
         do {
@@ -246,11 +247,11 @@ public final class Database: Sendable {
         return try mappingErrors {
             try pool.unsafeReentrantWrite { db in
                 if db.isInsideTransaction { return try body(db) }
-                var result: Result<T, Error>?
+                var result: Swift.Result<T, Error>?
                 try WriterThread.marking(self) {
                     try db.inTransaction {
                         sequences.beginTransaction()
-                        result = Result { try body(db) }
+                        result = Swift.Result { try body(db) }
                         if case .failure = result { return .rollback }
                         let counters = try sequences.flush(db)
                         // Recorded before the commit: a poll in between must not take these for another process's.
@@ -271,9 +272,9 @@ public final class Database: Sendable {
         return try mappingErrors {
             try pool.unsafeReentrantRead { db in
                 if db.isInsideTransaction { return try body(db) }
-                var result: Result<T, Error>?
+                var result: Swift.Result<T, Error>?
                 try db.inTransaction(.deferred) {
-                    result = Result { try body(db) }
+                    result = Swift.Result { try body(db) }
                     return .commit
                 }
                 guard let result else { throw StoreError.storage("transaction did not run") }

@@ -26,7 +26,8 @@ extension DocumentCollection {
     /// statements run once per document, where GRDB's argument arrays cost
     /// more than the SQL (measured with callgrind).
     private func raw(_ db: GRDB.Database, _ sql: String) throws -> SQLiteStatement {
-        SQLiteStatement(try db.cachedStatement(sql: sql).sqliteStatement)
+        let statement = try db.cachedStatement(sql: sql)
+        return SQLiteStatement(statement.sqliteStatement, owner: statement)
     }
 
     /// Takes the next sequence number. The counter lives in the collections

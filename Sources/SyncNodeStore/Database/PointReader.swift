@@ -90,8 +90,14 @@ final class PointReader: Sendable {
 /// GRDB statements' `sqliteStatement` in the write path's hot spots).
 struct SQLiteStatement {
     let handle: OpaquePointer
+    /// The object that owns the handle (a GRDB statement), kept alive while
+    /// this is in use: GRDB may drop a cached statement when the schema changes.
+    private let owner: AnyObject?
 
-    init(_ handle: OpaquePointer) { self.handle = handle }
+    init(_ handle: OpaquePointer, owner: AnyObject? = nil) {
+        self.handle = handle
+        self.owner = owner
+    }
 
     /// SQLITE_TRANSIENT: SQLite copies the bytes before the bind call returns.
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

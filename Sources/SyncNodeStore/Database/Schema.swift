@@ -11,6 +11,9 @@ import GRDB
 ///   revision tree, latest sequence, expiration); `c<id>_revs`: bodies of the
 ///   other revisions (conflicting leaves, and ancestors until compaction);
 ///   `c<id>_local`: `_local` documents (checkpoints), never replicated.
+/// - `indexes(id, collection_id, name, definition)`: value indexes
+///   (`c<cid>_ix<id>`, SQLite expression indexes on the docs table) and
+///   full-text indexes (`c<cid>_fts<id>`, FTS5 tables kept by triggers).
 enum Schema {
     static func migrate(_ pool: DatabasePool) throws -> String {
         var migrator = DatabaseMigrator()
@@ -27,6 +30,7 @@ enum Schema {
             try db.execute(sql: "INSERT INTO meta(key, value) VALUES('uuid', ?)", arguments: [newUUID()])
             try createCollection(db, scope: Names.defaultScope, name: Names.defaultCollection)
         }
+        migrator.registerMigration("v2-indexes") { db in try IndexCatalog.createTable(db) }
         try migrator.migrate(pool)
         return try pool.read { db in
             guard let uuid = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'uuid'") else {
@@ -71,6 +75,7 @@ enum Schema {
 
     static func dropCollection(_ db: GRDB.Database, id: Int64) throws {
         let t = CollectionTables(id: id)
+        try IndexCatalog.deleteAll(db, collectionID: id)
         try db.execute(sql: "DROP TABLE \(t.docs); DROP TABLE \(t.revs); DROP TABLE \(t.local);")
         try db.execute(sql: "DELETE FROM collections WHERE id = ?", arguments: [id])
     }

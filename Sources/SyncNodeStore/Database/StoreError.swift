@@ -29,6 +29,9 @@ public enum StoreError: Error, Sendable, Equatable {
     case io(String)
     /// SQLite reported an error.
     case storage(String)
+    /// A query or index definition is malformed (a SQL++ syntax error names
+    /// the position and what was expected) or cannot run.
+    case invalidQuery(String)
 }
 
 extension StoreError {
@@ -60,6 +63,7 @@ extension StoreError: CustomStringConvertible, LocalizedError {
         case .invalidRevision(let r): return "invalid revision: \(r)"
         case .io(let r): return "I/O error: \(r)"
         case .storage(let r): return "storage error: \(r)"
+        case .invalidQuery(let r): return "invalid query: \(r)"
         }
     }
 

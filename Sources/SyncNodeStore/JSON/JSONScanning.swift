@@ -61,7 +61,7 @@ extension JSONScanning {
         of text: String, _ body: (UnsafeBufferPointer<UInt8>) throws(StoreError) -> (T, end: Int)
     ) throws(StoreError) -> T {
         var text = text
-        let result: Result<T, StoreError> = text.withUTF8 { buffer in
+        let result: Swift.Result<T, StoreError> = text.withUTF8 { buffer in
             do throws(StoreError) {
                 var (value, end) = try body(buffer)
                 while end < buffer.count, [0x20, 0x0A, 0x0D, 0x09].contains(buffer[end]) { end += 1 }

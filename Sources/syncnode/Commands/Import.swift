@@ -64,7 +64,7 @@ struct Import: ParsableCommand {
         let chunks = min(lines.count, ProcessInfo.processInfo.activeProcessorCount * 4)
         DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
             for i in stride(from: chunk, to: lines.count, by: chunks) {
-                results.set(i, Result { try document(from: lines[i].text) })
+                results.set(i, Swift.Result { try document(from: lines[i].text) })
             }
         }
         return try results.values.enumerated().map { i, result in
@@ -95,14 +95,14 @@ struct Import: ParsableCommand {
 
 /// Slots that parallel workers fill, each index by one worker.
 private final class ResultSlots<T>: @unchecked Sendable {
-    private var slots: [Result<T, Error>?]
+    private var slots: [Swift.Result<T, Error>?]
     private let lock = NSLock()
 
     init(count: Int) { slots = Array(repeating: nil, count: count) }
 
-    func set(_ index: Int, _ value: Result<T, Error>) { lock.withLock { slots[index] = value } }
+    func set(_ index: Int, _ value: Swift.Result<T, Error>) { lock.withLock { slots[index] = value } }
 
-    var values: [Result<T, Error>] {
+    var values: [Swift.Result<T, Error>] {
         lock.withLock { slots.map { $0 ?? .failure(CLIError.user("line was not processed")) } }
     }
 }

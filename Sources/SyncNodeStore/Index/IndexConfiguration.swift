@@ -1,0 +1,109 @@
+/// An index definition for ``DocumentCollection/createIndex(_:name:)``.
+public protocol IndexConfiguration: Sendable {
+    /// The stored form (kind and definition), so indexes survive reopening.
+    var definition: IndexDefinition { get }
+}
+
+/// A value index: a SQLite expression index over SQL++ expressions, used by
+/// queries whose WHERE or ORDER BY compare the same expressions.
+///
+/// ```swift
+/// try hotels.createIndex(ValueIndexConfiguration(["type", "name"]), name: "TypeNameIndex")
+/// ```
+public struct ValueIndexConfiguration: IndexConfiguration {
+    /// SQL++ expressions, most significant first (`"type"`, `"lower(name)"`, `"geo.alt"`).
+    public let expressions: [String]
+
+    public init(_ expressions: [String]) { self.expressions = expressions }
+
+    public var definition: IndexDefinition { .value(expressions: expressions) }
+}
+
+/// A full-text index (SQLite FTS5) on one or more string properties, searched
+/// with `MATCH(indexName, 'pattern')` and ordered by `RANK(indexName)`.
+public struct FullTextIndexConfiguration: IndexConfiguration {
+    /// Property paths (`"name"`, `"address.city"`).
+    public let properties: [String]
+    /// Accented letters match their plain forms (`cafe` finds `café`).
+    public var ignoreAccents: Bool
+    /// `"en"` / `"english"` stems words (porter: `rides` finds `ride`); any
+    /// other language indexes words as they are.
+    public var language: String?
+
+    public init(_ properties: [String], ignoreAccents: Bool = false, language: String? = "en") {
+        self.properties = properties
+        self.ignoreAccents = ignoreAccents
+        self.language = language
+    }
+
+    public var definition: IndexDefinition { .fullText(properties: properties, ignoreAccents: ignoreAccents, language: language) }
+}
+
+/// What an index is built from, as stored in the database.
+public enum IndexDefinition: Sendable, Hashable, Codable {
+    case value(expressions: [String])
+    case fullText(properties: [String], ignoreAccents: Bool, language: String?)
+
+    enum Kind: String { case value, fullText }
+
+    var kind: Kind {
+        switch self {
+        case .value: return .value
+        case .fullText: return .fullText
+        }
+    }
+
+    /// Porter stemming for English only; SQLite ships no other stemmer.
+    static func stems(_ language: String?) -> Bool {
+        guard let language = language?.lowercased() else { return false }
+        return language == "en" || language == "english" || language.hasPrefix("en-") || language.hasPrefix("en_")
+    }
+}
+
+/// Builder-style factories, as in Couchbase Lite's `IndexBuilder`.
+public enum IndexBuilder {
+    /// A value index on builder expressions.
+    public static func valueIndex(items: ValueIndexItem...) -> ValueIndexConfiguration {
+        ValueIndexConfiguration(items.map(\.expression))
+    }
+
+    /// A full-text index on properties.
+    public static func fullTextIndex(items: FullTextIndexItem...) -> FullTextIndexConfiguration {
+        FullTextIndexConfiguration(items.map(\.property))
+    }
+}
+
+/// One key of a value index.
+public struct ValueIndexItem: Sendable {
+    let expression: String
+
+    /// A property path.
+    public static func property(_ path: String) -> ValueIndexItem { ValueIndexItem(expression: SQLPPRenderer.path(path)) }
+    /// Any builder expression.
+    public static func expression(_ expression: Expression) -> ValueIndexItem {
+        ValueIndexItem(expression: SQLPPRenderer.render(expression.tree))
+    }
+}
+
+/// One property of a full-text index.
+public struct FullTextIndexItem: Sendable {
+    let property: String
+
+    public static func property(_ path: String) -> FullTextIndexItem { FullTextIndexItem(property: path) }
+}
+
+extension FullTextIndexConfiguration {
+    /// Accented letters match their plain forms.
+    public func ignoreAccents(_ ignore: Bool) -> FullTextIndexConfiguration {
+        var copy = self
+        copy.ignoreAccents = ignore
+        return copy
+    }
+
+    /// The language whose stemming rules apply (nil: none).
+    public func language(_ language: String?) -> FullTextIndexConfiguration {
+        var copy = self
+        copy.language = language
+        return copy
+    }
+}

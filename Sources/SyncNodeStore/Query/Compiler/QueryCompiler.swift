@@ -1,0 +1,223 @@
+import GRDB
+
+/// A query turned into one SQLite statement, with what it takes to read its rows.
+struct CompiledQuery: Sendable {
+    struct Column: Sendable {
+        let name: String
+        let kind: SQLValue.Kind
+    }
+
+    /// Each result column is two SQL columns: value, then type tag.
+    let sql: String
+    let columns: [Column]
+    /// Parameter name -> the SQL parameter number of its value (the tag is the next one).
+    let parameterNumbers: [String: Int]
+    /// The collections the query reads (live queries re-run when they change).
+    let collectionIDs: Set<Int64>
+}
+
+/// Compiles a ``SelectStatement`` to SQLite SQL over the collection tables.
+enum QueryCompiler {
+    static func compile(_ statement: SelectStatement, database: Database, db: GRDB.Database) throws(StoreError) -> CompiledQuery {
+        // Sources: the FROM collection, then the joined ones.
+        var specs = [statement.from]
+        specs += statement.joins.map(\.source)
+        var sources: [ExpressionCompiler.Source] = []
+        for (i, spec) in specs.enumerated() {
+            let collection = try resolve(spec.collection, database: database)
+            let name = spec.alias ?? {
+                if case .named(_, let n) = spec.collection { return n }
+                return collection.name
+            }()
+            guard !sources.contains(where: { $0.name == name }) else {
+                throw .invalidQuery("two sources are called '\(name)'; give one an alias with AS")
+            }
+            let isOuter = i > 0 && statement.joins[i - 1].kind == .leftOuter
+            sources.append(.init(name: name, sqlAlias: "s\(i)", collection: collection, isOuter: isOuter))
+        }
+        var compiler = ExpressionCompiler(sources: sources)
+
+        // WHERE: MATCH conditions become joins with the full-text tables.
+        var conditions = ["s0.deleted = 0"]
+        var fullTextJoins: [String] = []
+        for conjunct in statement.whereClause.map(Self.conjuncts) ?? [] {
+            if case .match(let indexName, let pattern) = conjunct {
+                guard compiler.fullText[indexName] == nil else {
+                    throw .invalidQuery("MATCH(\(indexName), ...) appears twice; combine the patterns with AND in one MATCH")
+                }
+                let (source, table) = try fullTextTable(indexName, sources: sources, db: db)
+                let alias = "f\(compiler.fullText.count)"
+                compiler.fullText[indexName] = alias
+                let patternValue = try compiler.compile(pattern)
+                fullTextJoins.append("JOIN \(table) AS \(alias) ON \(alias).rowid = \(source.sqlAlias).key")
+                conditions.append("\(alias).\(table) MATCH sn_fts_pattern(\(patternValue.asString))")
+                continue
+            }
+            let value = try compiler.compile(conjunct)
+            noteKnownKind(conjunct, compiler: &compiler)
+            conditions.append(value.asBoolean)
+        }
+
+        // FROM and JOINs.
+        var from = "FROM \(sources[0].collection!.tables.docs) AS s0"
+        for (i, join) in statement.joins.enumerated() {
+            let source = sources[i + 1]
+            let table = source.collection!.tables.docs
+            switch join.kind {
+            case .cross:
+                from += " JOIN \(table) AS \(source.sqlAlias) ON \(source.sqlAlias).deleted = 0"
+            case .inner, .leftOuter:
+                guard let on = join.on else { throw .invalidQuery("\(join.kind.rawValue) needs an ON condition") }
+                let condition = try compiler.compile(on).asBoolean
+                let keyword = join.kind == .inner ? "JOIN" : "LEFT JOIN"
+                from += " \(keyword) \(table) AS \(source.sqlAlias) ON \(source.sqlAlias).deleted = 0 AND \(condition)"
+            }
+        }
+        for join in fullTextJoins { from += " " + join }
+
+        // SELECT list.
+        var columns: [CompiledQuery.Column] = []
+        var selectSQL: [String] = []
+        var projections: [String: SQLValue] = [:]
+        for (position, item) in statement.results.enumerated() {
+            switch item {
+            case .all(let sourceName, let alias):
+                let chosen = try sourceName.map { (n) throws(StoreError) in [try source(n, in: sources)] } ?? sources
+                for source in chosen {
+                    let value = try compiler.compile(.property(source: source.name, path: []))
+                    columns.append(.init(name: (chosen.count == 1 ? alias : nil) ?? source.name, kind: .dynamic))
+                    selectSQL.append("\(value.sql), \(value.tag)")
+                }
+            case .expression(let e, let alias):
+                let value = try compiler.compile(e)
+                let name = alias ?? defaultName(e, position: position)
+                columns.append(.init(name: name, kind: value.kind))
+                selectSQL.append("\(value.sql), \(value.tag)")
+                if let alias { projections[alias] = value }
+            }
+        }
+
+        var sql = "SELECT \(statement.distinct ? "DISTINCT " : "")\(selectSQL.joined(separator: ", ")) \(from) WHERE \(conditions.joined(separator: " AND "))"
+        if !statement.groupBy.isEmpty {
+            var keys: [String] = []
+            for e in statement.groupBy {
+                let value = try compiler.compile(e)
+                // 1 and true, MISSING and null, are different groups: a JSON value's
+                // text (`->`, NULL when MISSING) tells them apart in one key.
+                if value.kind == .dynamic, let location = value.location {
+                    keys.append("(\(location.json) -> \(location.path))")
+                    continue
+                }
+                keys.append(value.sql)
+                if value.kind == .dynamic || (value.canBeMissing && value.canBeNull) { keys.append(value.tag) }
+            }
+            sql += " GROUP BY \(keys.joined(separator: ", "))"
+        }
+        if let having = statement.having {
+            sql += " HAVING \(try compiler.compile(having).asBoolean)"
+        }
+        if !statement.orderBy.isEmpty {
+            var keys: [String] = []
+            for item in statement.orderBy {
+                let value: SQLValue
+                if case .property(nil, let path) = item.expression, path.count == 1, case .key(let k) = path[0], let projected = projections[k] {
+                    value = projected
+                } else {
+                    value = try compiler.compile(item.expression)
+                }
+                let direction = item.descending ? " DESC" : ""
+                if compiler.knownKinds[value.sql] == nil, let rank = value.typeRank { keys.append(rank + direction) }
+                keys.append(value.sql + direction)
+            }
+            sql += " ORDER BY \(keys.joined(separator: ", "))"
+        }
+        if statement.limit != nil || statement.offset != nil {
+            let limit = try statement.limit.map { (l) throws(StoreError) in "coalesce(CAST(\(try compiler.compile(l).asNumber) AS INTEGER), -1)" } ?? "-1"
+            sql += " LIMIT \(limit)"
+            if let offset = statement.offset {
+                sql += " OFFSET coalesce(CAST(\(try compiler.compile(offset).asNumber) AS INTEGER), 0)"
+            }
+        }
+        return CompiledQuery(sql: sql, columns: columns, parameterNumbers: compiler.parameters,
+                             collectionIDs: Set(sources.compactMap { $0.collection?.tableID }))
+    }
+
+    /// The top-level AND terms of a condition.
+    static func conjuncts(_ e: QueryExpression) -> [QueryExpression] {
+        if case .binary(.and, let a, let b) = e { return conjuncts(a) + conjuncts(b) }
+        return [e]
+    }
+
+    /// A WHERE term `x OP constant` that holds only for values of the
+    /// constant's kind lets ORDER BY x skip its type-rank key (and so use an index).
+    private static func noteKnownKind(_ conjunct: QueryExpression, compiler: inout ExpressionCompiler) {
+        let subject: QueryExpression
+        let constant: DocumentValue
+        switch conjunct {
+        case .binary(let op, let a, .literal(let c)) where op.isComparison && op != .notEqual: (subject, constant) = (a, c)
+        case .binary(let op, .literal(let c), let a) where op.isComparison && op != .notEqual: (subject, constant) = (a, c)
+        case .between(let a, .literal(let c), .literal): (subject, constant) = (a, c)
+        default: return
+        }
+        let kind: SQLValue.Kind
+        switch constant {
+        case .int, .double: kind = .number
+        case .string: kind = .string
+        default: return
+        }
+        if let value = try? compiler.compile(subject), value.kind == .dynamic { compiler.knownKinds[value.sql] = kind }
+    }
+
+    private static func defaultName(_ e: QueryExpression, position: Int) -> String {
+        switch e {
+        case .property(_, let path):
+            if let last = path.last(where: { if case .key = $0 { return true } else { return false } }), case .key(let k) = last { return k }
+        case .meta(_, let property):
+            return property.rawValue
+        default:
+            break
+        }
+        return "$\(position + 1)"
+    }
+
+    private static func source(_ name: String, in sources: [ExpressionCompiler.Source]) throws(StoreError) -> ExpressionCompiler.Source {
+        guard let s = sources.first(where: { $0.name == name }) else {
+            throw .invalidQuery("unknown source '\(name)' in '\(name).*'")
+        }
+        return s
+    }
+
+    static func resolve(_ reference: CollectionReference, database: Database) throws(StoreError) -> DocumentCollection {
+        switch reference {
+        case .collection(let c):
+            guard c.database === database else {
+                throw .invalidQuery("collection \(c.fullName) belongs to another database than the query's")
+            }
+            return c
+        case .named(let scope, let name):
+            do {
+                if scope == nil, name == "_" || name == "_default" || name == database.name {
+                    return try database.defaultCollection()
+                }
+                guard let c = try database.collection(name: name, scope: scope) else {
+                    throw StoreError.invalidQuery("no collection '\(name)' in scope '\(scope ?? "_default")'")
+                }
+                return c
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw .storage("\(error)")
+            }
+        }
+    }
+
+    private static func fullTextTable(_ name: String, sources: [ExpressionCompiler.Source], db: GRDB.Database) throws(StoreError) -> (ExpressionCompiler.Source, String) {
+        for source in sources {
+            guard let collection = source.collection else { continue }
+            if let index = try IndexCatalog.find(db, collectionID: collection.tableID, name: name), index.kind == .fullText {
+                return (source, index.sqlName(collectionID: collection.tableID))
+            }
+        }
+        throw .invalidQuery("no full-text index named '\(name)' on the query's collections; create one with createIndex(FullTextIndexConfiguration(...), name:)")
+    }
+}

@@ -1,0 +1,192 @@
+import Dispatch
+import Foundation
+import GRDB
+import GRDBSQLite
+import Synchronization
+
+/// A SELECT query over a database's collections, from SQL++ text
+/// (``Database/createQuery(_:)``) or from the ``QueryBuilder``.
+///
+/// It compiles to one SQLite statement on first use; SQLite's statement
+/// cache then reuses the prepared statement. A `Query` is `Sendable`;
+/// ``execute()`` may run from any thread.
+public final class Query: Sendable, CustomStringConvertible {
+    /// The database the query reads.
+    public let database: Database
+    let statement: SelectStatement
+    private let state = Mutex(State())
+    let live = LiveQueryHub()
+
+    private struct State {
+        var compiled: CompiledQuery?
+        var parameters: Parameters?
+    }
+
+    init(database: Database, statement: SelectStatement) {
+        self.database = database
+        self.statement = statement
+    }
+
+    /// Values for `$name` parameters. Setting them re-runs live queries.
+    public var parameters: Parameters? {
+        get { state.withLock { $0.parameters } }
+        set {
+            state.withLock { $0.parameters = newValue }
+            live.parametersChanged()
+        }
+    }
+
+    /// The query as SQL++ text.
+    public var description: String { SQLPPRenderer.render(statement) }
+
+    /// Runs the query and returns every row.
+    /// - throws: ``StoreError/invalidQuery(_:)`` for a query that cannot
+    ///   compile or run (an unknown collection, a bad full-text pattern...).
+    public func execute() throws -> ResultSet {
+        let parameters = state.withLock { $0.parameters } ?? Parameters()
+        return try database.read { db in
+            let compiled = try compiledQuery(db)
+            return try Self.run(compiled, parameters: parameters, db: db, blobStore: database.blobStore)
+        }
+    }
+
+    /// SQLite's plan for the query (`EXPLAIN QUERY PLAN`), one step per line,
+    /// after the SQL it runs.
+    public func explain() throws -> String {
+        try database.read { db in
+            let compiled = try compiledQuery(db)
+            let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + compiled.sql, arguments: Self.arguments(compiled, Parameters()))
+            let steps = plan.map { row -> String in "\(row["detail"] as String? ?? "")" }
+            return compiled.sql + "\n" + steps.joined(separator: "\n")
+        }
+    }
+
+    func compiledQuery(_ db: GRDB.Database) throws(StoreError) -> CompiledQuery {
+        if let compiled = state.withLock({ $0.compiled }) { return compiled }
+        let compiled = try QueryCompiler.compile(statement, database: database, db: db)
+        state.withLock { $0.compiled = compiled }
+        return compiled
+    }
+
+    /// The collections the query reads.
+    func collectionIDs() throws -> Set<Int64> {
+        try database.read { db in try compiledQuery(db).collectionIDs }
+    }
+
+    private static func arguments(_ compiled: CompiledQuery, _ parameters: Parameters) -> StatementArguments {
+        var values: [(any DatabaseValueConvertible)?] = Array(repeating: nil, count: compiled.parameterNumbers.count * 2)
+        for (name, number) in compiled.parameterNumbers {
+            let (value, tag) = bound(parameters.value(forName: name))
+            values[number - 1] = value
+            values[number] = tag
+        }
+        return StatementArguments(values)
+    }
+
+    /// A parameter as SQL value and tag (see ``SQLValue``).
+    private static func bound(_ value: DocumentValue?) -> ((any DatabaseValueConvertible)?, String?) {
+        switch value {
+        case nil: return (nil, nil)
+        case .null?: return (nil, "null")
+        case .bool(let b)?: return (b ? 1 : 0, b ? "true" : "false")
+        case .int(let i)?: return (i, "integer")
+        case .double(let d)?: return (d, "real")
+        case .string(let s)?: return (s, "text")
+        case .array?: return (value!.toJSON(), "array")
+        case .dictionary?, .blob?: return (value!.toJSON(), "object")
+        }
+    }
+
+    static func run(_ compiled: CompiledQuery, parameters: Parameters, db: GRDB.Database, blobStore: BlobStore) throws -> ResultSet {
+        let statement: Statement
+        do {
+            statement = try db.cachedStatement(sql: compiled.sql)
+            try statement.setArguments(arguments(compiled, parameters))
+        } catch let error as DatabaseError {
+            throw StoreError.invalidQuery("cannot prepare the query: \(error.message ?? "\(error)")")
+        }
+        let handle = statement.sqliteStatement
+        defer { sqlite3_reset(handle) }
+        let width = compiled.columns.count
+        var rows: [[DocumentValue?]] = []
+        while true {
+            let status = sqlite3_step(handle)
+            if status == SQLITE_DONE { break }
+            guard status == SQLITE_ROW else {
+                let message = String(cString: sqlite3_errmsg(sqlite3_db_handle(handle)))
+                throw StoreError.invalidQuery("the query failed: \(message)")
+            }
+            var row: [DocumentValue?] = []
+            row.reserveCapacity(width)
+            for i in 0..<Int32(width) { row.append(try value(handle, column: i * 2, blobStore: blobStore)) }
+            rows.append(row)
+        }
+        return ResultSet(columnNames: compiled.columns.map(\.name), rows: rows)
+    }
+
+    private static func text(_ handle: OpaquePointer, _ column: Int32) -> String {
+        guard let bytes = sqlite3_column_text(handle, column) else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column))), as: UTF8.self)
+    }
+
+    /// Reads the value/tag column pair at `column`.
+    private static func value(_ handle: OpaquePointer, column: Int32, blobStore: BlobStore) throws -> DocumentValue? {
+        guard sqlite3_column_type(handle, column + 1) != SQLITE_NULL else { return nil }
+        guard let tagBytes = sqlite3_column_text(handle, column + 1) else { return nil }
+        switch tagBytes[0] {
+        case UInt8(ascii: "n"): return .null
+        case UInt8(ascii: "t") where tagBytes[1] == UInt8(ascii: "r"): return .bool(true)
+        case UInt8(ascii: "f"): return .bool(false)
+        case UInt8(ascii: "t"): return .string(text(handle, column))
+        case UInt8(ascii: "i"), UInt8(ascii: "r"):
+            switch sqlite3_column_type(handle, column) {
+            case SQLITE_INTEGER: return .int(sqlite3_column_int64(handle, column))
+            case SQLITE_FLOAT: return (try? DocumentValue.number(sqlite3_column_double(handle, column))) ?? .null
+            case SQLITE_NULL: return .null
+            default: return .string(text(handle, column))
+            }
+        default:
+            // array / object: JSON text.
+            return try JSONParser.parse(text(handle, column), blobStore: blobStore)
+        }
+    }
+
+    // MARK: - Builder stages
+
+    private func with(_ change: (inout SelectStatement) -> Void) -> Query {
+        var statement = self.statement
+        change(&statement)
+        return Query(database: database, statement: statement)
+    }
+
+    /// Adds joins.
+    public func join(_ joins: Join...) -> Query { with { $0.joins += joins.map(\.spec) } }
+    /// Sets the WHERE condition.
+    public func `where`(_ condition: Expression) -> Query { with { $0.whereClause = condition.tree } }
+    /// Groups rows by expressions.
+    public func groupBy(_ expressions: Expression...) -> Query { with { $0.groupBy = expressions.map(\.tree) } }
+    /// Filters groups.
+    public func having(_ condition: Expression) -> Query { with { $0.having = condition.tree } }
+    /// Orders the rows.
+    public func orderBy(_ orderings: Ordering...) -> Query { with { $0.orderBy = orderings.map(\.item) } }
+    /// Limits the number of rows, optionally skipping the first `offset`.
+    public func limit(_ limit: Expression, offset: Expression? = nil) -> Query {
+        with {
+            $0.limit = limit.tree
+            $0.offset = offset?.tree
+        }
+    }
+}
+
+extension Database {
+    /// Parses a SQL++ `SELECT` query. In FROM, `_`, `_default` and the
+    /// database's name mean the default collection; `name` is a collection
+    /// of the default scope, `scope.name` one of another scope.
+    ///
+    /// - throws: ``StoreError/invalidQuery(_:)`` naming the position of a
+    ///   syntax error and what was expected there, or an unknown function.
+    public func createQuery(_ sql: String) throws -> Query {
+        try checkOpen()
+        return Query(database: self, statement: try SQLPPParser.parseStatement(sql))
+    }
+}
