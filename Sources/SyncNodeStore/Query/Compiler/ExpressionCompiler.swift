@@ -44,14 +44,12 @@ struct ExpressionCompiler {
         case .meta(let source, let property): return try meta(source: source, property)
         case .parameter(let name): return parameter(name)
         case .array(let items):
-            var values: [DocumentValue] = []
-            for item in items {
-                guard case .literal(let v) = item else {
-                    throw .invalidQuery("array constructors may only hold constants; use IN (...) to compare against expressions")
-                }
-                values.append(v)
-            }
-            return .literal(.array(values))
+            var values: [SQLValue] = []
+            for item in items { values.append(try compile(item)) }
+            if values.allSatisfy({ $0.constant != nil }) { return .literal(.array(values.compactMap(\.constant))) }
+            // A MISSING item becomes null, as in N1QL.
+            let sql = "json_array(\(values.map(Self.jsonItem).joined(separator: ", ")))"
+            return SQLValue(sql: sql, tag: "'array'", kind: .dynamic, canBeMissing: false, canBeNull: false, location: (sql, "'$'"))
         case .unary(.not, let a):
             let v = try compile(a)
             return .computed("(NOT \(v.asBoolean))", kind: .boolean, from: [v], canBeNull: v.canBeNull || v.canBeMissing)
@@ -112,7 +110,7 @@ struct ExpressionCompiler {
             if path.count > 1, let aliased = sources.first(where: { $0.name == first }) {
                 path.removeFirst()
                 source = aliased
-            } else if path.count == 1, sources.count > 1, let aliased = sources.first(where: { $0.name == first }) {
+            } else if path.count == 1, let aliased = sources.first(where: { $0.name == first }) {
                 return whole(aliased)
             } else {
                 source = try self.source(named: nil)
@@ -216,10 +214,18 @@ struct ExpressionCompiler {
     /// A typed comparison: values of different types are never equal or
     /// ordered (false); null and MISSING give null and MISSING.
     func compare(_ op: BinaryOperator, _ a: SQLValue, _ b: SQLValue) -> SQLValue {
+        // Normalize: a dynamic operand first, else a constant second.
         var a = a, b = b, op = op
-        if a.constant != nil, b.constant == nil {
+        let bothOrNeither = (a.kind == .dynamic) == (b.kind == .dynamic)
+        if (a.kind != .dynamic && b.kind == .dynamic) || (bothOrNeither && a.constant != nil && b.constant == nil) {
             swap(&a, &b)
             op = op.mirrored
+        }
+        // A whole document or an array constant against a scalar: false, decided here
+        // (comparing the body column itself would let SQLite substitute the scalar
+        // into the row's other JSON calls).
+        if a.kind == .dynamic, b.kind != .dynamic, a.tag == "'object'" || a.tag == "'array'" {
+            return .computed("(CASE WHEN \(b.sql) IS NULL THEN NULL ELSE 0 END)", kind: .boolean, from: [a, b])
         }
         let native = "\(a.sql) \(op.rawValue) \(b.sql)"
         let sql: String
@@ -234,10 +240,6 @@ struct ExpressionCompiler {
             if b.constant == nil, b.canBeNull || b.canBeMissing {
                 return .computed("(CASE WHEN \(b.sql) IS NULL THEN NULL ELSE \(sql) END)", kind: .boolean, from: [a, b])
             }
-        case (let kind, .dynamic):
-            let swapped = compare(op.mirrored, b, a)
-            _ = kind
-            return swapped
         default:
             // Two different static kinds: false unless one side is null or MISSING.
             sql = "(CASE WHEN \(a.sql) IS NULL OR \(b.sql) IS NULL THEN NULL ELSE 0 END)"
@@ -304,8 +306,9 @@ struct ExpressionCompiler {
             }
         }
         var terms: [SQLValue] = []
+        let isContainer = a.tag == "'object'" || a.tag == "'array'"
         if !native.isEmpty {
-            if a.kind == .dynamic || native.allSatisfy({ $0.kind == a.kind }) {
+            if !isContainer, a.kind == .dynamic || native.allSatisfy({ $0.kind == a.kind }) {
                 terms.append(.computed("(\(a.sql) IN (\(native.map(\.sql).joined(separator: ", "))))", kind: .boolean, from: [a]))
             } else {
                 others += native
@@ -365,6 +368,17 @@ struct ExpressionCompiler {
                         canBeNull: true, location: location)
     }
 
+    /// A value as an argument of `json_array`: JSON (subtyped), or NULL for null/MISSING.
+    static func jsonItem(_ v: SQLValue) -> String {
+        switch v.kind {
+        // Integral reals as integers, as stored JSON writes them (arrays compare by their text).
+        case .number: return "(CASE WHEN typeof(\(v.sql)) = 'real' AND abs(\(v.sql)) < 9e15 AND \(v.sql) = CAST(\(v.sql) AS INTEGER) THEN CAST(\(v.sql) AS INTEGER) ELSE \(v.sql) END)"
+        case .string: return v.sql
+        case .boolean: return "json(CASE WHEN \(v.sql) IS NULL THEN 'null' WHEN \(v.sql) THEN 'true' ELSE 'false' END)"
+        case .dynamic: return "json(\(jsonText(sql: v.sql, tag: v.tag)))"
+        }
+    }
+
     /// JSON text of a dynamic value (for iterating or extracting from it).
     static func jsonText(sql: String, tag: String) -> String {
         "(CASE \(tag) WHEN 'text' THEN json_quote(\(sql)) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null' ELSE \(sql) END)"
@@ -372,7 +386,7 @@ struct ExpressionCompiler {
 
     private mutating func quantified(_ quantifier: Quantifier, variable: String, in collection: SQLValue, satisfies condition: QueryExpression) throws(StoreError) -> SQLValue {
         guard let location = collection.location ?? (collection.kind == .dynamic ? (collection.sql, "'$'") : nil) else {
-            return .computed("NULL", kind: .boolean, from: [collection])
+            return .computed("(CASE WHEN \(collection.sql) IS NULL THEN NULL END)", kind: .boolean, from: [collection])
         }
         nextEach += 1
         let each = "e\(nextEach)"
@@ -427,7 +441,9 @@ struct ExpressionCompiler {
             return number("(CASE WHEN \(a!.tag) = 'array' THEN json_array_length(\(a!.sql)) END)")
         case "ARRAY_CONTAINS":
             let array = args[0], value = args[1]
-            guard array.kind == .dynamic else { return .computed("NULL", kind: .boolean, from: args) }
+            guard array.kind == .dynamic else {
+                return .computed("(CASE WHEN \(array.sql) IS NULL OR \(value.sql) IS NULL THEN NULL END)", kind: .boolean, from: args)
+            }
             let location = array.location ?? (array.sql, "'$'")
             nextEach += 1
             let each = "e\(nextEach)"

@@ -108,7 +108,7 @@ enum QueryCompiler {
                     keys.append("(\(location.json) -> \(location.path))")
                     continue
                 }
-                keys.append(value.sql)
+                keys.append(Self.groupOrOrderKey(value.sql, kind: value.kind))
                 if value.kind == .dynamic || (value.canBeMissing && value.canBeNull) { keys.append(value.tag) }
             }
             sql += " GROUP BY \(keys.joined(separator: ", "))"
@@ -125,11 +125,13 @@ enum QueryCompiler {
                 } else {
                     value = try compiler.compile(item.expression)
                 }
+                // A constant orders nothing (and SQLite would read an integer as a column number).
+                if value.constant != nil { continue }
                 let direction = item.descending ? " DESC" : ""
-                if compiler.knownKinds[value.sql] == nil, let rank = value.typeRank { keys.append(rank + direction) }
-                keys.append(value.sql + direction)
+                if compiler.knownKinds[value.sql] == nil, let rank = value.typeRank { keys.append(Self.groupOrOrderKey(rank, kind: .number) + direction) }
+                keys.append(Self.groupOrOrderKey(value.sql, kind: value.kind) + direction)
             }
-            sql += " ORDER BY \(keys.joined(separator: ", "))"
+            if !keys.isEmpty { sql += " ORDER BY \(keys.joined(separator: ", "))" }
         }
         if statement.limit != nil || statement.offset != nil {
             let limit = try statement.limit.map { (l) throws(StoreError) in "coalesce(CAST(\(try compiler.compile(l).asNumber) AS INTEGER), -1)" } ?? "-1"
@@ -140,6 +142,14 @@ enum QueryCompiler {
         }
         return CompiledQuery(sql: sql, columns: columns, parameterNumbers: compiler.parameters,
                              collectionIDs: Set(sources.compactMap { $0.collection?.tableID }))
+    }
+
+    /// SQLite reads an integer in GROUP BY or ORDER BY as a column number,
+    /// and folds expressions like `x AND 0` to one while parsing; computed
+    /// keys are wrapped in a call it does not fold. Plain JSON values stay
+    /// bare, so an index on them can still order the scan.
+    private static func groupOrOrderKey(_ sql: String, kind: SQLValue.Kind) -> String {
+        kind == .dynamic ? sql : "coalesce(\(sql), NULL)"
     }
 
     /// The top-level AND terms of a condition.
@@ -171,7 +181,7 @@ enum QueryCompiler {
     private static func defaultName(_ e: QueryExpression, position: Int) -> String {
         switch e {
         case .property(_, let path):
-            if let last = path.last(where: { if case .key = $0 { return true } else { return false } }), case .key(let k) = last { return k }
+            if case .key(let k)? = path.last { return k }
         case .meta(_, let property):
             return property.rawValue
         default:

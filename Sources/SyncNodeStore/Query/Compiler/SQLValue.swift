@@ -73,7 +73,7 @@ struct SQLValue {
         switch kind {
         case .number: return sql
         case .dynamic: return "(CASE WHEN \(tag) IN ('integer', 'real') THEN \(sql) END)"
-        case .boolean, .string: return "NULL"
+        case .boolean, .string: return nullReferencingValue
         }
     }
 
@@ -81,9 +81,13 @@ struct SQLValue {
         switch kind {
         case .string: return sql
         case .dynamic: return "(CASE WHEN \(tag) = 'text' THEN \(sql) END)"
-        case .boolean, .number: return "NULL"
+        case .boolean, .number: return nullReferencingValue
         }
     }
+
+    /// NULL, written so the value stays in the SQL: an aggregate inside must
+    /// still make the query an aggregate query.
+    private var nullReferencingValue: String { "(CASE WHEN \(sql) IS NULL THEN NULL END)" }
 
     /// Truthiness: false, 0 are false; null and MISSING are NULL; anything else is true.
     var asBoolean: String {
@@ -130,7 +134,8 @@ extension SQLValue.Kind {
     func validTag(_ sql: String) -> String {
         switch self {
         case .boolean: return "(CASE WHEN \(sql) THEN 'true' ELSE 'false' END)"
-        case .number: return "(CASE typeof(\(sql)) WHEN 'integer' THEN 'integer' ELSE 'real' END)"
+        // One tag for integers and reals, so DISTINCT and GROUP BY take 5 and 5.0 as one value.
+        case .number: return "'real'"
         case .string: return "'text'"
         case .dynamic: return "'null'"
         }

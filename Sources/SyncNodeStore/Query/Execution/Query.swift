@@ -55,8 +55,10 @@ public final class Query: Sendable, CustomStringConvertible {
     public func explain() throws -> String {
         try database.read { db in
             let compiled = try compiledQuery(db)
-            let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + compiled.sql, arguments: Self.arguments(compiled, Parameters()))
-            let steps = plan.map { row -> String in "\(row["detail"] as String? ?? "")" }
+            let statement = try db.makeStatement(sql: "EXPLAIN QUERY PLAN " + compiled.sql)
+            let handle = statement.sqliteStatement
+            var steps: [String] = []
+            while sqlite3_step(handle) == SQLITE_ROW { steps.append(Self.text(handle, 3)) }
             return compiled.sql + "\n" + steps.joined(separator: "\n")
         }
     }
@@ -73,14 +75,27 @@ public final class Query: Sendable, CustomStringConvertible {
         try database.read { db in try compiledQuery(db).collectionIDs }
     }
 
-    private static func arguments(_ compiled: CompiledQuery, _ parameters: Parameters) -> StatementArguments {
-        var values: [(any DatabaseValueConvertible)?] = Array(repeating: nil, count: compiled.parameterNumbers.count * 2)
+    /// Binds by number: the compiled SQL may not use every value or tag
+    /// (`$p IS NULL` needs only the tag), so GRDB's argument count check does not fit.
+    private static func bind(_ compiled: CompiledQuery, _ parameters: Parameters, to handle: OpaquePointer) {
+        sqlite3_clear_bindings(handle)
+        let count = sqlite3_bind_parameter_count(handle)
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        func bind(_ index: Int, _ value: (any DatabaseValueConvertible)?) {
+            let i = Int32(index)
+            guard i <= count else { return }
+            switch value?.databaseValue.storage {
+            case .int64(let v)?: sqlite3_bind_int64(handle, i, v)
+            case .double(let v)?: sqlite3_bind_double(handle, i, v)
+            case .string(let v)?: sqlite3_bind_text(handle, i, v, -1, transient)
+            default: sqlite3_bind_null(handle, i)
+            }
+        }
         for (name, number) in compiled.parameterNumbers {
             let (value, tag) = bound(parameters.value(forName: name))
-            values[number - 1] = value
-            values[number] = tag
+            bind(number, value)
+            bind(number + 1, tag)
         }
-        return StatementArguments(values)
     }
 
     /// A parameter as SQL value and tag (see ``SQLValue``).
@@ -101,12 +116,12 @@ public final class Query: Sendable, CustomStringConvertible {
         let statement: Statement
         do {
             statement = try db.cachedStatement(sql: compiled.sql)
-            try statement.setArguments(arguments(compiled, parameters))
         } catch let error as DatabaseError {
             throw StoreError.invalidQuery("cannot prepare the query: \(error.message ?? "\(error)")")
         }
         let handle = statement.sqliteStatement
         defer { sqlite3_reset(handle) }
+        bind(compiled, parameters, to: handle)
         let width = compiled.columns.count
         var rows: [[DocumentValue?]] = []
         while true {
