@@ -42,13 +42,13 @@ enum QueryBenchmark {
                     return n
                 },
                 baseline: {
-                    try raw.read { db in
-                        var n = 0
-                        for sku in skus {
-                            n += try rows(db, "SELECT id, json_extract(body, '$.name'), json_extract(body, '$.price') FROM \(table) WHERE json_extract(body, '$.sku') = ? AND deleted = 0", [sku]).count
+                    var n = 0
+                    for sku in skus {
+                        n += try raw.read { db in
+                            try rows(db, "SELECT id, json_extract(body, '$.name'), json_extract(body, '$.price') FROM \(table) WHERE json_extract(body, '$.sku') = ? AND deleted = 0", [sku]).count
                         }
-                        return n
                     }
+                    return n
                 })
 
         // (b) Range with ORDER BY and LIMIT 20.
@@ -56,13 +56,11 @@ enum QueryBenchmark {
         compare("(b) range x200", runs: 200,
                 ours: { var n = 0; for _ in 0..<200 { n += try range.execute().count }; return n },
                 baseline: {
-                    try raw.read { db in
-                        var n = 0
-                        for _ in 0..<200 {
-                            n += try rows(db, "SELECT id, json_extract(body, '$.name'), json_extract(body, '$.price') FROM \(table) WHERE json_extract(body, '$.price') BETWEEN 100 AND 400 AND deleted = 0 ORDER BY json_extract(body, '$.price') LIMIT 20", []).count
-                        }
-                        return n
+                    var n = 0
+                    for _ in 0..<200 {
+                        n += try raw.read { db in try rows(db, "SELECT id, json_extract(body, '$.name'), json_extract(body, '$.price') FROM \(table) WHERE json_extract(body, '$.price') BETWEEN 100 AND 400 AND deleted = 0 ORDER BY json_extract(body, '$.price') LIMIT 20", []).count }
                     }
+                    return n
                 })
 
         // (c) GROUP BY with COUNT over every document.
@@ -70,13 +68,11 @@ enum QueryBenchmark {
         compare("(c) group by x5", runs: 5,
                 ours: { var n = 0; for _ in 0..<5 { n += try group.execute().count }; return n },
                 baseline: {
-                    try raw.read { db in
-                        var n = 0
-                        for _ in 0..<5 {
-                            n += try rows(db, "SELECT json_extract(body, '$.category'), count(*) FROM \(table) WHERE deleted = 0 GROUP BY json_extract(body, '$.category')", []).count
-                        }
-                        return n
+                    var n = 0
+                    for _ in 0..<5 {
+                        n += try raw.read { db in try rows(db, "SELECT json_extract(body, '$.category'), count(*) FROM \(table) WHERE deleted = 0 GROUP BY json_extract(body, '$.category')", []).count }
                     }
+                    return n
                 })
 
         // (d) Full-text search.
@@ -85,13 +81,11 @@ enum QueryBenchmark {
         compare("(d) full-text x20", runs: 20,
                 ours: { var n = 0; for _ in 0..<20 { n += try fts.execute().count }; return n },
                 baseline: {
-                    try raw.read { db in
-                        var n = 0
-                        for _ in 0..<20 {
-                            n += try rows(db, "SELECT d.id, json_extract(d.body, '$.name') FROM \(ftsTable) AS f JOIN \(table) AS d ON d.key = f.rowid WHERE f.\(ftsTable) MATCH 'alpha AND bravo' AND d.deleted = 0", []).count
-                        }
-                        return n
+                    var n = 0
+                    for _ in 0..<20 {
+                        n += try raw.read { db in try rows(db, "SELECT d.id, json_extract(d.body, '$.name') FROM \(ftsTable) AS f JOIN \(table) AS d ON d.key = f.rowid WHERE f.\(ftsTable) MATCH 'alpha AND bravo' AND d.deleted = 0", []).count }
                     }
+                    return n
                 })
 
         try liveLatency(db: db, collection: collection)

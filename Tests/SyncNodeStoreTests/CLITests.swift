@@ -26,6 +26,24 @@ import Testing
         #expect(try runCLI(d + ["changes", "app.s.c", "--since", "3"]).stdout.isEmpty)
     }
 
+    @Test func queryPrintsJSONLines() throws {
+        let dir = try TempDirectory()
+        let d = ["--dir", dir.url.path]
+        for (id, body) in [("a", #"{"n": 1, "tag": "x"}"#), ("b", #"{"n": 2}"#), ("c", #"{"n": 3, "tag": "x"}"#)] {
+            #expect(try runCLI(d + ["put", "app", id, body]).status == 0)
+        }
+        #expect(try runCLI(d + ["put", "app.s.c", "z", #"{"n": 9}"#]).status == 0)
+        let q = try runCLI(d + ["query", "--db", "app", "SELECT meta().id, n, tag FROM app WHERE n >= $min ORDER BY n", "--param", "min=2"])
+        #expect(q.status == 0)
+        #expect(q.stdout.split(separator: "\n") == [#"{"id":"b","n":2}"#, #"{"id":"c","n":3,"tag":"x"}"#])
+        let scoped = try runCLI(d + ["query", "--db", "app", "SELECT COUNT(*) AS k FROM s.c"])
+        #expect(scoped.stdout == "{\"k\":1}\n")
+        let bad = try runCLI(d + ["query", "--db", "app", "SELECT n FROM _ WHERE"])
+        #expect(bad.status == 1 && bad.stderr.contains("expected an expression") && bad.stderr.split(separator: "\n").count == 1)
+        #expect(try runCLI(d + ["query", "--db", "nosuch", "SELECT 1 FROM _"]).status == 1)
+        #expect(try runCLI(d + ["query", "--db", "app", "SELECT 1 FROM _", "--param", "x"]).status == 1)
+    }
+
     @Test func importExportRoundTrip() throws {
         let dir = try TempDirectory()
         let d = ["--dir", dir.url.path]

@@ -147,6 +147,23 @@ import Testing
         #expect(Set((keys.json["rows"]?.array?.first?.dictionaryKeys) ?? []) == ["id", "key", "value"])
     }
 
+    @Test func queryRunsSQLPlusPlus() async throws {
+        let h = try await ListenerHarness()
+        defer { Task { await h.shutdown() } }
+        _ = try await h.request(.PUT, "/db")
+        let docs = (0..<10).map { #"{"_id":"k\#($0)","n":\#($0),"odd":\#($0 % 2 == 1)}"# }.joined(separator: ",")
+        _ = try await h.request(.POST, "/db/_bulk_docs", body: #"{"docs":[\#(docs)]}"#)
+        let result = try await h.request(.POST, "/db/_query",
+                                         body: #"{"query": "SELECT meta().id, n FROM _ WHERE odd AND n > $min ORDER BY n DESC", "params": {"min": 4}}"#)
+        #expect(result.status == 200)
+        #expect(result["results"]?.array?.compactMap { $0["id"]?.string } == ["k9", "k7", "k5"])
+        let bad = try await h.request(.POST, "/db/_query", body: #"{"query": "SELECT n FROM"}"#)
+        #expect(bad.status == 400 && bad["error"]?.string == "query_parse_error")
+        #expect(bad["reason"]?.string?.contains("position 13") == true)
+        let missing = try await h.request(.POST, "/db/_query", body: #"{"sql": "SELECT 1"}"#)
+        #expect(missing.status == 400)
+    }
+
     @Test func attachmentsInlineStubsAndStandalone() async throws {
         let h = try await ListenerHarness()
         defer { Task { await h.shutdown() } }

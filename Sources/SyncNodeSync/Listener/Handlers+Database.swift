@@ -73,7 +73,7 @@ extension Handlers {
         case ("_ensure_full_commit", .post):
             return HTTP.json(["ok": true, "instance_start_time": "0"], status: .created)
         case ("_query", .post):
-            throw CouchError(status: 501, error: "not_implemented", reason: "SQL++ queries come with the query engine; it is not built yet.")
+            return try await query(request, database: c.database)
         case ("_all_docs", _), ("_changes", _):
             throw Self.methodNotAllowed("GET,HEAD,POST")
         case ("_revs_diff", _), ("_bulk_docs", _), ("_bulk_get", _), ("_ensure_full_commit", _), ("_query", _):
@@ -81,6 +81,31 @@ extension Handlers {
         default:
             throw CouchError.notFound()
         }
+    }
+
+    // MARK: - _query
+
+    /// `{"query": "SELECT ...", "params": {"name": value}}` -> `{"results": [row, ...]}`;
+    /// FROM names the database's collections (`_` is its default collection).
+    private func query(_ request: Request, database: SyncNodeStore.Database) async throws -> Response {
+        let body = try await request.jsonObject(limit: bodyLimit)
+        guard case .string(let sql)? = body["query"] else { throw CouchError.badRequest("POST body must include a `query` string (SQL++)") }
+        var parameters: [String: DocumentValue] = [:]
+        switch body["params"] {
+        case .dictionary(let p)?: parameters = p
+        case nil, .null?: break
+        default: throw CouchError.badRequest("`params` must be an object")
+        }
+        let query = try database.createQuery(sql)
+        query.parameters = Parameters(parameters)
+        var writer = JSONWriter()
+        writer.writeRaw("{\"results\":[")
+        for (i, result) in try query.execute().enumerated() {
+            if i > 0 { writer.writeRaw(",") }
+            writer.writeRaw(result.toJSON())
+        }
+        writer.writeRaw("]}")
+        return HTTP.json(writer.text)
     }
 
     // MARK: - _all_docs

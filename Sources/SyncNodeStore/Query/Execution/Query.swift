@@ -44,7 +44,8 @@ public final class Query: Sendable, CustomStringConvertible {
     ///   compile or run (an unknown collection, a bad full-text pattern...).
     public func execute() throws -> ResultSet {
         let parameters = state.withLock { $0.parameters } ?? Parameters()
-        return try database.read { db in
+        // One statement reads one snapshot: no transaction needed around it.
+        return try database.readStatement { db in
             let compiled = try compiledQuery(db)
             return try Self.run(compiled, parameters: parameters, db: db, blobStore: database.blobStore)
         }

@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+@testable import SyncNodeStore
+
+/// Hostile input: a clear error or a correct result, never a crash or a wrong table.
+@Suite struct HostileQueryTests {
+    let dir: TempDirectory
+    let db: Database
+
+    init() throws {
+        dir = try TempDirectory()
+        db = try dir.open()
+        let c = try db.defaultCollection()
+        for i in 0..<10 {
+            let d = MutableDocument(id: "d\(i)")
+            d.setInt(i, forKey: "n")
+            d.setString("v\(i)", forKey: "s")
+            try c.save(d)
+        }
+    }
+
+    func count() throws -> Int { try db.defaultCollection().count }
+
+    @Test func deepNestingIsRefused() throws {
+        let deep = "SELECT " + String(repeating: "(", count: 5000) + "1" + String(repeating: ")", count: 5000) + " FROM _"
+        #expect(throws: StoreError.self) { try db.createQuery(deep) }
+        let nots = "SELECT n FROM _ WHERE " + String(repeating: "NOT ", count: 5000) + "n"
+        #expect(throws: StoreError.self) { try db.createQuery(nots) }
+        let minus = "SELECT " + String(repeating: "-", count: 5000) + "n FROM _"
+        #expect(throws: StoreError.self) { try db.createQuery(minus) }
+        // Within the limit it runs.
+        let fine = "SELECT " + String(repeating: "(", count: 40) + "n + 1" + String(repeating: ")", count: 40) + " AS x FROM _ WHERE n = 2"
+        #expect(try db.createQuery(fine).execute().allResults().first?.int(forKey: "x") == 3)
+    }
+
+    @Test func hugeInListsWork() throws {
+        let strings = (0..<20_000).map { "'v\($0)'" }.joined(separator: ", ")
+        #expect(try db.createQuery("SELECT n FROM _ WHERE s IN (\(strings))").execute().count == 10)
+        // Items the native IN cannot take (0, 1, TRUE) become a balanced OR tree, not a 20,000-deep chain.
+        let mixed = (0..<20_000).map { $0 % 3 == 0 ? "TRUE" : "\($0 % 2)" }.joined(separator: ", ")
+        #expect(try db.createQuery("SELECT n FROM _ WHERE n IN (\(mixed))").execute().count == 2)
+    }
+
+    @Test func injectionInNamesAndParametersIsInert() throws {
+        let names = ["a'); DROP TABLE c1_docs; --", "x' OR '1'='1", "n`", "$.n", "n]"]
+        for name in names {
+            let quoted = "`" + name.replacingOccurrences(of: "`", with: "``") + "`"
+            let results = try db.createQuery("SELECT \(quoted) FROM _").execute()
+            #expect(results.count == 10)
+            #expect(results.allSatisfy { $0.keys.isEmpty }, "\(name) is a property nobody has")
+        }
+        #expect(throws: StoreError.self) { try db.createQuery("SELECT `a\"b` FROM _").execute() }
+        let q = try db.createQuery("SELECT n FROM _ WHERE s = $s")
+        q.parameters = Parameters().setString("v1' OR '1'='1", forName: "s")
+        #expect(try q.execute().count == 0)
+        q.parameters = Parameters().setString("'; DROP TABLE c1_docs; --", forName: "s")
+        #expect(try q.execute().count == 0)
+        #expect(throws: StoreError.self) { try db.createQuery("SELECT n FROM `c1_docs; DROP TABLE c1_docs`").execute() }
+        #expect(throws: StoreError.self) { try db.createQuery("SELECT n FROM _; DROP TABLE c1_docs") }
+        #expect(try count() == 10)
+    }
+
+    @Test func badInputGivesErrorsNotCrashes() throws {
+        for sql in ["", "SELECT", "SELECT * FROM", "SELECT n FROM _ WHERE", "SELECT n FROM _ LIMIT", "SELECT 'abc FROM _",
+                    "SELECT `abc FROM _", "SELECT n FROM _ /* open", "SELECT 1e999 FROM _", "SELECT $ FROM _",
+                    "SELECT n FROM _ ORDER", "SELECT CASE END FROM _", "SELECT ANY x IN n END FROM _", "SELECT meta().nope FROM _",
+                    "SELECT n FROM a JOIN b", "SELECT n FROM _ AS a JOIN _ AS a ON 1", "SELECT n FROM _ WHERE n IS 5", "SELECT @ FROM _"] {
+            do {
+                _ = try db.createQuery(sql).execute()
+                Issue.record("no error for \(sql)")
+            } catch let error as StoreError {
+                guard case .invalidQuery(let message) = error else { Issue.record("\(sql): \(error)"); continue }
+                #expect(!message.isEmpty)
+            }
+        }
+        // Runtime failures are errors too.
+        #expect(throws: StoreError.self) { try db.createQuery("SELECT n FROM _ WHERE REGEXP_LIKE(s, '(')").execute() }
+        #expect(try count() == 10)
+    }
+}
