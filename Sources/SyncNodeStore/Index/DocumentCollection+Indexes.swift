@@ -28,7 +28,7 @@ extension DocumentCollection {
                 // Statistics let the planner prefer the new index over scanning in ID order.
                 try db.execute(sql: "ANALYZE \(sqlName)")
             case .fullText(let properties, let ignoreAccents, let language):
-                try createFullText(db, table: sqlName, properties: properties, values: columns, ignoreAccents: ignoreAccents, language: language)
+                try createFullText(db, table: sqlName, properties: properties, paths: columns, ignoreAccents: ignoreAccents, language: language)
             }
         }
         // Open reader connections keep planning with the schema they loaded; new ones see the index.
@@ -56,8 +56,8 @@ extension DocumentCollection {
         }
     }
 
-    /// The SQL of each index key: the exact expressions queries compile to,
-    /// so SQLite's planner matches them.
+    /// The SQL of each value index key (the exact expressions queries compile
+    /// to, so SQLite's planner matches them), or each full-text property's JSON path.
     private func indexColumns(_ definition: IndexDefinition) throws(StoreError) -> [String] {
         var compiler = ExpressionCompiler(sources: [.init(name: name, sqlAlias: "", collection: self, isOuter: false)])
         switch definition {
@@ -71,7 +71,7 @@ extension DocumentCollection {
         case .fullText(let properties, _, _):
             guard !properties.isEmpty else { throw .invalidQuery("a full-text index needs at least one property") }
             return try properties.map { (path) throws(StoreError) in
-                "json_extract(new.body, \(try ExpressionCompiler.appending(PathComponent.parse(dotted: path), to: "'$'")))"
+                try ExpressionCompiler.appending(PathComponent.parse(dotted: path), to: "'$'")
             }
         }
     }
@@ -79,10 +79,11 @@ extension DocumentCollection {
     /// An FTS5 table whose rowid is the document's key, kept current by
     /// triggers on the documents table, so every write path (saves,
     /// replication, purges, expiry) updates it in the same transaction.
-    private func createFullText(_ db: GRDB.Database, table: String, properties: [String], values: [String], ignoreAccents: Bool, language: String?) throws {
-        let columns = properties.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }.joined(separator: ", ")
+    private func createFullText(_ db: GRDB.Database, table: String, properties: [String], paths: [String], ignoreAccents: Bool, language: String?) throws {
+        let columns = properties.map(FullTextPattern.quoted).joined(separator: ", ")
         let tokenizer = (IndexDefinition.stems(language) ? "porter " : "") + "unicode61 remove_diacritics \(ignoreAccents ? 2 : 0)"
-        let newValues = values.joined(separator: ", ")
+        func values(of body: String) -> String { paths.map { "json_extract(\(body), \($0))" }.joined(separator: ", ") }
+        let newValues = values(of: "new.body")
         try db.execute(sql: """
             CREATE VIRTUAL TABLE \(table) USING fts5(\(columns), tokenize = '\(tokenizer)');
             CREATE TRIGGER \(table)_ai AFTER INSERT ON \(tables.docs) WHEN new.deleted = 0 BEGIN
@@ -95,7 +96,7 @@ extension DocumentCollection {
                 DELETE FROM \(table) WHERE rowid = old.key;
                 INSERT INTO \(table)(rowid, \(columns)) SELECT new.key, \(newValues) WHERE new.deleted = 0;
             END;
-            INSERT INTO \(table)(rowid, \(columns)) SELECT key, \(newValues.replacingOccurrences(of: "new.body", with: "body")) FROM \(tables.docs) WHERE deleted = 0;
+            INSERT INTO \(table)(rowid, \(columns)) SELECT key, \(values(of: "body")) FROM \(tables.docs) WHERE deleted = 0;
             """)
     }
 }

@@ -9,10 +9,8 @@ enum IndexCatalog {
         let name: String
         let definition: IndexDefinition
 
-        var kind: IndexDefinition.Kind { definition.kind }
-
         func sqlName(collectionID: Int64) -> String {
-            kind == .value ? "c\(collectionID)_ix\(id)" : "c\(collectionID)_fts\(id)"
+            definition.isFullText ? "c\(collectionID)_fts\(id)" : "c\(collectionID)_ix\(id)"
         }
     }
 
@@ -28,18 +26,21 @@ enum IndexCatalog {
     }
 
     static func all(_ db: GRDB.Database, collectionID: Int64) throws(StoreError) -> [Entry] {
+        try entries(db, "SELECT id, name, definition FROM indexes WHERE collection_id = ? ORDER BY name", [collectionID])
+    }
+
+    static func find(_ db: GRDB.Database, collectionID: Int64, name: String) throws(StoreError) -> Entry? {
+        try entries(db, "SELECT id, name, definition FROM indexes WHERE collection_id = ? AND name = ?", [collectionID, name]).first
+    }
+
+    private static func entries(_ db: GRDB.Database, _ sql: String, _ arguments: StatementArguments) throws(StoreError) -> [Entry] {
         do {
-            return try Row.fetchAll(db, sql: "SELECT id, name, definition FROM indexes WHERE collection_id = ? ORDER BY name", arguments: [collectionID])
-                .map { row throws(StoreError) in try entry(row) }
+            return try Row.fetchAll(db, sql: sql, arguments: arguments).map { row throws(StoreError) in try entry(row) }
         } catch let error as StoreError {
             throw error
         } catch {
             throw .storage("reading the index catalog: \(error)")
         }
-    }
-
-    static func find(_ db: GRDB.Database, collectionID: Int64, name: String) throws(StoreError) -> Entry? {
-        try all(db, collectionID: collectionID).first { $0.name == name }
     }
 
     private static func entry(_ row: Row) throws(StoreError) -> Entry {
@@ -58,7 +59,7 @@ enum IndexCatalog {
 
     static func delete(_ db: GRDB.Database, collectionID: Int64, entry: Entry) throws {
         let sqlName = entry.sqlName(collectionID: collectionID)
-        switch entry.kind {
+        switch entry.definition {
         case .value:
             try db.execute(sql: "DROP INDEX IF EXISTS \(sqlName)")
         case .fullText:

@@ -44,13 +44,9 @@ public enum IndexDefinition: Sendable, Hashable, Codable {
     case value(expressions: [String])
     case fullText(properties: [String], ignoreAccents: Bool, language: String?)
 
-    enum Kind: String { case value, fullText }
-
-    var kind: Kind {
-        switch self {
-        case .value: return .value
-        case .fullText: return .fullText
-        }
+    var isFullText: Bool {
+        if case .fullText = self { return true }
+        return false
     }
 
     /// Porter stemming for English only; SQLite ships no other stemmer.

@@ -28,9 +28,24 @@ import Testing
         #expect(throws: StoreError.self) { try db.createQuery(nots) }
         let minus = "SELECT " + String(repeating: "-", count: 5000) + "n FROM _"
         #expect(throws: StoreError.self) { try db.createQuery(minus) }
+        let plus = "SELECT " + String(repeating: "+", count: 100_000) + "n FROM _"
+        #expect(throws: StoreError.self) { try db.createQuery(plus) }
+        let sums = "SELECT n" + String(repeating: " + 1", count: 5000) + " FROM _"
+        #expect(throws: StoreError.self) { try db.createQuery(sums) }
+        // Each nested CASE copies its operands: 12 levels (100 KB of text) would compile to gigabytes.
+        var nested = "n"
+        for _ in 0..<12 { nested = "CASE WHEN (\(nested)) > 1 THEN (\(nested)) END" }
+        #expect(throws: StoreError.self) { try db.createQuery("SELECT \(nested) FROM _").execute() }
         // Within the limit it runs.
         let fine = "SELECT " + String(repeating: "(", count: 40) + "n + 1" + String(repeating: ")", count: 40) + " AS x FROM _ WHERE n = 2"
         #expect(try db.createQuery(fine).execute().allResults().first?.int(forKey: "x") == 3)
+    }
+
+    @Test func longAndOrChainsWork() throws {
+        let ors = (0..<20_000).map { "n = \($0 % 3)" }.joined(separator: " OR ")
+        #expect(try db.createQuery("SELECT n FROM _ WHERE \(ors)").execute().count == 3)
+        let ands = (0..<20_000).map { _ in "n >= 0" }.joined(separator: " AND ")
+        #expect(try db.createQuery("SELECT n FROM _ WHERE \(ands)").execute().count == 10)
     }
 
     @Test func hugeInListsWork() throws {

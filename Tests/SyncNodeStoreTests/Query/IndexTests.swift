@@ -95,6 +95,27 @@ import Testing
         #expect(try search("don't") == [])  // punctuation is no syntax error
     }
 
+    @Test func fullTextIndexOfExistingDocumentsReadsTheRightPath() throws {
+        let d = MutableDocument(id: "r1")
+        try d.setValue(["body": "nested words", "x": 1], forKey: "renew")
+        d.setString("top words", forKey: "body")
+        try hotels.save(d)
+        try hotels.createIndex(FullTextIndexConfiguration(["renew.body"]), name: "renewed")
+        let q = try db.createQuery("SELECT meta().id FROM travel.hotels WHERE MATCH(renewed, 'nested')")
+        #expect(try q.execute().compactMap { $0.string(at: 0) } == ["r1"])
+        #expect(try db.createQuery("SELECT meta().id FROM travel.hotels WHERE MATCH(renewed, 'top')").execute().count == 0)
+    }
+
+    @Test func queriesFollowADeletedAndRecreatedIndex() throws {
+        try hotels.createIndex(FullTextIndexConfiguration(["title"]), name: "t")
+        let q = try db.createQuery("SELECT meta().id FROM travel.hotels WHERE MATCH(t, 'linux')")
+        #expect(try q.execute().count == 1)
+        try hotels.deleteIndex(name: "t")
+        #expect(throws: StoreError.self) { try q.execute() }
+        try hotels.createIndex(FullTextIndexConfiguration(["title", "body"]), name: "t")
+        #expect(try q.execute().count == 2)
+    }
+
     @Test func fullTextIndexFollowsWritesAndRanks() throws {
         try hotels.createIndex(IndexBuilder.fullTextIndex(items: .property("title")).ignoreAccents(false), name: "titles")
         let query = QueryBuilder.select(SelectResult.expression(Meta.id)).from(DataSource.collection(hotels))

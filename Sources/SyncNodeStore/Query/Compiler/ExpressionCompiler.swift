@@ -8,7 +8,7 @@ struct ExpressionCompiler {
         let name: String
         /// The SQL alias of the docs table (`s0`, `s1`...), empty for an index definition.
         let sqlAlias: String
-        let collection: DocumentCollection?
+        let collection: DocumentCollection
         /// True for the right side of a LEFT OUTER JOIN: its columns may all be NULL.
         let isOuter: Bool
 
@@ -25,8 +25,6 @@ struct ExpressionCompiler {
     private(set) var parameters: [String: Int] = [:]
     /// Full-text index name -> SQL alias of its joined FTS table, filled while compiling MATCHes.
     var fullText: [String: String] = [:]
-    /// Values the WHERE clause guarantees to be of a given kind (for ORDER BY).
-    var knownKinds: [String: SQLValue.Kind] = [:]
     private var variables: [Variable] = []
     private var nextEach = 0
 
@@ -36,7 +34,21 @@ struct ExpressionCompiler {
 
     // MARK: - Expressions
 
+    /// Value SQL above this size means a pathological query (nested CASEs
+    /// copy their operands several times); it is refused, not built. (Type
+    /// tags are built eagerly too and can be larger; they reach the statement
+    /// only where a clause needs them.)
+    static let maximumSQLSize = 16 << 20
+
     mutating func compile(_ e: QueryExpression) throws(StoreError) -> SQLValue {
+        let value = try node(e)
+        guard value.sql.utf8.count <= Self.maximumSQLSize else {
+            throw .invalidQuery("the query is too complex: it compiles to more than \(Self.maximumSQLSize >> 20) MB of SQL")
+        }
+        return value
+    }
+
+    private mutating func node(_ e: QueryExpression) throws(StoreError) -> SQLValue {
         switch e {
         case .literal(let v): return .literal(v)
         case .missing: return .missing
@@ -176,8 +188,10 @@ struct ExpressionCompiler {
             number = parameters.count * 2 + 1
             parameters[name] = number
         }
-        let value = "?\(number)"
-        return SQLValue(sql: value, tag: "?\(number + 1)", kind: .dynamic, canBeMissing: true, canBeNull: true, location: (value, "'$'"))
+        let (value, tag) = ("?\(number)", "?\(number + 1)")
+        // Bound strings are plain text, not JSON: iterate and extract from their JSON form.
+        return SQLValue(sql: value, tag: tag, kind: .dynamic, canBeMissing: true, canBeNull: true,
+                        location: (Self.jsonText(sql: value, tag: tag), "'$'"))
     }
 
     // MARK: - Operators
@@ -260,11 +274,11 @@ struct ExpressionCompiler {
         case .dynamic: tagCheck = ""
         }
         switch (kind, constant) {
-        case (.number, .int(let i)?) where i != 0 && i != 1:
+        case (.number, .int(let i)?) where constant?.equalsOnlyItsOwnType == true:
             return Self.numberRangeCheck(op, a, bound: Double(i)) ?? tagCheck
         case (.number, .double(let d)?):
             return Self.numberRangeCheck(op, a, bound: d) ?? tagCheck
-        case (.string, .string(let s)?) where op == .equal && !s.hasPrefix("[") && !s.hasPrefix("{"):
+        case (.string, .string?) where op == .equal && constant?.equalsOnlyItsOwnType == true:
             return ""
         default:
             return tagCheck
@@ -298,12 +312,7 @@ struct ExpressionCompiler {
         var native: [SQLValue] = []
         var others: [SQLValue] = []
         for item in items {
-            switch item.constant {
-            case .int(let i)? where i != 0 && i != 1: native.append(item)
-            case .double?: native.append(item)
-            case .string(let s)? where !s.hasPrefix("[") && !s.hasPrefix("{"): native.append(item)
-            default: others.append(item)
-            }
+            if item.constant?.equalsOnlyItsOwnType == true { native.append(item) } else { others.append(item) }
         }
         var terms: [SQLValue] = []
         let isContainer = a.tag == "'object'" || a.tag == "'array'"
@@ -353,9 +362,8 @@ struct ExpressionCompiler {
         }
         let fallback = try otherwise.map { (o) throws(StoreError) in try compile(o) } ?? .literal(.null)
         results.append(fallback)
-        let kinds = Set(results.filter { $0.constant != .null }.map(\.kind).map { "\($0)" })
-        let sameKind = kinds.count == 1 ? results.first { $0.constant != .null }?.kind : nil
-        let kind = sameKind ?? .dynamic
+        let kinds = Set(results.filter { $0.constant != .null }.map(\.kind))
+        let kind = kinds.count == 1 ? kinds.first ?? .dynamic : .dynamic
         func build(_ part: (SQLValue) -> String) -> String {
             var sql = "(CASE"
             for (condition, result) in zip(conditions, results) { sql += " WHEN \(condition) THEN \(part(result))" }
@@ -479,6 +487,18 @@ extension BinaryOperator {
 }
 
 extension DocumentValue {
+    /// True for a constant that SQLite's native `=` can only match against a
+    /// value of the same type: `json_extract` gives true/false as 1/0 and
+    /// arrays/objects as text starting with `[`/`{`.
+    var equalsOnlyItsOwnType: Bool {
+        switch self {
+        case .int(let i): return i != 0 && i != 1
+        case .double(let d): return d != 0 && d != 1
+        case .string(let s): return !s.hasPrefix("[") && !s.hasPrefix("{")
+        default: return false
+        }
+    }
+
     var numberValue: Double? {
         switch self {
         case .int(let i): return Double(i)

@@ -43,7 +43,8 @@ enum FullTextPattern {
         }
     }
 
-    private static func quoted(_ s: String) -> String { "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+    /// FTS5's string quoting (also its identifier quoting).
+    static func quoted(_ s: String) -> String { "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
 
     private static func render(_ token: Token) -> String {
         switch token {

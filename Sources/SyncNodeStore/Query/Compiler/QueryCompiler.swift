@@ -2,14 +2,9 @@ import GRDB
 
 /// A query turned into one SQLite statement, with what it takes to read its rows.
 struct CompiledQuery: Sendable {
-    struct Column: Sendable {
-        let name: String
-        let kind: SQLValue.Kind
-    }
-
     /// Each result column is two SQL columns: value, then type tag.
     let sql: String
-    let columns: [Column]
+    let columnNames: [String]
     /// Parameter name -> the SQL parameter number of its value (the tag is the next one).
     let parameterNumbers: [String: Int]
     /// The collections the query reads (live queries re-run when they change).
@@ -36,6 +31,8 @@ enum QueryCompiler {
             sources.append(.init(name: name, sqlAlias: "s\(i)", collection: collection, isOuter: isOuter))
         }
         var compiler = ExpressionCompiler(sources: sources)
+        // Values the WHERE clause guarantees to be of one kind: ORDER BY needs no type rank for them.
+        var knownKinds: Set<String> = []
 
         // WHERE: MATCH conditions become joins with the full-text tables.
         var conditions = ["s0.deleted = 0"]
@@ -54,15 +51,15 @@ enum QueryCompiler {
                 continue
             }
             let value = try compiler.compile(conjunct)
-            noteKnownKind(conjunct, compiler: &compiler)
+            if let subject = try typedSubject(conjunct, compiler: &compiler) { knownKinds.insert(subject) }
             conditions.append(value.asBoolean)
         }
 
         // FROM and JOINs.
-        var from = "FROM \(sources[0].collection!.tables.docs) AS s0"
+        var from = "FROM \(sources[0].collection.tables.docs) AS s0"
         for (i, join) in statement.joins.enumerated() {
             let source = sources[i + 1]
-            let table = source.collection!.tables.docs
+            let table = source.collection.tables.docs
             switch join.kind {
             case .cross:
                 from += " JOIN \(table) AS \(source.sqlAlias) ON \(source.sqlAlias).deleted = 0"
@@ -76,7 +73,7 @@ enum QueryCompiler {
         for join in fullTextJoins { from += " " + join }
 
         // SELECT list.
-        var columns: [CompiledQuery.Column] = []
+        var columns: [String] = []
         var selectSQL: [String] = []
         var projections: [String: SQLValue] = [:]
         for (position, item) in statement.results.enumerated() {
@@ -85,19 +82,18 @@ enum QueryCompiler {
                 let chosen = try sourceName.map { (n) throws(StoreError) in [try source(n, in: sources)] } ?? sources
                 for source in chosen {
                     let value = try compiler.compile(.property(source: source.name, path: []))
-                    columns.append(.init(name: (chosen.count == 1 ? alias : nil) ?? source.name, kind: .dynamic))
+                    columns.append((chosen.count == 1 ? alias : nil) ?? source.name)
                     selectSQL.append("\(value.sql), \(value.tag)")
                 }
             case .expression(let e, let alias):
                 let value = try compiler.compile(e)
-                let name = alias ?? defaultName(e, position: position)
-                columns.append(.init(name: name, kind: value.kind))
+                columns.append(alias ?? defaultName(e, position: position))
                 selectSQL.append("\(value.sql), \(value.tag)")
                 if let alias { projections[alias] = value }
             }
         }
 
-        var sql = "SELECT \(statement.distinct ? "DISTINCT " : "")\(selectSQL.joined(separator: ", ")) \(from) WHERE \(conditions.joined(separator: " AND "))"
+        var sql = "SELECT \(statement.distinct ? "DISTINCT " : "")\(selectSQL.joined(separator: ", ")) \(from) WHERE \(Self.allOf(conditions))"
         if !statement.groupBy.isEmpty {
             var keys: [String] = []
             for e in statement.groupBy {
@@ -128,7 +124,7 @@ enum QueryCompiler {
                 // A constant orders nothing (and SQLite would read an integer as a column number).
                 if value.constant != nil { continue }
                 let direction = item.descending ? " DESC" : ""
-                if compiler.knownKinds[value.sql] == nil, let rank = value.typeRank { keys.append(Self.groupOrOrderKey(rank, kind: .number) + direction) }
+                if !knownKinds.contains(value.sql), let rank = value.typeRank { keys.append(Self.groupOrOrderKey(rank, kind: .number) + direction) }
                 keys.append(Self.groupOrOrderKey(value.sql, kind: value.kind) + direction)
             }
             if !keys.isEmpty { sql += " ORDER BY \(keys.joined(separator: ", "))" }
@@ -140,8 +136,8 @@ enum QueryCompiler {
                 sql += " OFFSET coalesce(CAST(\(try compiler.compile(offset).asNumber) AS INTEGER), 0)"
             }
         }
-        return CompiledQuery(sql: sql, columns: columns, parameterNumbers: compiler.parameters,
-                             collectionIDs: Set(sources.compactMap { $0.collection?.tableID }))
+        return CompiledQuery(sql: sql, columnNames: columns, parameterNumbers: compiler.parameters,
+                             collectionIDs: Set(sources.map(\.collection.tableID)))
     }
 
     /// SQLite reads an integer in GROUP BY or ORDER BY as a column number,
@@ -152,30 +148,39 @@ enum QueryCompiler {
         kind == .dynamic ? sql : "coalesce(\(sql), NULL)"
     }
 
+    /// Conditions joined with AND as a balanced tree: SQLite refuses
+    /// expressions deeper than 1000, and a long WHERE has thousands of terms.
+    private static func allOf(_ conditions: [String]) -> String {
+        if conditions.count <= 2 { return conditions.joined(separator: " AND ") }
+        let middle = conditions.count / 2
+        return "(\(allOf(Array(conditions[..<middle])))) AND (\(allOf(Array(conditions[middle...]))))"
+    }
+
     /// The top-level AND terms of a condition.
     static func conjuncts(_ e: QueryExpression) -> [QueryExpression] {
         if case .binary(.and, let a, let b) = e { return conjuncts(a) + conjuncts(b) }
         return [e]
     }
 
-    /// A WHERE term `x OP constant` that holds only for values of the
-    /// constant's kind lets ORDER BY x skip its type-rank key (and so use an index).
-    private static func noteKnownKind(_ conjunct: QueryExpression, compiler: inout ExpressionCompiler) {
+    /// The value SQL of `x` in a WHERE term `x OP constant`, which holds only
+    /// for values of the constant's kind: ORDER BY x can then skip its
+    /// type-rank key (and so use an index).
+    private static func typedSubject(_ conjunct: QueryExpression, compiler: inout ExpressionCompiler) throws(StoreError) -> String? {
         let subject: QueryExpression
         let constant: DocumentValue
         switch conjunct {
         case .binary(let op, let a, .literal(let c)) where op.isComparison && op != .notEqual: (subject, constant) = (a, c)
         case .binary(let op, .literal(let c), let a) where op.isComparison && op != .notEqual: (subject, constant) = (a, c)
         case .between(let a, .literal(let c), .literal): (subject, constant) = (a, c)
-        default: return
+        default: return nil
         }
-        let kind: SQLValue.Kind
         switch constant {
-        case .int, .double: kind = .number
-        case .string: kind = .string
-        default: return
+        case .int, .double, .string:
+            let value = try compiler.compile(subject)
+            return value.kind == .dynamic ? value.sql : nil
+        default:
+            return nil
         }
-        if let value = try? compiler.compile(subject), value.kind == .dynamic { compiler.knownKinds[value.sql] = kind }
     }
 
     private static func defaultName(_ e: QueryExpression, position: Int) -> String {
@@ -206,11 +211,11 @@ enum QueryCompiler {
             return c
         case .named(let scope, let name):
             do {
-                if scope == nil, name == "_" || name == "_default" || name == database.name {
+                if scope == nil, name == "_" || name == Names.defaultCollection || name == database.name {
                     return try database.defaultCollection()
                 }
                 guard let c = try database.collection(name: name, scope: scope) else {
-                    throw StoreError.invalidQuery("no collection '\(name)' in scope '\(scope ?? "_default")'")
+                    throw StoreError.invalidQuery("no collection '\(name)' in scope '\(scope ?? Names.defaultScope)'")
                 }
                 return c
             } catch let error as StoreError {
@@ -223,9 +228,9 @@ enum QueryCompiler {
 
     private static func fullTextTable(_ name: String, sources: [ExpressionCompiler.Source], db: GRDB.Database) throws(StoreError) -> (ExpressionCompiler.Source, String) {
         for source in sources {
-            guard let collection = source.collection else { continue }
-            if let index = try IndexCatalog.find(db, collectionID: collection.tableID, name: name), index.kind == .fullText {
-                return (source, index.sqlName(collectionID: collection.tableID))
+            let id = source.collection.tableID
+            if let index = try IndexCatalog.find(db, collectionID: id, name: name), case .fullText = index.definition {
+                return (source, index.sqlName(collectionID: id))
             }
         }
         throw .invalidQuery("no full-text index named '\(name)' on the query's collections; create one with createIndex(FullTextIndexConfiguration(...), name:)")

@@ -100,7 +100,8 @@ struct CollationExtreme<Direction: ExtremeDirection>: DatabaseAggregate {
             let x = Double.fromDatabaseValue(a.value) ?? 0, y = Double.fromDatabaseValue(b.value) ?? 0
             return x == y ? 0 : (x < y ? -1 : 1)
         }
-        let x = Array((String.fromDatabaseValue(a.value) ?? "").utf8), y = Array((String.fromDatabaseValue(b.value) ?? "").utf8)
-        return x == y ? 0 : (x.lexicographicallyPrecedes(y) ? -1 : 1)
+        let x = String.fromDatabaseValue(a.value) ?? "", y = String.fromDatabaseValue(b.value) ?? ""
+        // By bytes: Swift's == takes composed and decomposed accents as equal.
+        return JSONWriter.utf8Order(x, y) ? -1 : (JSONWriter.utf8Order(y, x) ? 1 : 0)
     }
 }

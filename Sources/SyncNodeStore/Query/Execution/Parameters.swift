@@ -19,10 +19,8 @@ public struct Parameters: Sendable, Hashable {
 
     /// Sets a value of any JSON-compatible type (nil means null).
     /// - throws: ``StoreError/invalidValue(_:)`` for a value with no JSON form.
-    @discardableResult
-    public mutating func setValue(_ value: Any?, forName name: String) throws -> Parameters {
-        values[name] = try DocumentValue(any: value)
-        return self
+    public func setValue(_ value: Any?, forName name: String) throws -> Parameters {
+        with(name, try DocumentValue(any: value))
     }
 
     public func setValue(_ value: DocumentValue, forName name: String) -> Parameters { with(name, value) }

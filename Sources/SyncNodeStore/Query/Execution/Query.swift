@@ -46,8 +46,14 @@ public final class Query: Sendable, CustomStringConvertible {
         let parameters = state.withLock { $0.parameters } ?? Parameters()
         // One statement reads one snapshot: no transaction needed around it.
         return try database.readStatement { db in
-            let compiled = try compiledQuery(db)
-            return try Self.run(compiled, parameters: parameters, db: db, blobStore: database.blobStore)
+            do {
+                return try Self.run(try compiledQuery(db), parameters: parameters, db: db, blobStore: database.blobStore)
+            } catch StoreError.invalidQuery(let reason) where reason.contains("no such table") {
+                // A collection or full-text index was deleted (or made again) since
+                // compiling: compile against the current schema and try once more.
+                state.withLock { $0.compiled = nil }
+                return try Self.run(try compiledQuery(db), parameters: parameters, db: db, blobStore: database.blobStore)
+            }
         }
     }
 
@@ -123,21 +129,22 @@ public final class Query: Sendable, CustomStringConvertible {
         let handle = statement.sqliteStatement
         defer { sqlite3_reset(handle) }
         bind(compiled, parameters, to: handle)
-        let width = compiled.columns.count
+        let width = compiled.columnNames.count
         var rows: [[DocumentValue?]] = []
         while true {
             let status = sqlite3_step(handle)
             if status == SQLITE_DONE { break }
             guard status == SQLITE_ROW else {
                 let message = String(cString: sqlite3_errmsg(sqlite3_db_handle(handle)))
-                throw StoreError.invalidQuery("the query failed: \(message)")
+                // Errors thrown by our SQL functions arrive as their description already.
+                throw StoreError.invalidQuery(message.hasPrefix("invalid query: ") ? String(message.dropFirst(15)) : "the query failed: \(message)")
             }
             var row: [DocumentValue?] = []
             row.reserveCapacity(width)
             for i in 0..<Int32(width) { row.append(try value(handle, column: i * 2, blobStore: blobStore)) }
             rows.append(row)
         }
-        return ResultSet(columnNames: compiled.columns.map(\.name), rows: rows)
+        return ResultSet(columnNames: compiled.columnNames, rows: rows)
     }
 
     private static func text(_ handle: OpaquePointer, _ column: Int32) -> String {

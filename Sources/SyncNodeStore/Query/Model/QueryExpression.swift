@@ -60,13 +60,6 @@ enum BinaryOperator: String, Sendable, Hashable {
         default: return false
         }
     }
-
-    var isArithmetic: Bool {
-        switch self {
-        case .add, .subtract, .multiply, .divide, .modulo: return true
-        default: return false
-        }
-    }
 }
 
 enum Check: String, Sendable, Hashable {

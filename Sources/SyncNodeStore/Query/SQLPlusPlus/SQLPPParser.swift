@@ -118,15 +118,31 @@ struct SQLPPParser {
     }
 
     private mutating func or() throws(StoreError) -> QueryExpression {
-        var e = try and()
-        while acceptKeyword("OR") { e = .binary(.or, e, try and()) }
-        return e
+        var terms = [try and()]
+        while acceptKeyword("OR") { terms.append(try and()) }
+        return Self.balanced(terms, .or)
     }
 
     private mutating func and() throws(StoreError) -> QueryExpression {
-        var e = try not()
-        while acceptKeyword("AND") { e = .binary(.and, e, try not()) }
-        return e
+        var terms = [try not()]
+        while acceptKeyword("AND") { terms.append(try not()) }
+        return Self.balanced(terms, .and)
+    }
+
+    /// Joins the terms of an associative operator as a balanced tree, so a
+    /// long `a OR b OR ...` stays shallow for the compiler's recursion.
+    private static func balanced(_ terms: [QueryExpression], _ op: BinaryOperator) -> QueryExpression {
+        if terms.count == 1 { return terms[0] }
+        let middle = terms.count / 2
+        return .binary(op, balanced(Array(terms[..<middle]), op), balanced(Array(terms[middle...]), op))
+    }
+
+    /// Left-associative chains (`a - b - c`) nest one level per operator: they count toward the depth limit.
+    private mutating func chainLink() throws(StoreError) {
+        depth += 1
+        guard depth <= Self.maximumDepth else {
+            throw .invalidQuery("syntax error at position \(peek().position): more than \(Self.maximumDepth) operators in a row; add parentheses or split the expression")
+        }
     }
 
     private mutating func not() throws(StoreError) -> QueryExpression {
@@ -183,43 +199,48 @@ struct SQLPPParser {
     }
 
     private mutating func concatenation() throws(StoreError) -> QueryExpression {
-        var e = try additive()
-        while acceptSymbol("||") { e = .binary(.concat, e, try additive()) }
-        return e
+        var terms = [try additive()]
+        while acceptSymbol("||") { terms.append(try additive()) }
+        return Self.balanced(terms, .concat)
     }
 
     private mutating func additive() throws(StoreError) -> QueryExpression {
+        let start = depth
+        defer { depth = start }
         var e = try multiplicative()
         while true {
-            if acceptSymbol("+") { e = .binary(.add, e, try multiplicative()) }
-            else if acceptSymbol("-") { e = .binary(.subtract, e, try multiplicative()) }
+            if acceptSymbol("+") { try chainLink(); e = .binary(.add, e, try multiplicative()) }
+            else if acceptSymbol("-") { try chainLink(); e = .binary(.subtract, e, try multiplicative()) }
             else { return e }
         }
     }
 
     private mutating func multiplicative() throws(StoreError) -> QueryExpression {
+        let start = depth
+        defer { depth = start }
         var e = try unary()
         while true {
-            if acceptSymbol("*") { e = .binary(.multiply, e, try unary()) }
-            else if acceptSymbol("/") { e = .binary(.divide, e, try unary()) }
-            else if acceptSymbol("%") { e = .binary(.modulo, e, try unary()) }
+            if acceptSymbol("*") { try chainLink(); e = .binary(.multiply, e, try unary()) }
+            else if acceptSymbol("/") { try chainLink(); e = .binary(.divide, e, try unary()) }
+            else if acceptSymbol("%") { try chainLink(); e = .binary(.modulo, e, try unary()) }
             else { return e }
         }
     }
 
     private mutating func unary() throws(StoreError) -> QueryExpression {
-        if acceptSymbol("-") {
+        if acceptSymbol("+") || peekSymbol("-") {
+            let negate = acceptSymbol("-")
             depth += 1
             defer { depth -= 1 }
             guard depth <= Self.maximumDepth else { throw .invalidQuery("syntax error at position \(peek().position): too many signs") }
             let operand = try unary()
+            guard negate else { return operand }
             switch operand {
             case .literal(.int(let i)) where i != .min: return .literal(.int(-i))
             case .literal(.double(let d)): return .literal(.double(-d))
             default: return .unary(.negate, operand)
             }
         }
-        if acceptSymbol("+") { return try unary() }
         return try postfix()
     }
 

@@ -33,8 +33,6 @@ enum SQLPPRenderer {
 
     static func identifier(_ name: String) -> String { "`" + name.replacingOccurrences(of: "`", with: "``") + "`" }
 
-    private static func string(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "''") + "'" }
-
     /// A builder property path (`geo.alt`) as SQL++.
     static func path(_ dotted: String) -> String { render(.property(source: nil, path: PathComponent.parse(dotted: dotted))) }
 
@@ -79,9 +77,9 @@ enum SQLPPRenderer {
         case .bool(let b): return b ? "TRUE" : "FALSE"
         case .int(let i): return i < 0 ? "(\(i))" : "\(i)"
         case .double(let d): return d < 0 ? "(\(d))" : "\(d)"
-        case .string(let s): return string(s)
+        case .string(let s): return SQLValue.quote(s)
         case .array(let items): return "[" + items.map(literal).joined(separator: ", ") + "]"
-        case .dictionary, .blob: return string(v.toJSON())
+        case .dictionary, .blob: return SQLValue.quote(v.toJSON())
         }
     }
 }
