@@ -43,11 +43,12 @@ print(f"cli import         syncnode {n/ours:9.0f} docs/s ({ours:.3f} s)   python
       f"ratio {ours/py:.2f} (target < 1.0: {'met' if ours < py else 'MISSED'}; whole processes)")
 PY
     ;;
-  listener)
-    "$bin/SyncNodeBenchmarks" listener "${2:-20000}" 2>/dev/null
-    ;;
-  replication)
-    "$bin/SyncNodeBenchmarks" replication "${2:-10000}" 2>/dev/null
+  listener|replication)
+    # Logs go to a file, shown only when the benchmark fails.
+    log="$(mktemp)"
+    trap 'rm -f "$log"' EXIT
+    default=$([ "$what" = listener ] && echo 20000 || echo 10000)
+    "$bin/SyncNodeBenchmarks" "$what" "${2:-$default}" 2>"$log" || { cat "$log" >&2; exit 1; }
     ;;
   query)
     "$bin/SyncNodeBenchmarks" query "$n"

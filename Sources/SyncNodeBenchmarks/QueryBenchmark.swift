@@ -32,7 +32,7 @@ enum QueryBenchmark {
 
         // (a) Selective equality on an indexed property, 1000 lookups.
         let equality = try db.createQuery("SELECT meta().id, name, price FROM _ WHERE sku = $sku")
-        compare("(a) equality x1000", runs: skus.count,
+        try compare("(a) equality x1000", runs: skus.count,
                 ours: {
                     var n = 0
                     for sku in skus {
@@ -53,7 +53,7 @@ enum QueryBenchmark {
 
         // (b) Range with ORDER BY and LIMIT 20.
         let range = try db.createQuery("SELECT meta().id, name, price FROM _ WHERE price BETWEEN 100 AND 400 ORDER BY price LIMIT 20")
-        compare("(b) range x200", runs: 200,
+        try compare("(b) range x200", runs: 200,
                 ours: { var n = 0; for _ in 0..<200 { n += try range.execute().count }; return n },
                 baseline: {
                     var n = 0
@@ -65,7 +65,7 @@ enum QueryBenchmark {
 
         // (c) GROUP BY with COUNT over every document.
         let group = try db.createQuery("SELECT category, COUNT(*) AS n FROM _ GROUP BY category")
-        compare("(c) group by x5", runs: 5,
+        try compare("(c) group by x5", runs: 5,
                 ours: { var n = 0; for _ in 0..<5 { n += try group.execute().count }; return n },
                 baseline: {
                     var n = 0
@@ -78,7 +78,7 @@ enum QueryBenchmark {
         // (d) Full-text search.
         let ftsTable = try raw.read { db in try String.fetchOne(db, sql: "SELECT name FROM sqlite_master WHERE name LIKE 'c1_fts%' AND type = 'table' ORDER BY length(name) LIMIT 1") } ?? ""
         let fts = try db.createQuery("SELECT meta().id, name FROM _ WHERE MATCH(names, 'alpha AND bravo')")
-        compare("(d) full-text x20", runs: 20,
+        try compare("(d) full-text x20", runs: 20,
                 ours: { var n = 0; for _ in 0..<20 { n += try fts.execute().count }; return n },
                 baseline: {
                     var n = 0
@@ -91,8 +91,9 @@ enum QueryBenchmark {
         try liveLatency(db: db, collection: collection)
     }
 
-    /// Times both sides three times each (alternating) and prints the best of each.
-    private static func compare(_ name: String, runs: Int, ours: () throws -> Int, baseline: () throws -> Int) {
+    /// Times both sides three times each (alternating) and prints the best of
+    /// each; a failure or a row-count mismatch makes the whole benchmark fail.
+    private static func compare(_ name: String, runs: Int, ours: () throws -> Int, baseline: () throws -> Int) throws {
         var best = (ours: Double.infinity, baseline: Double.infinity)
         var counts = (ours: 0, baseline: 0)
         do {
@@ -101,12 +102,18 @@ enum QueryBenchmark {
                 best.ours = min(best.ours, try Report.time { counts.ours = try ours() })
             }
         } catch {
-            print("\(name): failed: \(error)")
-            return
+            throw BenchmarkFailure("\(name): \(error)")
+        }
+        guard counts.ours == counts.baseline else {
+            throw BenchmarkFailure("\(name): INVALID, the query returned \(counts.ours) rows, the SQL \(counts.baseline)")
         }
         let ratio = best.ours / best.baseline
-        let check = counts.ours == counts.baseline ? "" : "  ROWS DIFFER: \(counts.ours) vs \(counts.baseline)"
-        print("\(name.padding(toLength: 20, withPad: " ", startingAt: 0)) query \(String(format: "%8.3f ms", best.ours * 1000 / Double(runs)))/run   sql \(String(format: "%8.3f ms", best.baseline * 1000 / Double(runs)))/run   rows \(counts.ours)   ratio \(String(format: "%.2f", ratio)) (target <= 1.5: \(ratio <= 1.5 ? "met" : "MISSED"))\(check)")
+        print("\(name.padding(toLength: 20, withPad: " ", startingAt: 0)) query \(String(format: "%8.3f ms", best.ours * 1000 / Double(runs)))/run   sql \(String(format: "%8.3f ms", best.baseline * 1000 / Double(runs)))/run   rows \(counts.ours)   ratio \(String(format: "%.2f", ratio)) (target <= 1.5: \(ratio <= 1.5 ? "met" : "MISSED"))")
+    }
+
+    struct BenchmarkFailure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
     }
 
     /// Runs hand-written SQL and reads every column into a document value.
@@ -149,13 +156,13 @@ enum QueryBenchmark {
         for i in 1...1000 {
             let doc = MutableDocument(id: "live-\(i)")
             doc.setString("LIVE", forKey: "sku")
-            try collection.save(doc)
+            // From before the save: the commit happens inside it.
             let committed = DispatchTime.now().uptimeNanoseconds
+            try collection.save(doc)
             guard signal.wait(timeout: .now() + 5) == .success, let (n, at) = arrivals.last, n == i else {
-                print("(e) live query: no notification for commit \(i)")
-                return
+                throw BenchmarkFailure("(e) live query: no notification for commit \(i)")
             }
-            latencies.append(Double(at > committed ? at - committed : 0) / 1e6)
+            latencies.append(Double(at - committed) / 1e6)
         }
         latencies.sort()
         let p50 = latencies[latencies.count / 2], p99 = latencies[latencies.count * 99 / 100]

@@ -50,11 +50,11 @@ import Testing
                                configuration: .init(timeout: .init(connect: .seconds(2), read: .seconds(5))))
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/")
         request.headers.add(name: "Authorization", value: ListenerHarness.authorization)
-        await #expect(throws: (any Error).self) {
+        do {
             let response = try await plain.execute(request, timeout: .seconds(5))
-            _ = try await response.body.collect(upTo: 1 << 20)
-            if response.status == .ok { return }
-            throw SyncError.listenerFailed("not an HTTP answer")
+            Issue.record("plain HTTP on the TLS port got an HTTP answer: \(response.status)")
+        } catch {
+            // Expected: the TLS listener never speaks plain HTTP.
         }
         try await plain.shutdown()
         let keyFile = first.directory.appendingPathComponent(".node/tls/key.pem").path

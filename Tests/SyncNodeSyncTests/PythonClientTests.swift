@@ -75,7 +75,12 @@ import Testing
         let output = Pipe()
         run.standardOutput = output
         run.standardError = output
-        try run.run()
+        do {
+            try run.run()
+        } catch {
+            _ = node.stop()
+            throw error
+        }
         // A hung client must not hang the suite.
         let watchdog = DispatchWorkItem { if run.isRunning { run.interrupt(); run.terminate() } }
         DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: watchdog)

@@ -125,15 +125,15 @@ import Testing
         let t1 = replicator.addChangeListener { changes.append($0.status) }
         let t2 = replicator.addDocumentReplicationListener { documents.append($0) }
         defer { t1.remove(); t2.remove() }
+        let statusChanges = replicator.statusChanges()  // registered now, before the start
         let stream = Task { () -> [ReplicatorActivity] in
             var seen: [ReplicatorActivity] = []
-            for await change in replicator.statusChanges() {
+            for await change in statusChanges {
                 seen.append(change.status.activity)
                 if change.status.activity == .stopped { break }
             }
             return seen
         }
-        try await Task.sleep(for: .milliseconds(50))  // the stream's listener is registered
         replicator.start()
         await replicator.waitUntilStopped()
         let final = replicator.status

@@ -3,7 +3,7 @@ import Testing
 @testable import SyncNodeStore
 
 /// Hostile input: a clear error or a correct result, never a crash or a wrong table.
-@Suite struct HostileQueryTests {
+@Suite final class HostileQueryTests {
     let dir: TempDirectory
     let db: Database
 
@@ -18,6 +18,8 @@ import Testing
             try c.save(d)
         }
     }
+
+    deinit { try? db.close() }
 
     func count() throws -> Int { try db.defaultCollection().count }
 

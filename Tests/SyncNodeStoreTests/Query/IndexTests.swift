@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SyncNodeStore
 
-@Suite struct IndexTests {
+@Suite final class IndexTests {
     let dir: TempDirectory
     let db: Database
     let hotels: DocumentCollection
@@ -28,6 +28,8 @@ import Testing
             }
         }
     }
+
+    deinit { try? db.close() }
 
     func ids(_ sql: String) throws -> [String] {
         try db.createQuery(sql).execute().compactMap { $0.string(at: 0) }

@@ -31,7 +31,11 @@ import Testing
         let t2 = MutableDocument(id: "t2")
         t2.setBoolean(true, forKey: "done")
         try tasks.save(t2)
-        #expect(seen.values.count == 2)
+        // Runs are ordered: had those commits notified, that would arrive before this change's.
+        let t3 = MutableDocument(id: "t3")
+        t3.setBoolean(false, forKey: "done")
+        try tasks.save(t3)
+        #expect(await seen.wait(count: 3) == [[], ["t1"], ["t1", "t3"]])
 
         // A burst of commits coalesces: each run scans thousands of documents, far
         // longer than a one-document commit takes, so runs cover several commits.
@@ -49,8 +53,8 @@ import Testing
             try tasks.save(d)
         }
         let deadline = Date().addingTimeInterval(10)
-        while seen.values.last?.count != 51, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(seen.values.last?.count == 51)
+        while seen.values.last?.count != 52, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(seen.values.last?.count == 52)
         #expect(seen.values.count - before < 50, "50 commits, \(seen.values.count - before) notifications")
 
         token.remove()

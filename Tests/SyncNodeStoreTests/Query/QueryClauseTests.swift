@@ -3,7 +3,7 @@ import Testing
 @testable import SyncNodeStore
 
 /// One test per clause and operator, on a small fixed data set.
-@Suite struct QueryClauseTests {
+@Suite final class QueryClauseTests {
     let dir: TempDirectory
     let db: Database
 
@@ -31,6 +31,8 @@ import Testing
         try c.save(gone)
         try c.delete(id: "z")
     }
+
+    deinit { try? db.close() }
 
     func rows(_ sql: String, _ parameters: Parameters? = nil) throws -> [String] {
         let query = try db.createQuery(sql)

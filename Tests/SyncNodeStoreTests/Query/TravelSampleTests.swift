@@ -5,7 +5,7 @@ import Testing
 /// A generated travel-sample-like database (airlines, routes, airports,
 /// hotels, landmarks) running every query the seed guide shows, with the
 /// expected answers computed from the fixture data in plain Swift.
-@Suite struct TravelSampleTests {
+@Suite final class TravelSampleTests {
     let dir: TempDirectory
     let db: Database
     let bodies: [String: [String: DocumentValue]]
@@ -51,6 +51,8 @@ import Testing
         }
         self.bodies = bodies
     }
+
+    deinit { try? db.close() }
 
     func ids(ofType type: String, _ filter: ([String: DocumentValue]) -> Bool) -> [String] {
         bodies.filter { $0.value["type"] == .string(type) && filter($0.value) }.map(\.key).sorted()
