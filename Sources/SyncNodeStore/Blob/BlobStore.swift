@@ -59,7 +59,7 @@ final class BlobStore: Sendable {
             throw StoreError.invalidValue("blob digest '\(blob.digest)' is not a sha1- digest")
         }
         let target = directory.appendingPathComponent(name)
-        if FileManager.default.fileExists(atPath: target.path) { return }
+        if keepExisting(target) { return }
         switch blob.source {
         case .data(let data):
             try write(data, to: target)
@@ -89,10 +89,19 @@ final class BlobStore: Sendable {
         let digest = Blob.digest(of: data)
         guard let name = Self.fileName(digest: digest) else { return digest }
         let target = directory.appendingPathComponent(name)
-        if !FileManager.default.fileExists(atPath: target.path) {
+        if !keepExisting(target) {
             try write(data, to: target)
         }
         return digest
+    }
+
+    /// True when the content is there already. Its time is refreshed: compaction
+    /// spares unreferenced blobs younger than its grace period, and a save about
+    /// to refer to this one again must not lose it to a compaction in between.
+    private func keepExisting(_ target: URL) -> Bool {
+        guard FileManager.default.fileExists(atPath: target.path) else { return false }
+        try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: target.path)
+        return true
     }
 
     func allDigests() -> [String] {

@@ -223,13 +223,19 @@ extension Handlers {
                     } else {
                         try insertReplicated(incoming, in: collection)
                     }
-                } catch {
-                    let e = (error as? CouchError) ?? (error as? StoreError).map(CouchError.init) ?? CouchError(status: 500, error: "unknown_error", reason: "\(error)")
-                    results.append(["id": id.map { .string($0) } ?? .null, "error": .string(e.error), "reason": .string(e.reason)])
+                } catch let error as StoreError where error.isDocumentLevel {
+                    results.append(Self.refusal(id, CouchError(error)))
+                } catch let error as CouchError where error.status < 500 {
+                    results.append(Self.refusal(id, error))
                 }
+                // Anything else (storage, I/O) rolls the whole batch back: a half-written document must not commit.
             }
         }
         return HTTP.json(.array(results), status: .created)
+    }
+
+    private static func refusal(_ id: String?, _ error: CouchError) -> DocumentValue {
+        ["id": id.map { .string($0) } ?? .null, "error": .string(error.error), "reason": .string(error.reason)]
     }
 
     /// A client's edit (`new_edits=true`): a child of `_rev`, which must be a leaf.

@@ -219,3 +219,16 @@ enum WireDocument {
         return incoming
     }
 }
+
+extension Optional where Wrapped == DocumentValue {
+    /// A wire member as text: strings as they are, integers (sequences) as
+    /// digits, anything else as JSON; empty when absent.
+    var wireText: String {
+        switch self {
+        case .string(let s)?: return s
+        case .int(let i)?: return String(i)
+        case let v?: return v.toJSON()
+        case nil: return ""
+        }
+    }
+}

@@ -112,7 +112,11 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         }
         let data = try await response.body.collect(upTo: 1 << 30)
         let status = Int(response.status.code)
-        let value = (try? DocumentValue(json: String(buffer: data))) ?? .null
+        guard let value = try? DocumentValue(json: String(buffer: data)) else {
+            // A proxy's HTML page must not read as an empty answer ("nothing missing", "nothing refused").
+            guard (200..<300).contains(status) else { return (status, .null) }
+            throw CouchError(status: 502, error: "bad_gateway", reason: "\(method) \(path) answered HTTP \(status) with a body that is not JSON")
+        }
         return (status, value)
     }
 
@@ -142,7 +146,13 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
 
     func identity() async throws -> String {
         if let configuredUUID { return configuredUUID }
-        if case .string(let uuid)? = try? await expect(.GET, "/")["uuid"] { return "\(uuid)/\(database)" }
+        // Only a peer without `GET /` (404) or without a uuid is named by its URL;
+        // a transient failure must not change the replication ID (and lose the checkpoint).
+        do {
+            if case .string(let uuid)? = try await expect(.GET, "/")["uuid"] { return "\(uuid)/\(database)" }
+        } catch let error as CouchError where error.status == 404 {
+            // Named by URL below.
+        }
         return root + db
     }
 
@@ -170,12 +180,7 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
 
     /// Sequences are opaque: numbers (SyncNode, CouchDB 1.x) or strings (CouchDB 2+).
     static func sequenceText(_ value: DocumentValue?) -> String {
-        switch value {
-        case .string(let s)?: return s
-        case .int(let i)?: return String(i)
-        case let v?: return v.toJSON()
-        case nil: return "0"
-        }
+        value == nil ? "0" : value.wireText
     }
 
     func revsDiff(_ revs: [String: [String]]) async throws -> [String: MissingRevisions] {
@@ -238,7 +243,7 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
                 if case .string(let error)? = result["error"] {
                     let reason: String
                     if case .string(let r)? = result["reason"] { reason = r } else { reason = "" }
-                    outcome.refused.append((HTTPRemote.sequenceText(result["id"]), "\(error): \(reason)"))
+                    outcome.refused.append((result["id"].wireText, "\(error): \(reason)"))
                 }
             }
         }
@@ -258,7 +263,11 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
     func ensureFullCommit() async throws {
         // Optional in CouchDB 3, and peers without it answer anything from 404 to 500
         // (django-sofa routes it as a document ID): only a transport failure counts.
-        _ = try await send(.POST, "\(db)/_ensure_full_commit", [:])
+        do {
+            _ = try await send(.POST, "\(db)/_ensure_full_commit", [:])
+        } catch is CouchError {
+            // Any answer will do, even one that is not JSON.
+        }
     }
 
     func checkpoint(_ id: String) async throws -> [String: DocumentValue]? {

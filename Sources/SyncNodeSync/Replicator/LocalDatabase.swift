@@ -59,9 +59,9 @@ struct LocalDatabase: ReplicationPeer {
                         outcome.branched.insert(id)
                     }
                 } catch let error as StoreError where error.isDocumentLevel {
-                    outcome.refused.append((doc["_id"]?.toJSON() ?? "?", error.description))
+                    outcome.refused.append((doc["_id"].wireText, error.description))
                 } catch let error as CouchError where error.status < 500 {
-                    outcome.refused.append((doc["_id"]?.toJSON() ?? "?", error.description))
+                    outcome.refused.append((doc["_id"].wireText, error.description))
                 }
             }
         }

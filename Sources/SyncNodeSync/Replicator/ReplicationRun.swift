@@ -79,7 +79,7 @@ struct ReplicationRun: Sendable {
         if let filter = isPush ? config.pushFilter : config.pullFilter {
             docs = docs.filter { doc in
                 let deleted = doc["_deleted"] == .bool(true)
-                let document = Document(id: Self.string(doc["_id"]), revisionID: Self.string(doc["_rev"]), isDeleted: deleted, values: doc)
+                let document = Document(id: doc["_id"].wireText, revisionID: doc["_rev"].wireText, isDeleted: deleted, values: doc)
                 return filter(document, deleted ? .deleted : [])
             }
         }
@@ -101,15 +101,15 @@ struct ReplicationRun: Sendable {
             }
             if !isPush, let resolver = config.conflictResolver, !stored.branched.isEmpty {
                 var pulled: [String: Set<String>] = [:]
-                for doc in docs where stored.branched.contains(Self.string(doc["_id"])) {
-                    pulled[Self.string(doc["_id"]), default: []].insert(Self.string(doc["_rev"]))
+                for doc in docs where stored.branched.contains(doc["_id"].wireText) {
+                    pulled[doc["_id"].wireText, default: []].insert(doc["_rev"].wireText)
                 }
                 for (id, revs) in pulled {
                     try resolver.resolveConflicts(of: id, pulled: revs, in: config.collection)
                 }
             }
         }
-        let written = batch.docs.count - batch.docs.filter { refusedIDs[Self.string($0["_id"])] != nil }.count
+        let written = batch.docs.count - batch.docs.filter { refusedIDs[$0["_id"].wireText] != nil }.count
         replicator.update { status in
             status.progress.completed += batch.rows
             status.progress.total = max(status.progress.total, status.progress.completed + (batch.pending ?? 0))
@@ -117,18 +117,13 @@ struct ReplicationRun: Sendable {
         }
         replicator.report(isPush: isPush) {
             batch.docs.map { doc in
-                let id = Self.string(doc["_id"])
+                let id = doc["_id"].wireText
                 return ReplicatedDocument(
-                    id: id, revisionID: Self.string(doc["_rev"]), flags: doc["_deleted"] == .bool(true) ? .deleted : [],
+                    id: id, revisionID: doc["_rev"].wireText, flags: doc["_deleted"] == .bool(true) ? .deleted : [],
                     error: refusedIDs[id].map { CouchError(status: 400, error: "refused", reason: $0) })
             }
         }
         return written
-    }
-
-    private static func string(_ value: DocumentValue?) -> String {
-        if case .string(let s)? = value { return s }
-        return value?.toJSON() ?? ""
     }
 
     /// The sequence both checkpoints agree on: the same last sequence, else

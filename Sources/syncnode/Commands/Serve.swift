@@ -61,6 +61,7 @@ struct Serve: AsyncParsableCommand {
         let pairing = PairingURL(
             base: base, database: served[0], user: credentials.count == 1 ? user : nil, password: credentials.count == 1 ? password : nil,
             uuid: directory.uuid, fingerprint: noTls ? nil : fingerprint)
+        let termination = Termination.listen()
         // Written straight to the file descriptor: scripts wait for this line.
         FileHandle.standardOutput.write(Data("syncnode: listening on \(pairing.url.absoluteString)\n".utf8))
         let replications = try syncWith.map { text in
@@ -83,7 +84,7 @@ struct Serve: AsyncParsableCommand {
         for (replicator, _) in replications {
             replicator.start()
         }
-        await Termination.wait()
+        await termination.wait()
         for (replicator, tokens) in replications {
             replicator.stop()
             await replicator.waitUntilStopped()

@@ -35,7 +35,8 @@ struct Sync: AsyncParsableCommand {
         defer { token.remove() }
         let start = Date()
         replicator.start()
-        let stopper = Task { await Termination.wait(); replicator.stop() }
+        let termination = Termination.listen()
+        let stopper = Task { await termination.wait(); replicator.stop() }
         await replicator.waitUntilStopped()
         stopper.cancel()
         reporter.finish()

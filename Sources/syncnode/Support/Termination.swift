@@ -1,21 +1,29 @@
 import Dispatch
 import Foundation
 
-enum Termination {
-    /// Returns on SIGINT or SIGTERM.
-    static func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let once = OnceFlag()
-            var sources: [DispatchSourceSignal] = []
-            for sig in [SIGINT, SIGTERM] {
-                signal(sig, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-                source.setEventHandler { if once.take() { continuation.resume() } }
-                source.resume()
-                sources.append(source)
-            }
-            SignalSources.keep(sources)
+/// SIGINT/SIGTERM handling. `listen()` takes the signals over at once, so a
+/// signal that arrives before anyone waits (a script that stops a node as
+/// soon as it prints "listening on") still ends the process gracefully.
+struct Termination: Sendable {
+    private let signals: AsyncStream<Void>
+
+    static func listen() -> Termination {
+        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { continuation.yield() }
+            source.resume()
+            sources.append(source)
         }
+        SignalSources.keep(sources)
+        return Termination(signals: stream)
+    }
+
+    /// Returns on the first SIGINT or SIGTERM since `listen()`.
+    func wait() async {
+        for await _ in signals { return }
     }
 }
 
@@ -23,10 +31,4 @@ enum Termination {
 private enum SignalSources {
     nonisolated(unsafe) static var all: [DispatchSourceSignal] = []
     static func keep(_ sources: [DispatchSourceSignal]) { all += sources }
-}
-
-private final class OnceFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var taken = false
-    func take() -> Bool { lock.withLock { defer { taken = true }; return !taken } }
 }
