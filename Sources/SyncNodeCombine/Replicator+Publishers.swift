@@ -9,7 +9,7 @@ import SyncNodeSync
 
 extension Replicator {
     /// The replicator's status changes as a publisher, delivered on `queue`
-    /// (default: a serial queue of its own). Cancel the subscription to stop listening.
+    /// (default: main). Cancel the subscription to stop listening.
     ///
     /// ```swift
     /// replicator.changePublisher()
@@ -17,12 +17,12 @@ extension Replicator {
     ///     .sink { _ in print("caught up") }
     ///     .store(in: &subscriptions)
     /// ```
-    public func changePublisher(on queue: DispatchQueue? = nil) -> AnyPublisher<ReplicatorChange, Never> {
+    public func changePublisher(on queue: DispatchQueue = .main) -> AnyPublisher<ReplicatorChange, Never> {
         ListenerPublisher.make { [self] send in addChangeListener(queue: queue, send) }
     }
 
     /// Each batch of documents replicated (or refused), as a publisher.
-    public func documentReplicationPublisher(on queue: DispatchQueue? = nil) -> AnyPublisher<DocumentReplication, Never> {
+    public func documentReplicationPublisher(on queue: DispatchQueue = .main) -> AnyPublisher<DocumentReplication, Never> {
         ListenerPublisher.make { [self] send in addDocumentReplicationListener(queue: queue, send) }
     }
 }

@@ -45,30 +45,52 @@ extension DocumentCollection {
         }
     }
 
+    /// What an edit was based on, to tell whether the document changed since.
+    enum EditBase {
+        /// Read at this revision; nil for a new document.
+        case revision(String?)
+        /// Whatever is stored when the edit commits.
+        case current
+    }
+
     /// Saves (or deletes) a local edit as a child of the current winner.
-    /// `onConflict` decides when the document changed since `document` was read:
-    /// return true to save anyway, false to give up, or throw.
-    func commitEdit(_ document: MutableDocument, deleting: Bool, onConflict: (Document?) throws -> Bool) throws -> Bool {
+    /// `onConflict` decides when the document changed since `base`: return
+    /// true to save anyway, false to give up, or throw. `values` is read after
+    /// it, so a conflict handler's edits are saved. Returns the new revision
+    /// and sequence, or nil when `onConflict` gave up.
+    func commitEdit(
+        id: String, base: EditBase, deleting: Bool,
+        values: () throws -> [String: DocumentValue],
+        onConflict: (Document?) throws -> Bool
+    ) throws -> (rev: String, sequence: Int64)? {
         try checkLive()
-        try Names.validateDocumentID(document.id)
+        try Names.validateDocumentID(id)
         return try database.write { db in
-            let current = try loadRow(db, id: document.id)
+            let current = try loadRow(db, id: id)
             if deleting, current == nil || current?.deleted == true {
-                throw StoreError.notFound("document '\(document.id)' in \(fullName)")
+                throw StoreError.notFound("document '\(id)' in \(fullName)")
             }
-            if let current, current.rev != document.revisionID, !(document.revisionID == nil && current.deleted) {
+            if let current, case .revision(let read) = base, current.rev != read, !(read == nil && current.deleted) {
                 let stored = current.deleted ? nil : Document(
-                    id: document.id, revisionID: current.rev, sequence: current.sequence, isDeleted: false,
+                    id: id, revisionID: current.rev, sequence: current.sequence, isDeleted: false,
                     json: current.body, blobStore: database.blobStore)
-                guard try onConflict(stored) else { return false }
+                guard try onConflict(stored) else { return nil }
             }
-            let values = deleting ? [:] : document.snapshot()
+            let values = deleting ? [:] : try values()
             for key in values.keys where key.hasPrefix("_") { throw StoreError.reservedProperty(key) }
-            let (rev, sequence) = try commitChild(db, id: document.id, of: current, body: try encodeBody(values), deleting: deleting)
-            document.revisionID = rev
-            document.sequence = sequence
-            return true
+            return try commitChild(db, id: id, of: current, body: try encodeBody(values), deleting: deleting)
         }
+    }
+
+    /// ``commitEdit(id:base:deleting:values:onConflict:)`` for a document object, which learns its new revision.
+    func commitEdit(_ document: MutableDocument, deleting: Bool, onConflict: (Document?) throws -> Bool) throws -> Bool {
+        guard let (rev, sequence) = try commitEdit(
+            id: document.id, base: .revision(document.revisionID), deleting: deleting,
+            values: document.snapshot, onConflict: onConflict)
+        else { return false }
+        document.revisionID = rev
+        document.sequence = sequence
+        return true
     }
 
     /// Saves bodies prepared ahead (see ``CanonicalBody/parse(objectJSON:)``)

@@ -32,6 +32,9 @@ public enum StoreError: Error, Sendable, Equatable {
     /// A query or index definition is malformed (a SQL++ syntax error names
     /// the position and what was expected) or cannot run.
     case invalidQuery(String)
+    /// A document or query row does not fit the model type: `keyPath`
+    /// (`tags[2].name`) says where, `reason` what was found instead.
+    case decodingFailed(type: String, documentID: String?, keyPath: String, reason: String)
 }
 
 extension StoreError {
@@ -64,6 +67,8 @@ extension StoreError: CustomStringConvertible, LocalizedError {
         case .io(let r): return "I/O error: \(r)"
         case .storage(let r): return "storage error: \(r)"
         case .invalidQuery(let r): return "invalid query: \(r)"
+        case .decodingFailed(let type, let id, let path, let reason):
+            return "cannot decode \(type) from \(id.map { "document '\($0)'" } ?? "a query row") at \(path): \(reason)"
         }
     }
 

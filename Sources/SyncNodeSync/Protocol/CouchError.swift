@@ -45,6 +45,7 @@ public struct CouchError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidRevision(let r): self = .badRequest("Invalid rev format: \(r)")
         case .io(let r), .storage(let r): self = CouchError(status: 500, error: "internal_server_error", reason: r)
         case .invalidQuery(let r): self = CouchError(status: 400, error: "query_parse_error", reason: r)
+        case .decodingFailed: self = CouchError(status: 500, error: "internal_server_error", reason: error.description)
         }
     }
 

@@ -9,6 +9,12 @@ struct CompiledQuery: Sendable {
     let parameterNumbers: [String: Int]
     /// The collections the query reads (live queries re-run when they change).
     let collectionIDs: Set<Int64>
+    /// For each result column, the source whose whole document it is (`*`, `alias.*`).
+    let columnSources: [Int?]
+    /// How many sources' `(id, rev)` follow the result columns: every source's
+    /// when each row comes from one document per source, else none (DISTINCT,
+    /// GROUP BY and aggregates merge documents).
+    let originCount: Int
 }
 
 /// Compiles a ``SelectStatement`` to SQLite SQL over the collection tables.
@@ -74,6 +80,7 @@ enum QueryCompiler {
 
         // SELECT list.
         var columns: [String] = []
+        var columnSources: [Int?] = []
         var selectSQL: [String] = []
         var projections: [String: SQLValue] = [:]
         for (position, item) in statement.results.enumerated() {
@@ -83,15 +90,22 @@ enum QueryCompiler {
                 for source in chosen {
                     let value = try compiler.compile(.property(source: source.name, path: []))
                     columns.append((chosen.count == 1 ? alias : nil) ?? source.name)
+                    columnSources.append(sources.firstIndex { $0.name == source.name })
                     selectSQL.append("\(value.sql), \(value.tag)")
                 }
             case .expression(let e, let alias):
                 let value = try compiler.compile(e)
                 columns.append(alias ?? defaultName(e, position: position))
+                columnSources.append(nil)
                 selectSQL.append("\(value.sql), \(value.tag)")
                 if let alias { projections[alias] = value }
             }
         }
+
+        // Which documents each row came from, so a model decoded from it remembers its revision.
+        let mergesRows = statement.distinct || !statement.groupBy.isEmpty || statement.having != nil
+            || statement.results.contains { if case .expression(let e, _) = $0 { return e.containsAggregate } else { return false } }
+        if !mergesRows { for source in sources { selectSQL.append("\(source.sqlAlias).id, \(source.sqlAlias).rev") } }
 
         var sql = "SELECT \(statement.distinct ? "DISTINCT " : "")\(selectSQL.joined(separator: ", ")) \(from) WHERE \(Self.allOf(conditions))"
         if !statement.groupBy.isEmpty {
@@ -137,7 +151,8 @@ enum QueryCompiler {
             }
         }
         return CompiledQuery(sql: sql, columnNames: columns, parameterNumbers: compiler.parameters,
-                             collectionIDs: Set(sources.map(\.collection.tableID)))
+                             collectionIDs: Set(sources.map(\.collection.tableID)),
+                             columnSources: columnSources, originCount: mergesRows ? 0 : sources.count)
     }
 
     /// SQLite reads an integer in GROUP BY or ORDER BY as a column number,

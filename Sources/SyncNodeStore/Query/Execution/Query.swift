@@ -130,6 +130,7 @@ public final class Query: Sendable, CustomStringConvertible {
         defer { sqlite3_reset(handle) }
         bind(compiled, parameters, to: handle)
         let width = compiled.columnNames.count
+        let originColumns = Int32(width * 2)..<Int32(width * 2 + compiled.originCount * 2)
         var rows: [[DocumentValue?]] = []
         while true {
             let status = sqlite3_step(handle)
@@ -140,11 +141,14 @@ public final class Query: Sendable, CustomStringConvertible {
                 throw StoreError.invalidQuery(message.hasPrefix("invalid query: ") ? String(message.dropFirst(15)) : "the query failed: \(message)")
             }
             var row: [DocumentValue?] = []
-            row.reserveCapacity(width)
+            row.reserveCapacity(width + originColumns.count)
             for i in 0..<Int32(width) { row.append(try value(handle, column: i * 2, blobStore: blobStore)) }
+            for i in originColumns {
+                row.append(sqlite3_column_type(handle, i) == SQLITE_NULL ? nil : .string(text(handle, i)))
+            }
             rows.append(row)
         }
-        return ResultSet(columnNames: compiled.columnNames, rows: rows)
+        return ResultSet(layout: ResultLayout(columnNames: compiled.columnNames, columnSources: compiled.columnSources), rows: rows)
     }
 
     private static func text(_ handle: OpaquePointer, _ column: Int32) -> String {

@@ -1,11 +1,14 @@
 /// The rows a query returned, in order. Iterate it, or take ``allResults()``.
 public struct ResultSet: Sequence, Sendable, Equatable {
-    /// The result column names, in SELECT order.
-    public let columnNames: [String]
+    let layout: ResultLayout
+    /// Each row: the result columns, then `(id, rev)` of each source when known.
     let rows: [[DocumentValue?]]
 
+    /// The result column names, in SELECT order.
+    public var columnNames: [String] { layout.columnNames }
+
     public func makeIterator() -> some IteratorProtocol<Result> {
-        rows.lazy.map { Result(columnNames: columnNames, values: $0) }.makeIterator()
+        rows.lazy.map { Result(layout: layout, values: $0) }.makeIterator()
     }
 
     /// Every row.
@@ -15,32 +18,55 @@ public struct ResultSet: Sequence, Sendable, Equatable {
     public var count: Int { rows.count }
 }
 
+/// What the columns of a query's rows are.
+struct ResultLayout: Sendable, Equatable {
+    let columnNames: [String]
+    /// For each column, the source whose whole document it holds (`* AS data`).
+    let columnSources: [Int?]
+}
+
 /// One row of a ``ResultSet``: read columns by name (``DictionaryProtocol``)
 /// or by position (``ArrayProtocol``). A column whose value is MISSING is
 /// absent: `contains(key:)` is false and `toDictionary()` leaves it out.
 public struct Result: DictionaryProtocol, ArrayProtocol, Sendable, Equatable {
-    let columnNames: [String]
+    let layout: ResultLayout
     let values: [DocumentValue?]
 
     /// The number of columns (MISSING ones included).
-    public var count: Int { values.count }
+    public var count: Int { layout.columnNames.count }
+
+    /// The column names, in SELECT order.
+    public var columnNames: [String] { layout.columnNames }
 
     /// The names of the columns that have a value, in SELECT order.
-    public var keys: [String] { zip(columnNames, values).compactMap { $1 == nil ? nil : $0 } }
+    public var keys: [String] { zip(layout.columnNames, values).compactMap { $1 == nil ? nil : $0 } }
 
     public func documentValue(forKey key: String) -> DocumentValue? {
-        guard let i = columnNames.lastIndex(of: key) else { return nil }
+        guard let i = layout.columnNames.lastIndex(of: key) else { return nil }
         return values[i]
     }
 
     public func documentValue(at index: Int) -> DocumentValue? {
-        values.indices.contains(index) ? values[index] : nil
+        (0..<count).contains(index) ? values[index] : nil
     }
 
     /// The row as canonical JSON text (sorted keys), MISSING columns left out.
     public func toJSON() -> String {
+        JSONWriter.string(object: members)
+    }
+
+    /// The columns that have a value, by name.
+    var members: [String: DocumentValue] {
         var dict: [String: DocumentValue] = [:]
-        for (name, value) in zip(columnNames, values) { if let value { dict[name] = value } }
-        return JSONWriter.string(object: dict)
+        for (name, value) in zip(layout.columnNames, values) { if let value { dict[name] = value } }
+        return dict
+    }
+
+    /// The document and revision the row read from the query's `source`-th
+    /// data source; nil when unknown (aggregates, DISTINCT) or unmatched (outer join).
+    func origin(source: Int) -> (id: String, revisionID: String)? {
+        let i = count + source * 2
+        guard i + 1 < values.count, case .string(let id)? = values[i], case .string(let rev)? = values[i + 1] else { return nil }
+        return (id, rev)
     }
 }

@@ -1,0 +1,152 @@
+import Foundation
+
+/// Codable models as documents. A model needs a ``DocumentID`` property to be
+/// saved, deleted or purged; decoding needs none.
+///
+/// ```swift
+/// let task = Task(title: "Buy milk")
+/// try tasks.save(from: task)                 // task.id is now the generated ID
+/// let again = try tasks.document(id: task.id!, as: Task.self)
+/// ```
+extension DocumentCollection {
+    /// Saves the model as its document; if the document changed since the
+    /// model was read, this save wins (last write wins). A model whose ID is
+    /// nil becomes a new document with a generated ID, written back to it.
+    /// - throws: ``StoreError/invalidValue(_:)`` for a model without a
+    ///   ``DocumentID`` or a value with no stored form.
+    public func save<Model: Encodable>(from model: Model) throws {
+        try save(from: model, concurrencyControl: .lastWriteWins)
+    }
+
+    /// Saves the model with the given conflict policy.
+    /// - throws: ``StoreError/conflict(documentID:)`` with `.failOnConflict`
+    ///   when the document changed since the model was read (or, for a model
+    ///   never read, when the document exists).
+    public func save<Model: Encodable>(from model: Model, concurrencyControl: ConcurrencyControl) throws {
+        let (values, identity) = try ModelEncoder.encode(model)
+        _ = try commitModel(identity, Model.self, deleting: false, values: { values }) { _ in
+            guard concurrencyControl == .lastWriteWins else { throw StoreError.conflict(documentID: identity?.id ?? "") }
+            return true
+        }
+    }
+
+    /// Saves the model; when the document changed since the model was read,
+    /// calls `conflictHandler` with the model (which it may edit: its edits
+    /// are what gets saved) and the stored document decoded (nil when deleted).
+    /// Returns false, saving nothing, when the handler returns false.
+    @discardableResult
+    public func save<Model: Codable>(from model: Model, conflictHandler: (inout Model, Model?) throws -> Bool) throws -> Bool {
+        var model = model
+        let identity = try Self.identity(of: model, for: "save")
+        return try commitModel(identity, Model.self, deleting: false, values: { try ModelEncoder.encode(model).values }) { stored in
+            let existing = try stored.map { try $0.data(as: Model.self) }
+            return try conflictHandler(&model, existing)
+        }
+    }
+
+    /// The document decoded as `type`, or nil when it does not exist or was deleted.
+    /// - throws: ``StoreError/decodingFailed(type:documentID:keyPath:reason:)``
+    ///   naming the key path that does not fit.
+    public func document<Model: Decodable>(id: String, as type: Model.Type) throws -> Model? {
+        try document(id: id).map { try $0.data(as: type) }
+    }
+
+    /// Deletes the model's document (last write wins), leaving a tombstone that replicates.
+    /// - throws: ``StoreError/notFound(_:)`` when it has no ID or no document.
+    public func delete<Model: Encodable>(for model: Model) throws {
+        try delete(for: model, concurrencyControl: .lastWriteWins)
+    }
+
+    /// Deletes the model's document with the given conflict policy.
+    public func delete<Model: Encodable>(for model: Model, concurrencyControl: ConcurrencyControl) throws {
+        let identity = try Self.identity(of: model, for: "delete")
+        guard identity.id != nil else { throw StoreError.notFound("\(Model.self) has no document ID: it was never saved") }
+        _ = try commitModel(identity, Model.self, deleting: true, values: { [:] }) { _ in
+            guard concurrencyControl == .lastWriteWins else { throw StoreError.conflict(documentID: identity.id ?? "") }
+            return true
+        }
+    }
+
+    /// Removes every trace of the model's document: no tombstone, nothing replicates.
+    public func purge<Model: Encodable>(for model: Model) throws {
+        guard let id = try Self.identity(of: model, for: "purge").id else {
+            throw StoreError.notFound("\(Model.self) has no document ID: it was never saved")
+        }
+        try purge(id: id)
+    }
+
+    private static func identity<Model>(of model: Model, for action: String) throws -> DocumentIdentity {
+        guard let identity = DocumentIdentity.find(in: model) else { throw missingDocumentID(Model.self, action) }
+        return identity
+    }
+
+    private static func missingDocumentID(_ type: Any.Type, _ action: String) -> StoreError {
+        .invalidValue("cannot \(action) \(type): it has no @DocumentID property; add `@DocumentID var id: String?` so the store knows its document")
+    }
+
+    /// Commits an edit of the model's document and writes the ID and the new
+    /// revision back into its ``DocumentID``.
+    private func commitModel<Model>(
+        _ identity: DocumentIdentity?, _ type: Model.Type, deleting: Bool,
+        values: () throws -> [String: DocumentValue], onConflict: (Document?) throws -> Bool
+    ) throws -> Bool {
+        guard let identity else { throw Self.missingDocumentID(Model.self, deleting ? "delete" : "save") }
+        let (knownID, base) = identity.current
+        let id = knownID ?? UUID().uuidString
+        let editBase: EditBase
+        switch base {
+        case .none: editBase = .revision(nil)
+        case .revision(let rev): editBase = .revision(rev)
+        case .current: editBase = .current
+        }
+        guard let (rev, _) = try commitEdit(id: id, base: editBase, deleting: deleting, values: values, onConflict: onConflict) else {
+            return false
+        }
+        identity.update(id: id, base: .revision(rev))
+        return true
+    }
+}
+
+extension Document {
+    /// The document decoded as `type`; its ``DocumentID`` property, if any,
+    /// gets the ID and remembers this revision.
+    /// - throws: ``StoreError/decodingFailed(type:documentID:keyPath:reason:)``.
+    public func data<Model: Decodable>(as type: Model.Type) throws -> Model {
+        try ModelDecoder.decode(type, from: .dictionary(body.values), source: .document(self))
+    }
+}
+
+extension Result {
+    /// The row decoded as `type`: the whole row, or with `dataKey` the
+    /// dictionary in that column (`SELECT meta().id AS id, * AS data ...`
+    /// decodes with `dataKey: "data"`). A ``DocumentID`` property gets the ID
+    /// of the document the row (or the `dataKey` column) came from and
+    /// remembers its revision; when the query merged documents (DISTINCT,
+    /// GROUP BY, aggregates) it takes a string column named like the property.
+    /// - throws: ``StoreError/decodingFailed(type:documentID:keyPath:reason:)``.
+    public func data<Model: Decodable>(as type: Model.Type, dataKey: String? = nil) throws -> Model {
+        var source = ModelSource(document: nil, row: self)
+        let value: DocumentValue
+        // The document the model is: the data column's, or the only source's.
+        var sourceIndex: Int? = values.count - count == 2 ? 0 : nil
+        if let dataKey {
+            guard let column = layout.columnNames.lastIndex(of: dataKey) else {
+                throw StoreError.decodingFailed(type: "\(type)", documentID: nil, keyPath: dataKey, reason: "the query has no column '\(dataKey)' (columns: \(layout.columnNames.joined(separator: ", ")))")
+            }
+            value = values[column] ?? .null
+            sourceIndex = layout.columnSources[column] ?? sourceIndex
+        } else {
+            value = .dictionary(members)
+        }
+        if let (id, rev) = sourceIndex.flatMap(origin(source:)) { source.document = (id, .revision(rev)) }
+        return try ModelDecoder.decode(type, from: value, source: source)
+    }
+}
+
+extension ResultSet {
+    /// Every row decoded as `type` (see ``Result/data(as:dataKey:)``). This
+    /// holds all models in memory: iterate the rows for large results.
+    public func data<Model: Decodable>(as type: Model.Type, dataKey: String? = nil) throws -> [Model] {
+        try map { try $0.data(as: type, dataKey: dataKey) }
+    }
+}

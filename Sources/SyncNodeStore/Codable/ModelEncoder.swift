@@ -1,0 +1,298 @@
+import Foundation
+
+/// Encodes `Encodable` models straight to stored values (no JSON text).
+///
+/// Optionals that are nil leave their key out; dates become ISO-8601
+/// strings, `Data` a blob, URLs and UUIDs strings. A top-level
+/// ``DocumentID`` is captured, not stored.
+final class ModelEncoder: Encoder {
+    let codingPath: [any CodingKey]
+    private let root: Root
+    fileprivate var storage: Slot?
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    private final class Root {
+        var identity: DocumentIdentity?
+    }
+
+    private init(codingPath: [any CodingKey], root: Root) {
+        self.codingPath = codingPath
+        self.root = root
+    }
+
+    /// The model's properties and its ``DocumentID``, if it has one.
+    /// - throws: ``StoreError/invalidValue(_:)`` naming the key path of a value
+    ///   with no stored form (NaN, an integer over 64 signed bits), or when the
+    ///   model does not encode as an object.
+    static func encode<T: Encodable>(_ model: T) throws -> (values: [String: DocumentValue], identity: DocumentIdentity?) {
+        let encoder = ModelEncoder(codingPath: [], root: Root())
+        do {
+            try model.encode(to: encoder)
+        } catch let error as EncodingError {
+            guard case .invalidValue(_, let context) = error else { throw StoreError.invalidValue("cannot encode \(T.self): \(error)") }
+            let path = context.codingPath.isEmpty ? "" : " at '\(Self.render(context.codingPath))'"
+            throw StoreError.invalidValue("cannot encode \(T.self)\(path): \(context.debugDescription)")
+        }
+        guard case .dictionary(let values) = encoder.storage?.finished else {
+            throw StoreError.invalidValue("\(T.self) does not encode as an object (a keyed container), so it cannot be a document")
+        }
+        return (values, encoder.root.identity ?? DocumentIdentity.find(in: model))
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        let builder: ObjectBuilder
+        if case .object(let existing)? = storage {
+            builder = existing
+        } else {
+            builder = ObjectBuilder()
+            storage = .object(builder)
+        }
+        return KeyedEncodingContainer(KeyedContainer<Key>(encoder: self, builder: builder))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        let builder: ArrayBuilder
+        if case .array(let existing)? = storage {
+            builder = existing
+        } else {
+            builder = ArrayBuilder()
+            storage = .array(builder)
+        }
+        return UnkeyedContainer(encoder: self, builder: builder)
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer { SingleValueContainer(encoder: self) }
+
+    fileprivate func nested(_ key: any CodingKey) -> ModelEncoder {
+        ModelEncoder(codingPath: codingPath + [key], root: root)
+    }
+
+    /// Notes the model's own ``DocumentID``; nested ones are dropped too.
+    fileprivate func capture(_ id: DocumentID) {
+        if codingPath.isEmpty { root.identity = id.identity }
+    }
+
+    fileprivate func box<T: Encodable>(_ value: T, key: any CodingKey) throws -> DocumentValue {
+        switch value {
+        case let s as String: return .string(s)
+        case let i as Int: return .int(Int64(i))
+        case let d as Double: return try number(d, key: key)
+        case let b as Bool: return .bool(b)
+        case let date as Date: return .string(ISODate.string(from: date))
+        case let data as Data: return .blob(Blob(contentType: "application/octet-stream", data: data))
+        case let blob as Blob: return .blob(blob)
+        case let url as URL: return .string(url.absoluteString)
+        case let uuid as UUID: return .string(uuid.uuidString)
+        case let decimal as Decimal: return try number(NSDecimalNumber(decimal: decimal).doubleValue, key: key)
+        default:
+            let encoder = nested(key)
+            try value.encode(to: encoder)
+            return encoder.storage?.finished ?? .dictionary([:])
+        }
+    }
+
+    fileprivate func number(_ d: Double, key: (any CodingKey)?) throws -> DocumentValue {
+        guard let value = try? DocumentValue.number(d) else {
+            throw EncodingError.invalidValue(d, .init(codingPath: codingPath + (key.map { [$0] } ?? []), debugDescription: "\(d) is not a JSON number"))
+        }
+        return value
+    }
+
+    fileprivate func integer<I: BinaryInteger>(_ i: I, key: (any CodingKey)?) throws -> DocumentValue {
+        guard let value = Int64(exactly: i) else {
+            throw EncodingError.invalidValue(i, .init(codingPath: codingPath + (key.map { [$0] } ?? []), debugDescription: "\(i) does not fit in 64 signed bits"))
+        }
+        return .int(value)
+    }
+
+    static func render(_ path: [any CodingKey]) -> String {
+        ModelDecoder.describe(.dataCorrupted(.init(codingPath: path, debugDescription: ""))).path
+    }
+}
+
+/// A value being built: containers stay open until their encoder is done.
+private enum Slot {
+    case value(DocumentValue)
+    case object(ObjectBuilder)
+    case array(ArrayBuilder)
+
+    var finished: DocumentValue {
+        switch self {
+        case .value(let v): return v
+        case .object(let o): return .dictionary(o.members.mapValues(\.finished))
+        case .array(let a): return .array(a.elements.map(\.finished))
+        }
+    }
+}
+
+private final class ObjectBuilder {
+    var members: [String: Slot] = [:]
+}
+
+private final class ArrayBuilder {
+    var elements: [Slot] = []
+}
+
+private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    let encoder: ModelEncoder
+    let builder: ObjectBuilder
+    var codingPath: [any CodingKey] { encoder.codingPath }
+
+    private func set(_ value: DocumentValue, _ key: Key) { builder.members[key.stringValue] = .value(value) }
+
+    mutating func encodeNil(forKey key: Key) throws { set(.null, key) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { set(.bool(value), key) }
+    mutating func encode(_ value: String, forKey key: Key) throws { set(.string(value), key) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { set(try encoder.number(value, key: key), key) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { set(try encoder.number(Double(value), key: key), key) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { set(.int(Int64(value)), key) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { set(.int(Int64(value)), key) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { set(.int(Int64(value)), key) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { set(.int(Int64(value)), key) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { set(.int(value), key) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { set(try encoder.integer(value, key: key), key) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { set(.int(Int64(value)), key) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { set(.int(Int64(value)), key) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { set(.int(Int64(value)), key) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { set(try encoder.integer(value, key: key), key) }
+
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+        if let id = value as? DocumentID { encoder.capture(id); return }
+        set(try encoder.box(value, key: key), key)
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+        let nested = ObjectBuilder()
+        builder.members[key.stringValue] = .object(nested)
+        return KeyedEncodingContainer(KeyedContainer<NestedKey>(encoder: encoder.nested(key), builder: nested))
+    }
+
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        let nested = ArrayBuilder()
+        builder.members[key.stringValue] = .array(nested)
+        return UnkeyedContainer(encoder: encoder.nested(key), builder: nested)
+    }
+
+    mutating func superEncoder() -> any Encoder { superEncoder(key: PathKey("super")) }
+    mutating func superEncoder(forKey key: Key) -> any Encoder { superEncoder(key: key) }
+
+    private func superEncoder(key: any CodingKey) -> any Encoder {
+        let nested = ObjectBuilder()
+        builder.members[key.stringValue] = .object(nested)
+        let encoder = encoder.nested(key)
+        encoder.storage = .object(nested)
+        return encoder
+    }
+}
+
+private struct UnkeyedContainer: UnkeyedEncodingContainer {
+    let encoder: ModelEncoder
+    let builder: ArrayBuilder
+    var codingPath: [any CodingKey] { encoder.codingPath }
+    var count: Int { builder.elements.count }
+    private var key: PathKey { PathKey(count) }
+
+    private func append(_ value: DocumentValue) { builder.elements.append(.value(value)) }
+
+    mutating func encodeNil() throws { append(.null) }
+    mutating func encode(_ value: Bool) throws { append(.bool(value)) }
+    mutating func encode(_ value: String) throws { append(.string(value)) }
+    mutating func encode(_ value: Double) throws { append(try encoder.number(value, key: key)) }
+    mutating func encode(_ value: Float) throws { append(try encoder.number(Double(value), key: key)) }
+    mutating func encode(_ value: Int) throws { append(.int(Int64(value))) }
+    mutating func encode(_ value: Int8) throws { append(.int(Int64(value))) }
+    mutating func encode(_ value: Int16) throws { append(.int(Int64(value))) }
+    mutating func encode(_ value: Int32) throws { append(.int(Int64(value))) }
+    mutating func encode(_ value: Int64) throws { append(.int(value)) }
+    mutating func encode(_ value: UInt) throws { append(try encoder.integer(value, key: key)) }
+    mutating func encode(_ value: UInt8) throws { append(.int(Int64(value))) }
+    mutating func encode(_ value: UInt16) throws { append(.int(Int64(value))) }
+    mutating func encode(_ value: UInt32) throws { append(.int(Int64(value))) }
+    mutating func encode(_ value: UInt64) throws { append(try encoder.integer(value, key: key)) }
+
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        if value is DocumentID { return }
+        append(try encoder.box(value, key: key))
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+        let nested = ObjectBuilder()
+        let encoder = encoder.nested(key)
+        builder.elements.append(.object(nested))
+        return KeyedEncodingContainer(KeyedContainer<NestedKey>(encoder: encoder, builder: nested))
+    }
+
+    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+        let nested = ArrayBuilder()
+        let encoder = encoder.nested(key)
+        builder.elements.append(.array(nested))
+        return UnkeyedContainer(encoder: encoder, builder: nested)
+    }
+
+    mutating func superEncoder() -> any Encoder {
+        let nested = ObjectBuilder()
+        let encoder = encoder.nested(key)
+        builder.elements.append(.object(nested))
+        encoder.storage = .object(nested)
+        return encoder
+    }
+}
+
+private struct SingleValueContainer: SingleValueEncodingContainer {
+    let encoder: ModelEncoder
+    var codingPath: [any CodingKey] { encoder.codingPath }
+
+    private func set(_ value: DocumentValue) { encoder.storage = .value(value) }
+
+    mutating func encodeNil() throws { set(.null) }
+    mutating func encode(_ value: Bool) throws { set(.bool(value)) }
+    mutating func encode(_ value: String) throws { set(.string(value)) }
+    mutating func encode(_ value: Double) throws { set(try encoder.number(value, key: nil)) }
+    mutating func encode(_ value: Float) throws { set(try encoder.number(Double(value), key: nil)) }
+    mutating func encode(_ value: Int) throws { set(.int(Int64(value))) }
+    mutating func encode(_ value: Int8) throws { set(.int(Int64(value))) }
+    mutating func encode(_ value: Int16) throws { set(.int(Int64(value))) }
+    mutating func encode(_ value: Int32) throws { set(.int(Int64(value))) }
+    mutating func encode(_ value: Int64) throws { set(.int(value)) }
+    mutating func encode(_ value: UInt) throws { set(try encoder.integer(value, key: nil)) }
+    mutating func encode(_ value: UInt8) throws { set(.int(Int64(value))) }
+    mutating func encode(_ value: UInt16) throws { set(.int(Int64(value))) }
+    mutating func encode(_ value: UInt32) throws { set(.int(Int64(value))) }
+    mutating func encode(_ value: UInt64) throws { set(try encoder.integer(value, key: nil)) }
+
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        // A wrapper type encoding its wrapped value: same path, same slot.
+        switch value {
+        case is Date, is Data, is Blob, is URL, is UUID, is Decimal:
+            set(try encoder.box(value, key: PathKey(0)))
+        default:
+            try value.encode(to: encoder)
+        }
+    }
+}
+
+/// A blob property of a Codable model. The store's coder keeps blobs as they
+/// are; other coders (`JSONEncoder`...) see the metadata dictionary.
+extension Blob: Codable {
+    private enum Keys: String, CodingKey {
+        case type = "@type", digest, length, contentType = "content_type"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode("blob", forKey: .type)
+        try container.encode(digest, forKey: .digest)
+        try container.encode(length, forKey: .length)
+        try container.encode(contentType, forKey: .contentType)
+    }
+
+    /// A blob described by its metadata; its content is not available.
+    public convenience init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        self.init(
+            contentType: try container.decodeIfPresent(String.self, forKey: .contentType) ?? "application/octet-stream",
+            digest: try container.decode(String.self, forKey: .digest),
+            length: try container.decodeIfPresent(Int.self, forKey: .length) ?? 0,
+            source: .store(nil))
+    }
+}
