@@ -84,6 +84,20 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // The seed guides' examples (to-do list, categorized products), run by their tests.
+        .target(
+            name: "SyncNodeExamples",
+            dependencies: [
+                "SyncNodeStore",
+                "SyncNodeCombine",
+                .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux, .windows, .android])),
+            ],
+            path: "Examples"
+        ),
+        .testTarget(
+            name: "SyncNodeExamplesTests",
+            dependencies: ["SyncNodeExamples", "SyncNodeCombine", "SyncNodeStore"]
+        ),
         .testTarget(
             name: "SyncNodeCombineTests",
             dependencies: ["SyncNodeCombine", "SyncNodeSync", "SyncNodeStore"]

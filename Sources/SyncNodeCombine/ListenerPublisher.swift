@@ -3,25 +3,87 @@ import Combine
 #else
 import OpenCombine
 #endif
+import Foundation
 import SyncNodeStore
 
 /// A publisher over a listener API: each subscription registers its own
-/// listener and removes it when cancelled. It never completes (cancel it).
-enum ListenerPublisher {
-    static func make<Output: Sendable>(
-        _ register: @escaping @Sendable (@escaping @Sendable (Output) -> Void) -> ListenerToken
-    ) -> AnyPublisher<Output, Never> {
-        Deferred {
-            let relay = Relay<Output>()
-            let token = register { relay.subject.send($0) }
-            return relay.subject.handleEvents(receiveCancel: { token.remove() })
-        }
-        .eraseToAnyPublisher()
+/// listener once the subscriber holds it, and removes it when cancelled.
+/// Values that arrive before the subscriber asks for them wait for its
+/// demand, so the first one (a live query's first results) is never lost.
+/// It never completes: cancel it.
+struct ListenerPublisher<Output: Sendable>: Publisher {
+    typealias Failure = Never
+    typealias Register = @Sendable (@escaping @Sendable (Output) -> Void) -> ListenerToken
+
+    let register: Register
+
+    static func make(_ register: @escaping Register) -> AnyPublisher<Output, Never> {
+        ListenerPublisher(register: register).eraseToAnyPublisher()
+    }
+
+    func receive<Downstream: Subscriber>(subscriber: Downstream) where Downstream.Input == Output, Downstream.Failure == Never {
+        let subscription = ListenerSubscription(downstream: AnySubscriber(subscriber))
+        subscriber.receive(subscription: subscription)
+        subscription.start(register)
     }
 }
 
-/// Subjects serialize `send` internally; this box only carries one across
-/// the listener's queue, which the compiler cannot see is safe.
-private final class Relay<Output>: @unchecked Sendable {
-    let subject = PassthroughSubject<Output, Never>()
+/// Hands a listener's values to one subscriber as it asks for them, in order.
+/// The lock guards every field; the subscriber is called outside it, by one
+/// thread at a time (`draining`).
+private final class ListenerSubscription<Input: Sendable>: Subscription, @unchecked Sendable {
+    private let lock = NSLock()
+    private var downstream: AnySubscriber<Input, Never>?
+    private var demand = Subscribers.Demand.none
+    private var pending: [Input] = []
+    private var draining = false
+    private var token: ListenerToken?
+
+    init(downstream: AnySubscriber<Input, Never>) { self.downstream = downstream }
+
+    func start(_ register: ListenerPublisher<Input>.Register) {
+        let token = register { [weak self] value in self?.arrive(value) }
+        let cancelled = lock.withLock { () -> Bool in
+            guard downstream != nil else { return true }
+            self.token = token
+            return false
+        }
+        if cancelled { token.remove() }
+    }
+
+    func request(_ more: Subscribers.Demand) {
+        lock.withLock { demand += more }
+        drain()
+    }
+
+    func cancel() {
+        let token = lock.withLock { () -> ListenerToken? in
+            downstream = nil
+            pending = []
+            defer { self.token = nil }
+            return self.token
+        }
+        token?.remove()
+    }
+
+    private func arrive(_ value: Input) {
+        lock.withLock { if downstream != nil { pending.append(value) } }
+        drain()
+    }
+
+    private func drain() {
+        lock.lock()
+        guard !draining else { lock.unlock(); return }
+        draining = true
+        while let downstream, demand > 0, !pending.isEmpty {
+            let value = pending.removeFirst()
+            demand -= 1
+            lock.unlock()
+            let more = downstream.receive(value)
+            lock.lock()
+            demand += more
+        }
+        draining = false
+        lock.unlock()
+    }
 }
