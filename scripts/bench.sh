@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks (release build): the store against raw SQLite, then `syncnode import`
 # against a ten-line Python importer, both on the same N generated documents.
-#   scripts/bench.sh [store|listener|replication|query] [N]
+#   scripts/bench.sh [store|listener|replication|query|codable] [N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SWIFT_DETERMINISTIC_HASHING=1
@@ -50,11 +50,11 @@ PY
     default=$([ "$what" = listener ] && echo 20000 || echo 10000)
     "$bin/SyncNodeBenchmarks" "$what" "${2:-$default}" 2>"$log" || { cat "$log" >&2; exit 1; }
     ;;
-  query)
-    "$bin/SyncNodeBenchmarks" query "$n"
+  query|codable)
+    "$bin/SyncNodeBenchmarks" "$what" "$n"
     ;;
   *)
-    echo "usage: scripts/bench.sh [store|listener|replication|query] [N]" >&2
+    echo "usage: scripts/bench.sh [store|listener|replication|query|codable] [N]" >&2
     exit 2
     ;;
 esac

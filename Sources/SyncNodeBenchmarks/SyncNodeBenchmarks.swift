@@ -7,6 +7,7 @@ import SyncNodeStore
 ///     swift run -c release SyncNodeBenchmarks listener [N]   _bulk_docs and _changes over HTTPS vs the store
 ///     swift run -c release SyncNodeBenchmarks replication [N] one-shot pull over HTTPS vs a local insert
 ///     swift run -c release SyncNodeBenchmarks query [N]       SQL++ queries vs hand-written SQLite SQL, live-query latency
+///     swift run -c release SyncNodeBenchmarks codable [N]     save(from:)/document(id:as:) vs MutableDocument and hand mapping
 ///     swift run -c release SyncNodeBenchmarks generate N      N documents as JSON lines (for scripts/bench.sh)
 @main
 enum SyncNodeBenchmarks {
@@ -23,6 +24,8 @@ enum SyncNodeBenchmarks {
                 try await ReplicationBenchmark.run(count: count ?? 10_000)
             case "query":
                 try QueryBenchmark.run(count: count ?? 100_000)
+            case "codable":
+                try CodableBenchmark.run(count: count ?? 100_000)
             case "generate":
                 for (id, body) in DocumentGenerator.documents(count: count ?? 100_000) {
                     var line = body
@@ -30,7 +33,7 @@ enum SyncNodeBenchmarks {
                     print(DocumentValue.dictionary(line).toJSON())
                 }
             default:
-                FileHandle.standardError.write(Data("usage: SyncNodeBenchmarks store [N] | listener [N] | replication [N] | query [N] | generate N\n".utf8))
+                FileHandle.standardError.write(Data("usage: SyncNodeBenchmarks store [N] | listener [N] | replication [N] | query [N] | codable [N] | generate N\n".utf8))
                 exit(2)
             }
         } catch {

@@ -67,7 +67,17 @@ final class ModelDecoder: Decoder {
 
     // MARK: - Values
 
-    func unbox<T: Decodable>(_ value: DocumentValue, as type: T.Type, path: [any CodingKey]) throws -> T {
+    func unbox<T: Decodable>(_ value: DocumentValue, as type: T.Type, path: @autoclosure () -> [any CodingKey]) throws -> T {
+        // The common leaves, without a decoder each (arrays of strings...).
+        switch value {
+        case .string(let s) where T.self == String.self: return try Self.cast(s, path())
+        case .int(let i) where T.self == Int.self: return try Self.cast(Int(i), path())
+        case .double(let d) where T.self == Double.self: return try Self.cast(d, path())
+        case .int(let i) where T.self == Double.self: return try Self.cast(Double(i), path())
+        case .bool(let b) where T.self == Bool.self: return try Self.cast(b, path())
+        default: break
+        }
+        let path = path()
         if T.self == Date.self {
             guard case .string(let s) = value, let date = ISODate.date(from: s) else {
                 throw mismatch(Date.self, value, path: path, expected: "an ISO-8601 date string")
@@ -104,8 +114,8 @@ final class ModelDecoder: Decoder {
     }
 
     /// `T` is known to be the value's type here; a cast keeps that unchecked claim out of the code.
-    private static func cast<T>(_ value: Any, _ path: [any CodingKey]) throws -> T {
-        guard let t = value as? T else { throw DecodingError.typeMismatch(T.self, .init(codingPath: path, debugDescription: "internal: not a \(T.self)")) }
+    private static func cast<T>(_ value: Any, _ path: @autoclosure () -> [any CodingKey]) throws -> T {
+        guard let t = value as? T else { throw DecodingError.typeMismatch(T.self, .init(codingPath: path(), debugDescription: "internal: not a \(T.self)")) }
         return t
     }
 
@@ -160,10 +170,11 @@ final class ModelDecoder: Decoder {
 
 /// A coding key the coder makes itself: an array position, or `super`.
 struct PathKey: CodingKey {
-    let stringValue: String
+    private let name: String?
     let intValue: Int?
-    init(_ index: Int) { (stringValue, intValue) = ("\(index)", index) }
-    init(_ name: String) { (stringValue, intValue) = (name, nil) }
+    var stringValue: String { name ?? String(intValue ?? 0) }
+    init(_ index: Int) { (name, intValue) = (nil, index) }
+    init(_ name: String) { (self.name, intValue) = (name, nil) }
     init?(intValue: Int) { self.init(intValue) }
     init?(stringValue: String) { self.init(stringValue) }
 }
@@ -172,17 +183,17 @@ struct PathKey: CodingKey {
 private struct PrimitiveReader {
     let decoder: ModelDecoder
 
-    func string(_ v: DocumentValue, _ path: [any CodingKey]) throws -> String {
+    func string(_ v: DocumentValue, _ path: @autoclosure () -> [any CodingKey]) throws -> String {
         guard case .string(let s) = v else { throw failure(String.self, v, path) }
         return s
     }
 
-    func bool(_ v: DocumentValue, _ path: [any CodingKey]) throws -> Bool {
+    func bool(_ v: DocumentValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Bool {
         guard case .bool(let b) = v else { throw failure(Bool.self, v, path) }
         return b
     }
 
-    func double(_ v: DocumentValue, _ path: [any CodingKey]) throws -> Double {
+    func double(_ v: DocumentValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Double {
         switch v {
         case .int(let i): return Double(i)
         case .double(let d): return d
@@ -190,7 +201,7 @@ private struct PrimitiveReader {
         }
     }
 
-    func integer<I: FixedWidthInteger>(_ v: DocumentValue, _ path: [any CodingKey]) throws -> I {
+    func integer<I: FixedWidthInteger>(_ v: DocumentValue, _ path: @autoclosure () -> [any CodingKey]) throws -> I {
         let result: I?
         switch v {
         case .int(let i): result = I(exactly: i)
@@ -198,14 +209,14 @@ private struct PrimitiveReader {
         default: throw failure(I.self, v, path)
         }
         guard let result else {
-            throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "\(ModelDecoder.describe(v)) does not fit in \(I.self)"))
+            throw DecodingError.dataCorrupted(.init(codingPath: path(), debugDescription: "\(ModelDecoder.describe(v)) does not fit in \(I.self)"))
         }
         return result
     }
 
-    private func failure(_ type: Any.Type, _ v: DocumentValue, _ path: [any CodingKey]) -> DecodingError {
-        if v == .null { return DecodingError.valueNotFound(type, .init(codingPath: path, debugDescription: "found null")) }
-        return decoder.mismatch(type, v, path: path)
+    private func failure(_ type: Any.Type, _ v: DocumentValue, _ path: () -> [any CodingKey]) -> DecodingError {
+        if v == .null { return DecodingError.valueNotFound(type, .init(codingPath: path(), debugDescription: "found null")) }
+        return decoder.mismatch(type, v, path: path())
     }
 }
 
@@ -283,10 +294,11 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
         self.elements = elements
     }
 
-    private mutating func next(_ type: Any.Type) throws -> (DocumentValue, [any CodingKey]) {
-        let path = codingPath + [PathKey(currentIndex)]
+    /// The next element and its path (built only when needed: errors, nested values).
+    private mutating func next(_ type: Any.Type) throws -> (DocumentValue, () -> [any CodingKey]) {
+        let path = { [codingPath, currentIndex] in codingPath + [PathKey(currentIndex)] as [any CodingKey] }
         guard !isAtEnd else {
-            throw DecodingError.valueNotFound(type, .init(codingPath: path, debugDescription: "the array has only \(elements.count) elements"))
+            throw DecodingError.valueNotFound(type, .init(codingPath: path(), debugDescription: "the array has only \(elements.count) elements"))
         }
         defer { currentIndex += 1 }
         return (elements[currentIndex], path)
@@ -297,42 +309,42 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
         currentIndex += 1
         return true
     }
-    mutating func decode(_ type: Bool.Type) throws -> Bool { let (v, p) = try next(type); return try read.bool(v, p) }
-    mutating func decode(_ type: String.Type) throws -> String { let (v, p) = try next(type); return try read.string(v, p) }
-    mutating func decode(_ type: Double.Type) throws -> Double { let (v, p) = try next(type); return try read.double(v, p) }
-    mutating func decode(_ type: Float.Type) throws -> Float { let (v, p) = try next(type); return Float(try read.double(v, p)) }
-    mutating func decode(_ type: Int.Type) throws -> Int { let (v, p) = try next(type); return try read.integer(v, p) }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { let (v, p) = try next(type); return try read.integer(v, p) }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { let (v, p) = try next(type); return try read.integer(v, p) }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { let (v, p) = try next(type); return try read.integer(v, p) }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { let (v, p) = try next(type); return try read.integer(v, p) }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { let (v, p) = try next(type); return try read.integer(v, p) }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { let (v, p) = try next(type); return try read.integer(v, p) }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { let (v, p) = try next(type); return try read.integer(v, p) }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { let (v, p) = try next(type); return try read.integer(v, p) }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { let (v, p) = try next(type); return try read.integer(v, p) }
+    mutating func decode(_ type: Bool.Type) throws -> Bool { let (v, p) = try next(type); return try read.bool(v, p()) }
+    mutating func decode(_ type: String.Type) throws -> String { let (v, p) = try next(type); return try read.string(v, p()) }
+    mutating func decode(_ type: Double.Type) throws -> Double { let (v, p) = try next(type); return try read.double(v, p()) }
+    mutating func decode(_ type: Float.Type) throws -> Float { let (v, p) = try next(type); return Float(try read.double(v, p())) }
+    mutating func decode(_ type: Int.Type) throws -> Int { let (v, p) = try next(type); return try read.integer(v, p()) }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { let (v, p) = try next(type); return try read.integer(v, p()) }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { let (v, p) = try next(type); return try read.integer(v, p()) }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { let (v, p) = try next(type); return try read.integer(v, p()) }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { let (v, p) = try next(type); return try read.integer(v, p()) }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { let (v, p) = try next(type); return try read.integer(v, p()) }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { let (v, p) = try next(type); return try read.integer(v, p()) }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { let (v, p) = try next(type); return try read.integer(v, p()) }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { let (v, p) = try next(type); return try read.integer(v, p()) }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { let (v, p) = try next(type); return try read.integer(v, p()) }
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
         let (v, p) = try next(type)
         if v == .null, !(T.self is any ExpressibleByNilLiteral.Type) {
-            throw DecodingError.valueNotFound(type, .init(codingPath: p, debugDescription: "found null"))
+            throw DecodingError.valueNotFound(type, .init(codingPath: p(), debugDescription: "found null"))
         }
-        return try decoder.unbox(v, as: type, path: p)
+        return try decoder.unbox(v, as: type, path: p())
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
         let (v, p) = try next([String: Any].self)
-        return try ModelDecoder(value: v, codingPath: p, source: decoder.source).container(keyedBy: type)
+        return try ModelDecoder(value: v, codingPath: p(), source: decoder.source).container(keyedBy: type)
     }
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
         let (v, p) = try next([Any].self)
-        return try ModelDecoder(value: v, codingPath: p, source: decoder.source).unkeyedContainer()
+        return try ModelDecoder(value: v, codingPath: p(), source: decoder.source).unkeyedContainer()
     }
 
     mutating func superDecoder() throws -> any Decoder {
         let (v, p) = try next(Any.self)
-        return ModelDecoder(value: v, codingPath: p, source: decoder.source)
+        return ModelDecoder(value: v, codingPath: p(), source: decoder.source)
     }
 }
 

@@ -6,7 +6,8 @@ import Foundation
 /// strings, `Data` a blob, URLs and UUIDs strings. A top-level
 /// ``DocumentID`` is captured, not stored.
 final class ModelEncoder: Encoder {
-    let codingPath: [any CodingKey]
+    private let parent: ModelEncoder?
+    private let key: (any CodingKey)?
     private let root: Root
     fileprivate var storage: Slot?
     var userInfo: [CodingUserInfoKey: Any] { [:] }
@@ -15,9 +16,21 @@ final class ModelEncoder: Encoder {
         var identity: DocumentIdentity?
     }
 
-    private init(codingPath: [any CodingKey], root: Root) {
-        self.codingPath = codingPath
+    private init(parent: ModelEncoder?, key: (any CodingKey)?, root: Root) {
+        self.parent = parent
+        self.key = key
         self.root = root
+    }
+
+    /// Built on demand (errors, custom `encode(to:)`): most values never ask.
+    var codingPath: [any CodingKey] {
+        var path: [any CodingKey] = []
+        var encoder: ModelEncoder? = self
+        while let e = encoder, let key = e.key {
+            path.append(key)
+            encoder = e.parent
+        }
+        return path.reversed()
     }
 
     /// The model's properties and its ``DocumentID``, if it has one.
@@ -25,7 +38,7 @@ final class ModelEncoder: Encoder {
     ///   with no stored form (NaN, an integer over 64 signed bits), or when the
     ///   model does not encode as an object.
     static func encode<T: Encodable>(_ model: T) throws -> (values: [String: DocumentValue], identity: DocumentIdentity?) {
-        let encoder = ModelEncoder(codingPath: [], root: Root())
+        let encoder = ModelEncoder(parent: nil, key: nil, root: Root())
         do {
             try model.encode(to: encoder)
         } catch let error as EncodingError {
@@ -64,31 +77,29 @@ final class ModelEncoder: Encoder {
     func singleValueContainer() -> any SingleValueEncodingContainer { SingleValueContainer(encoder: self) }
 
     fileprivate func nested(_ key: any CodingKey) -> ModelEncoder {
-        ModelEncoder(codingPath: codingPath + [key], root: root)
+        ModelEncoder(parent: self, key: key, root: root)
     }
 
     /// Notes the model's own ``DocumentID``; nested ones are dropped too.
     fileprivate func capture(_ id: DocumentID) {
-        if codingPath.isEmpty { root.identity = id.identity }
+        if parent == nil { root.identity = id.identity }
     }
 
-    fileprivate func box<T: Encodable>(_ value: T, key: any CodingKey) throws -> DocumentValue {
-        switch value {
-        case let s as String: return .string(s)
-        case let i as Int: return .int(Int64(i))
-        case let d as Double: return try number(d, key: key)
-        case let b as Bool: return .bool(b)
-        case let date as Date: return .string(ISODate.string(from: date))
-        case let data as Data: return .blob(Blob(contentType: "application/octet-stream", data: data))
-        case let blob as Blob: return .blob(blob)
-        case let url as URL: return .string(url.absoluteString)
-        case let uuid as UUID: return .string(uuid.uuidString)
-        case let decimal as Decimal: return try number(NSDecimalNumber(decimal: decimal).doubleValue, key: key)
-        default:
-            let encoder = nested(key)
-            try value.encode(to: encoder)
-            return encoder.storage?.finished ?? .dictionary([:])
-        }
+    fileprivate func box<T: Encodable>(_ value: T, key: @autoclosure () -> any CodingKey) throws -> DocumentValue {
+        // Comparing types first is much cheaper than trying each cast.
+        if T.self == String.self, let s = value as? String { return .string(s) }
+        if T.self == Int.self, let i = value as? Int { return .int(Int64(i)) }
+        if T.self == Double.self, let d = value as? Double { return try number(d, key: key()) }
+        if T.self == Bool.self, let b = value as? Bool { return .bool(b) }
+        if T.self == Date.self, let date = value as? Date { return .string(ISODate.string(from: date)) }
+        if T.self == Data.self, let data = value as? Data { return .blob(Blob(contentType: "application/octet-stream", data: data)) }
+        if T.self == Blob.self, let blob = value as? Blob { return .blob(blob) }
+        if T.self == URL.self, let url = value as? URL { return .string(url.absoluteString) }
+        if T.self == UUID.self, let uuid = value as? UUID { return .string(uuid.uuidString) }
+        if T.self == Decimal.self, let decimal = value as? Decimal { return try number(NSDecimalNumber(decimal: decimal).doubleValue, key: key()) }
+        let encoder = nested(key())
+        try value.encode(to: encoder)
+        return encoder.storage?.finished ?? .dictionary([:])
     }
 
     fileprivate func number(_ d: Double, key: (any CodingKey)?) throws -> DocumentValue {
@@ -157,7 +168,7 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encode(_ value: UInt64, forKey key: Key) throws { set(try encoder.integer(value, key: key), key) }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        if let id = value as? DocumentID { encoder.capture(id); return }
+        if T.self == DocumentID.self, let id = value as? DocumentID { encoder.capture(id); return }
         set(try encoder.box(value, key: key), key)
     }
 
@@ -211,7 +222,7 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt64) throws { append(try encoder.integer(value, key: key)) }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
-        if value is DocumentID { return }
+        if T.self == DocumentID.self { return }
         append(try encoder.box(value, key: key))
     }
 
@@ -262,10 +273,9 @@ private struct SingleValueContainer: SingleValueEncodingContainer {
 
     mutating func encode<T: Encodable>(_ value: T) throws {
         // A wrapper type encoding its wrapped value: same path, same slot.
-        switch value {
-        case is Date, is Data, is Blob, is URL, is UUID, is Decimal:
+        if T.self == Date.self || T.self == Data.self || T.self == Blob.self || T.self == URL.self || T.self == UUID.self || T.self == Decimal.self {
             set(try encoder.box(value, key: PathKey(0)))
-        default:
+        } else {
             try value.encode(to: encoder)
         }
     }
