@@ -73,3 +73,19 @@ func runCLI(_ arguments: [String], stdin: String? = nil) throws -> ProcessResult
         stdout: String(decoding: outData, as: UTF8.self),
         stderr: String(decoding: errData, as: UTF8.self))
 }
+
+/// A database in a temporary directory with a `tasks` collection; suites
+/// subclass it (one fresh instance per test) and it closes the database.
+class TasksFixture {
+    let dir: TempDirectory
+    let db: Database
+    let tasks: DocumentCollection
+
+    init() throws {
+        dir = try TempDirectory()
+        db = try dir.open()
+        tasks = try db.createCollection(name: "tasks")
+    }
+
+    deinit { try? db.close() }
+}

@@ -4,24 +4,12 @@ import Testing
 @testable import SyncNodeStore
 
 /// The AsyncSequence twins of the publishers, and the Observation holder.
-final class ChangeStreamTests {
+final class ChangeStreamTests: TasksFixture {
     struct Todo: Codable, Equatable, Sendable {
         @DocumentID var id: String? = nil
         var title: String
         var completed = false
     }
-
-    let dir: TempDirectory
-    let db: Database
-    let tasks: DocumentCollection
-
-    init() throws {
-        dir = try TempDirectory()
-        db = try dir.open()
-        tasks = try db.createCollection(name: "tasks")
-    }
-
-    deinit { try? db.close() }
 
     /// Waits until the store has no listeners left (removal follows cancellation asynchronously).
     static func listenersGone(_ db: Database) async throws -> Bool {

@@ -4,7 +4,7 @@ import Testing
 
 /// Codable models as documents: every supported type, IDs, revisions and
 /// conflicts, query rows, and errors that name the key path.
-final class CodableModelTests {
+final class CodableModelTests: TasksFixture {
     enum Unit: String, Codable { case cm, inch }
     enum Priority: Int, Codable { case low = 1, high = 9 }
 
@@ -52,18 +52,6 @@ final class CodableModelTests {
     }
 
     struct NoID: Codable { var title: String }
-
-    let dir: TempDirectory
-    let db: Database
-    let tasks: DocumentCollection
-
-    init() throws {
-        dir = try TempDirectory()
-        db = try dir.open()
-        tasks = try db.createCollection(name: "tasks")
-    }
-
-    deinit { try? db.close() }
 
     func sample() -> Everything {
         Everything(
