@@ -10,12 +10,12 @@ extension DocumentCollection {
     /// One event per committed transaction that changed documents of the
     /// collection, in commit order, delivered on `queue` (default: main).
     public func changePublisher(on queue: DispatchQueue = .main) -> AnyPublisher<CollectionChange, Never> {
-        ListenerPublisher.make { [self] send in addChangeListener(queue: queue, listener: send) }
+        ListenerPublisher.make(on: queue) { [self] send in addChangeListener(queue: queue, listener: send) }
     }
 
     /// One event per committed transaction that changed the document `id`
     /// (saved, deleted, purged or expired), delivered on `queue` (default: main).
     public func documentChangePublisher(for id: String, on queue: DispatchQueue = .main) -> AnyPublisher<DocumentChange, Never> {
-        ListenerPublisher.make { [self] send in addDocumentChangeListener(id: id, queue: queue, listener: send) }
+        ListenerPublisher.make(on: queue) { [self] send in addDocumentChangeListener(id: id, queue: queue, listener: send) }
     }
 }

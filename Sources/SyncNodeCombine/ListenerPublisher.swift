@@ -6,23 +6,24 @@ import OpenCombine
 import Foundation
 import SyncNodeStore
 
-/// A publisher over a listener API: each subscription registers its own
-/// listener once the subscriber holds it, and removes it when cancelled.
-/// Values that arrive before the subscriber asks for them wait for its
-/// demand, so the first one (a live query's first results) is never lost.
-/// It never completes: cancel it.
+/// A publisher over a listener API that delivers on `queue`: each
+/// subscription registers its own listener once the subscriber holds it, and
+/// removes it when cancelled. Values that arrive before the subscriber asks
+/// for them wait for its demand (on `queue` still), so the first one (a live
+/// query's first results) is never lost. It never completes: cancel it.
 struct ListenerPublisher<Output: Sendable>: Publisher {
     typealias Failure = Never
     typealias Register = @Sendable (@escaping @Sendable (Output) -> Void) -> ListenerToken
 
+    let queue: DispatchQueue
     let register: Register
 
-    static func make(_ register: @escaping Register) -> AnyPublisher<Output, Never> {
-        ListenerPublisher(register: register).eraseToAnyPublisher()
+    static func make(on queue: DispatchQueue, _ register: @escaping Register) -> AnyPublisher<Output, Never> {
+        ListenerPublisher(queue: queue, register: register).eraseToAnyPublisher()
     }
 
     func receive<Downstream: Subscriber>(subscriber: Downstream) where Downstream.Input == Output, Downstream.Failure == Never {
-        let subscription = ListenerSubscription(downstream: AnySubscriber(subscriber))
+        let subscription = ListenerSubscription(downstream: AnySubscriber(subscriber), queue: queue)
         subscriber.receive(subscription: subscription)
         subscription.start(register)
     }
@@ -38,8 +39,12 @@ private final class ListenerSubscription<Input: Sendable>: Subscription, @unchec
     private var pending: [Input] = []
     private var draining = false
     private var token: ListenerToken?
+    private let queue: DispatchQueue
 
-    init(downstream: AnySubscriber<Input, Never>) { self.downstream = downstream }
+    init(downstream: AnySubscriber<Input, Never>, queue: DispatchQueue) {
+        self.downstream = downstream
+        self.queue = queue
+    }
 
     func start(_ register: ListenerPublisher<Input>.Register) {
         let token = register { [weak self] value in self?.arrive(value) }
@@ -51,9 +56,13 @@ private final class ListenerSubscription<Input: Sendable>: Subscription, @unchec
         if cancelled { token.remove() }
     }
 
+    /// Values waiting for this demand go out on the delivery queue, not on the caller's thread.
     func request(_ more: Subscribers.Demand) {
-        lock.withLock { demand += more }
-        drain()
+        let waiting = lock.withLock { () -> Bool in
+            demand += more
+            return !pending.isEmpty
+        }
+        if waiting { queue.async { self.drain() } }
     }
 
     func cancel() {
@@ -66,6 +75,7 @@ private final class ListenerSubscription<Input: Sendable>: Subscription, @unchec
         token?.remove()
     }
 
+    /// Called on the delivery queue.
     private func arrive(_ value: Input) {
         lock.withLock { if downstream != nil { pending.append(value) } }
         drain()

@@ -18,6 +18,6 @@ extension Query {
     ///     .store(in: &subscriptions)
     /// ```
     public func changePublisher(on queue: DispatchQueue = .main) -> AnyPublisher<QueryChange, Never> {
-        ListenerPublisher.make { [self] send in addChangeListener(on: queue, send) }
+        ListenerPublisher.make(on: queue) { [self] send in addChangeListener(on: queue, send) }
     }
 }

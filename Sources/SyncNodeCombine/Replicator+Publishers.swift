@@ -18,11 +18,11 @@ extension Replicator {
     ///     .store(in: &subscriptions)
     /// ```
     public func changePublisher(on queue: DispatchQueue = .main) -> AnyPublisher<ReplicatorChange, Never> {
-        ListenerPublisher.make { [self] send in addChangeListener(queue: queue, send) }
+        ListenerPublisher.make(on: queue) { [self] send in addChangeListener(queue: queue, send) }
     }
 
     /// Each batch of documents replicated (or refused), as a publisher.
     public func documentReplicationPublisher(on queue: DispatchQueue = .main) -> AnyPublisher<DocumentReplication, Never> {
-        ListenerPublisher.make { [self] send in addDocumentReplicationListener(queue: queue, send) }
+        ListenerPublisher.make(on: queue) { [self] send in addDocumentReplicationListener(queue: queue, send) }
     }
 }

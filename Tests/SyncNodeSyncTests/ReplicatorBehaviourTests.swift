@@ -159,7 +159,7 @@ import Testing
         })
         defer { Task { await h.shutdown() } }
         let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
-        for i in 0..<5 { try remote.save(try MutableDocument(id: "r\(i)")) }
+        for i in 0..<5 { try remote.save(MutableDocument(id: "r\(i)")) }
         let peer = try Peer()
         var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
         config.replicatorType = .pull

@@ -34,13 +34,21 @@ extension DocumentCollection {
     /// calls `conflictHandler` with the model (which it may edit: its edits
     /// are what gets saved) and the stored document decoded (nil when deleted).
     /// Returns false, saving nothing, when the handler returns false.
+    ///
+    /// A class model holds the merged result afterwards. A struct model is
+    /// passed by value, so yours still holds what you passed: it keeps its old
+    /// revision, and its next save meets the conflict again (decode the
+    /// document to see the merge).
     @discardableResult
     public func save<Model: Codable>(from model: Model, conflictHandler: (inout Model, Model?) throws -> Bool) throws -> Bool {
-        var model = model
+        var edited = model
+        var handled = false
         let identity = try Self.identity(of: model, for: "save")
-        return try commitModel(identity, Model.self, deleting: false, values: { try ModelEncoder.encode(model).values }) { stored in
+        let isClass = type(of: model as Any) is AnyClass
+        return try commitModel(identity, Model.self, deleting: false, values: { try ModelEncoder.encode(edited).values }, keepsBase: { handled && !isClass }) { stored in
+            handled = true
             let existing = try stored.map { try $0.data(as: Model.self) }
-            return try conflictHandler(&model, existing)
+            return try conflictHandler(&edited, existing)
         }
     }
 
@@ -88,7 +96,8 @@ extension DocumentCollection {
     /// revision back into its ``DocumentID``.
     private func commitModel<Model>(
         _ identity: DocumentIdentity?, _ type: Model.Type, deleting: Bool,
-        values: () throws -> [String: DocumentValue], onConflict: (Document?) throws -> Bool
+        values: () throws -> [String: DocumentValue], keepsBase: () -> Bool = { false },
+        onConflict: (Document?) throws -> Bool
     ) throws -> Bool {
         guard let identity else { throw Self.missingDocumentID(Model.self, deleting ? "delete" : "save") }
         let (knownID, base) = identity.current
@@ -102,7 +111,7 @@ extension DocumentCollection {
         guard let (rev, _) = try commitEdit(id: id, base: editBase, deleting: deleting, values: values, onConflict: onConflict) else {
             return false
         }
-        identity.update(id: id, base: .revision(rev))
+        identity.update(id: id, base: keepsBase() ? base : .revision(rev))
         return true
     }
 }
@@ -119,26 +128,27 @@ extension Document {
 extension Result {
     /// The row decoded as `type`: the whole row, or with `dataKey` the
     /// dictionary in that column (`SELECT meta().id AS id, * AS data ...`
-    /// decodes with `dataKey: "data"`). A ``DocumentID`` property gets the ID
-    /// of the document the row (or the `dataKey` column) came from and
-    /// remembers its revision; when the query merged documents (DISTINCT,
-    /// GROUP BY, aggregates) it takes a string column named like the property.
+    /// decodes with `dataKey: "data"`).
+    ///
+    /// A ``DocumentID`` property gets the document of the `dataKey` column
+    /// (a `*` column), else the one its key's column names: a `meta().id`
+    /// column knows its document's revision, any other string column is taken
+    /// as an ID read without one. Unless the query merged rows (DISTINCT,
+    /// GROUP BY, aggregates), the model then remembers the revision the row
+    /// read. Saving a model decoded from some properties only stores only those.
     /// - throws: ``StoreError/decodingFailed(type:documentID:keyPath:reason:)``.
     public func data<Model: Decodable>(as type: Model.Type, dataKey: String? = nil) throws -> Model {
         var source = ModelSource(document: nil, row: self)
         let value: DocumentValue
-        // The document the model is: the data column's, or the only source's.
-        var sourceIndex: Int? = values.count - count == 2 ? 0 : nil
         if let dataKey {
             guard let column = layout.columnNames.lastIndex(of: dataKey) else {
                 throw StoreError.decodingFailed(type: "\(type)", documentID: nil, keyPath: dataKey, reason: "the query has no column '\(dataKey)' (columns: \(layout.columnNames.joined(separator: ", ")))")
             }
             value = values[column] ?? .null
-            sourceIndex = layout.columnSources[column] ?? sourceIndex
+            if case .dictionary? = values[column], let (id, rev) = origin(column: dataKey) { source.document = (id, .revision(rev)) }
         } else {
             value = .dictionary(members)
         }
-        if let (id, rev) = sourceIndex.flatMap(origin(source:)) { source.document = (id, .revision(rev)) }
         return try ModelDecoder.decode(type, from: value, source: source)
     }
 }

@@ -37,7 +37,8 @@ final class ModelDecoder: Decoder {
             return try decoder.unbox(value, as: type, path: [])
         } catch let error as DecodingError {
             let (path, reason) = Self.describe(error)
-            throw StoreError.decodingFailed(type: "\(type)", documentID: source.document?.id, keyPath: path, reason: reason)
+            let documentID = source.document?.id ?? source.row?.singleSourceDocumentID
+            throw StoreError.decodingFailed(type: "\(type)", documentID: documentID, keyPath: path, reason: reason)
         }
     }
 
@@ -56,12 +57,11 @@ final class ModelDecoder: Decoder {
     /// The identity for a top-level ``DocumentID`` property.
     func documentIdentity() -> DocumentIdentity {
         if let (id, base) = source.document { return DocumentIdentity(id: id, base: base) }
-        // A query row without its origin: the selected `meta().id AS <key>`, if any.
+        // A query row: the column named like the property (`meta().id AS id`).
         let key = codingPath.last?.stringValue ?? "id"
-        if case .string(let id)? = source.row?.documentValue(forKey: key) ?? value[key] {
-            return DocumentIdentity(id: id, base: .current)
-        }
+        if let (id, rev) = source.row?.origin(column: key) { return DocumentIdentity(id: id, base: .revision(rev)) }
         if case .string(let id) = value { return DocumentIdentity(id: id, base: .current) }
+        if case .string(let id)? = source.row?.documentValue(forKey: key) { return DocumentIdentity(id: id, base: .current) }
         return DocumentIdentity(id: nil, base: .none)
     }
 
@@ -106,7 +106,7 @@ final class ModelDecoder: Decoder {
         if T.self == Decimal.self {
             switch value {
             case .int(let i): return try Self.cast(Decimal(i), path)
-            case .double(let d): return try Self.cast(Decimal(d), path)
+            case .double(let d): return try Self.cast(Decimal(string: "\(d)") ?? Decimal(d), path)
             default: throw mismatch(Decimal.self, value, path: path)
             }
         }
@@ -193,6 +193,14 @@ private struct PrimitiveReader {
         return b
     }
 
+    func float(_ v: DocumentValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Float {
+        let d = try double(v, path())
+        guard abs(d) <= Double(Float.greatestFiniteMagnitude) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: path(), debugDescription: "\(ModelDecoder.describe(v)) does not fit in Float"))
+        }
+        return Float(d)
+    }
+
     func double(_ v: DocumentValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Double {
         switch v {
         case .int(let i): return Double(i)
@@ -242,7 +250,7 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try read.bool(value(key), path(key)) }
     func decode(_ type: String.Type, forKey key: Key) throws -> String { try read.string(value(key), path(key)) }
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try read.double(value(key), path(key)) }
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(try read.double(value(key), path(key))) }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try read.float(value(key), path(key)) }
     func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try read.integer(value(key), path(key)) }
     func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try read.integer(value(key), path(key)) }
     func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try read.integer(value(key), path(key)) }
@@ -312,7 +320,7 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
     mutating func decode(_ type: Bool.Type) throws -> Bool { let (v, p) = try next(type); return try read.bool(v, p()) }
     mutating func decode(_ type: String.Type) throws -> String { let (v, p) = try next(type); return try read.string(v, p()) }
     mutating func decode(_ type: Double.Type) throws -> Double { let (v, p) = try next(type); return try read.double(v, p()) }
-    mutating func decode(_ type: Float.Type) throws -> Float { let (v, p) = try next(type); return Float(try read.double(v, p())) }
+    mutating func decode(_ type: Float.Type) throws -> Float { let (v, p) = try next(type); return try read.float(v, p()) }
     mutating func decode(_ type: Int.Type) throws -> Int { let (v, p) = try next(type); return try read.integer(v, p()) }
     mutating func decode(_ type: Int8.Type) throws -> Int8 { let (v, p) = try next(type); return try read.integer(v, p()) }
     mutating func decode(_ type: Int16.Type) throws -> Int16 { let (v, p) = try next(type); return try read.integer(v, p()) }
@@ -358,7 +366,7 @@ private struct SingleValueContainer: SingleValueDecodingContainer {
     func decode(_ type: Bool.Type) throws -> Bool { try read.bool(value, codingPath) }
     func decode(_ type: String.Type) throws -> String { try read.string(value, codingPath) }
     func decode(_ type: Double.Type) throws -> Double { try read.double(value, codingPath) }
-    func decode(_ type: Float.Type) throws -> Float { Float(try read.double(value, codingPath)) }
+    func decode(_ type: Float.Type) throws -> Float { try read.float(value, codingPath) }
     func decode(_ type: Int.Type) throws -> Int { try read.integer(value, codingPath) }
     func decode(_ type: Int8.Type) throws -> Int8 { try read.integer(value, codingPath) }
     func decode(_ type: Int16.Type) throws -> Int16 { try read.integer(value, codingPath) }

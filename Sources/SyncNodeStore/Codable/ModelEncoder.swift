@@ -80,9 +80,14 @@ final class ModelEncoder: Encoder {
         ModelEncoder(parent: self, key: key, root: root)
     }
 
-    /// Notes the model's own ``DocumentID``; nested ones are dropped too.
-    fileprivate func capture(_ id: DocumentID) {
-        if parent == nil { root.identity = id.identity }
+    fileprivate var isRoot: Bool { parent == nil }
+
+    /// Notes the model's own ``DocumentID``.
+    fileprivate func capture(_ id: DocumentID) { root.identity = id.identity }
+
+    /// A float as the decimal it prints as (0.1 stays 0.1, not 0.10000000149011612).
+    fileprivate func number(_ f: Float, key: (any CodingKey)?) throws -> DocumentValue {
+        try number(f.isFinite ? Double("\(f)") ?? Double(f) : Double(f), key: key)
     }
 
     fileprivate func box<T: Encodable>(_ value: T, key: @autoclosure () -> any CodingKey) throws -> DocumentValue {
@@ -96,7 +101,8 @@ final class ModelEncoder: Encoder {
         if T.self == Blob.self, let blob = value as? Blob { return .blob(blob) }
         if T.self == URL.self, let url = value as? URL { return .string(url.absoluteString) }
         if T.self == UUID.self, let uuid = value as? UUID { return .string(uuid.uuidString) }
-        if T.self == Decimal.self, let decimal = value as? Decimal { return try number(NSDecimalNumber(decimal: decimal).doubleValue, key: key()) }
+        // Through its text: NSDecimalNumber.doubleValue is off in the last digits (19.99 -> 19.990000000000002).
+        if T.self == Decimal.self, let decimal = value as? Decimal { return try number(Double("\(decimal)") ?? NSDecimalNumber(decimal: decimal).doubleValue, key: key()) }
         let encoder = nested(key())
         try value.encode(to: encoder)
         return encoder.storage?.finished ?? .dictionary([:])
@@ -155,7 +161,7 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encode(_ value: Bool, forKey key: Key) throws { set(.bool(value), key) }
     mutating func encode(_ value: String, forKey key: Key) throws { set(.string(value), key) }
     mutating func encode(_ value: Double, forKey key: Key) throws { set(try encoder.number(value, key: key), key) }
-    mutating func encode(_ value: Float, forKey key: Key) throws { set(try encoder.number(Double(value), key: key), key) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { set(try encoder.number(value, key: key), key) }
     mutating func encode(_ value: Int, forKey key: Key) throws { set(.int(Int64(value)), key) }
     mutating func encode(_ value: Int8, forKey key: Key) throws { set(.int(Int64(value)), key) }
     mutating func encode(_ value: Int16, forKey key: Key) throws { set(.int(Int64(value)), key) }
@@ -168,7 +174,8 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encode(_ value: UInt64, forKey key: Key) throws { set(try encoder.integer(value, key: key), key) }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        if T.self == DocumentID.self, let id = value as? DocumentID { encoder.capture(id); return }
+        // The model's own ID is not part of its body; a nested model's is (a string).
+        if T.self == DocumentID.self, encoder.isRoot, let id = value as? DocumentID { encoder.capture(id); return }
         set(try encoder.box(value, key: key), key)
     }
 
@@ -209,7 +216,7 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: Bool) throws { append(.bool(value)) }
     mutating func encode(_ value: String) throws { append(.string(value)) }
     mutating func encode(_ value: Double) throws { append(try encoder.number(value, key: key)) }
-    mutating func encode(_ value: Float) throws { append(try encoder.number(Double(value), key: key)) }
+    mutating func encode(_ value: Float) throws { append(try encoder.number(value, key: key)) }
     mutating func encode(_ value: Int) throws { append(.int(Int64(value))) }
     mutating func encode(_ value: Int8) throws { append(.int(Int64(value))) }
     mutating func encode(_ value: Int16) throws { append(.int(Int64(value))) }
@@ -222,7 +229,6 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt64) throws { append(try encoder.integer(value, key: key)) }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
-        if T.self == DocumentID.self { return }
         append(try encoder.box(value, key: key))
     }
 
@@ -259,7 +265,7 @@ private struct SingleValueContainer: SingleValueEncodingContainer {
     mutating func encode(_ value: Bool) throws { set(.bool(value)) }
     mutating func encode(_ value: String) throws { set(.string(value)) }
     mutating func encode(_ value: Double) throws { set(try encoder.number(value, key: nil)) }
-    mutating func encode(_ value: Float) throws { set(try encoder.number(Double(value), key: nil)) }
+    mutating func encode(_ value: Float) throws { set(try encoder.number(value, key: nil)) }
     mutating func encode(_ value: Int) throws { set(.int(Int64(value))) }
     mutating func encode(_ value: Int8) throws { set(.int(Int64(value))) }
     mutating func encode(_ value: Int16) throws { set(.int(Int64(value))) }

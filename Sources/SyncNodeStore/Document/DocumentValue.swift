@@ -48,7 +48,7 @@ extension DocumentValue {
             self = .int(i)
         case let v as Double: self = try .number(v)
         case let v as Float: self = try .number(Double(v))
-        case let v as Decimal: self = try .number(NSDecimalNumber(decimal: v).doubleValue)
+        case let v as Decimal: self = try .number(Double("\(v)") ?? NSDecimalNumber(decimal: v).doubleValue)
         case let v as Date: self = .string(ISODate.string(from: v))
         case let v as Blob: self = .blob(v)
         case let v as Data: self = .blob(Blob(contentType: "application/octet-stream", data: v))

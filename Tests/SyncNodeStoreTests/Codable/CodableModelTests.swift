@@ -175,6 +175,9 @@ final class CodableModelTests: TasksFixture {
         #expect(saved && calls == 1)
         let merged = try #require(try tasks.document(id: id, as: Todo.self))
         #expect(merged.title == "mine" && merged.completed)
+        // A struct passed by value still holds the pre-merge content, so it keeps its old
+        // revision: saving it again meets the conflict again instead of undoing the merge.
+        #expect(throws: StoreError.conflict(documentID: id)) { try self.tasks.save(from: mine, concurrencyControl: .failOnConflict) }
 
         var stale = theirs
         stale.title = "stale"
@@ -248,6 +251,20 @@ final class CodableModelTests: TasksFixture {
         let fromJoin = try #require(try joined.data(as: Todo.self, dataKey: "task").first)
         #expect(fromJoin.id == list[1].id && fromJoin.title == "b2")
         #expect(throws: StoreError.self) { try joined.data(as: Todo.self, dataKey: "nope") }
+        // Without dataKey, the `meta(t).id` column names the document, revision included.
+        let byColumn = try db.createQuery("SELECT meta(t).id AS id, t.title, t.completed FROM owners AS o JOIN tasks AS t ON meta(t).id = o.task").execute()
+        var fromColumn = try #require(try byColumn.data(as: Todo.self).first)
+        #expect(fromColumn.id == list[1].id)
+        try tasks.save(from: fromJoin)
+        fromColumn.title = "late"
+        #expect(throws: StoreError.conflict(documentID: list[1].id!)) { try self.tasks.save(from: fromColumn, concurrencyControl: .failOnConflict) }
+        // Any other column called `id` is an ID read without a revision, never the row's own document.
+        let renamed = try db.createQuery("SELECT task AS id, 'x' AS title, false AS completed FROM owners").execute()
+        var foreign = try #require(try renamed.data(as: Todo.self).first)
+        #expect(foreign.id == list[1].id)
+        foreign.title = "x"
+        try tasks.save(from: foreign, concurrencyControl: .failOnConflict)
+        #expect(try owners.document(id: "o1") != nil && tasks.document(id: list[1].id!, as: Todo.self)?.title == "x")
     }
 
     struct Item: Codable { var name: String }
@@ -297,6 +314,29 @@ final class CodableModelTests: TasksFixture {
         #expect(try tasks.count == 0)
         // A model that is not an object cannot be a document.
         #expect(throws: StoreError.self) { try self.tasks.save(from: ["a", "b"]) }
+    }
+
+    struct Line: Codable, Equatable {
+        @DocumentID var id: String? = nil
+        var product: Todo
+        var unitPrice: Decimal
+        var weight: Float
+    }
+
+    @Test func nestedIDsFloatsAndDecimalsKeepTheirValue() throws {
+        let line = Line(product: Todo(id: "p1", title: "tea"), unitPrice: Decimal(string: "19.99") ?? 0, weight: 0.1)
+        try tasks.save(from: line)
+        let lineID = try #require(line.id)
+        let stored = try #require(try tasks.document(id: lineID))
+        #expect(stored.dictionary(forKey: "product")?.string(forKey: "id") == "p1")
+        #expect(stored.documentValue(forKey: "weight") == .double(0.1))
+        let loaded = try #require(try tasks.document(id: stored.id, as: Line.self))
+        #expect(loaded == line && loaded.product.id == "p1")
+        #expect(loaded.unitPrice == Decimal(string: "19.99"))
+        try tasks.save(MutableDocument(id: "heavy", data: ["product": ["title": "t", "completed": false], "unitPrice": 1, "weight": 1e300]))
+        #expect(throws: StoreError.decodingFailed(type: "Line", documentID: "heavy", keyPath: "weight", reason: "number 1e+300 does not fit in Float")) {
+            try self.tasks.document(id: "heavy", as: Line.self)
+        }
     }
 
     @Test func documentIDWithOtherCoders() throws {

@@ -9,7 +9,8 @@ struct CompiledQuery: Sendable {
     let parameterNumbers: [String: Int]
     /// The collections the query reads (live queries re-run when they change).
     let collectionIDs: Set<Int64>
-    /// For each result column, the source whose whole document it is (`*`, `alias.*`).
+    /// For each result column, the source whose whole document (`*`,
+    /// `alias.*`) or whose ID (`meta(alias).id`) it is.
     let columnSources: [Int?]
     /// How many sources' `(id, rev)` follow the result columns: every source's
     /// when each row comes from one document per source, else none (DISTINCT,
@@ -96,7 +97,11 @@ enum QueryCompiler {
             case .expression(let e, let alias):
                 let value = try compiler.compile(e)
                 columns.append(alias ?? defaultName(e, position: position))
-                columnSources.append(nil)
+                if case .meta(let name, .id) = e {
+                    columnSources.append(name.map { n in sources.firstIndex { $0.name == n } } ?? 0)
+                } else {
+                    columnSources.append(nil)
+                }
                 selectSQL.append("\(value.sql), \(value.tag)")
                 if let alias { projections[alias] = value }
             }

@@ -21,7 +21,8 @@ public struct ResultSet: Sequence, Sendable, Equatable {
 /// What the columns of a query's rows are.
 struct ResultLayout: Sendable, Equatable {
     let columnNames: [String]
-    /// For each column, the source whose whole document it holds (`* AS data`).
+    /// For each column, the source whose whole document (`* AS data`) or
+    /// whose ID (`meta().id`) it holds.
     let columnSources: [Int?]
 }
 
@@ -68,5 +69,14 @@ public struct Result: DictionaryProtocol, ArrayProtocol, Sendable, Equatable {
         let i = count + source * 2
         guard i + 1 < values.count, case .string(let id)? = values[i], case .string(let rev)? = values[i + 1] else { return nil }
         return (id, rev)
+    }
+
+    /// The document a one-source query's row came from (for error messages).
+    var singleSourceDocumentID: String? { values.count - count == 2 ? origin(source: 0)?.id : nil }
+
+    /// The document and revision column `name` stands for (a `*` or `meta().id` column).
+    func origin(column name: String) -> (id: String, revisionID: String)? {
+        guard let i = layout.columnNames.lastIndex(of: name), let source = layout.columnSources[i] else { return nil }
+        return origin(source: source)
     }
 }
