@@ -2,20 +2,14 @@ import GRDB
 
 /// A query turned into one SQLite statement, with what it takes to read its rows.
 struct CompiledQuery: Sendable {
-    /// Each result column is two SQL columns: value, then type tag.
+    /// Each result column is two SQL columns, value then type tag; then each
+    /// source's `id` and `rev` when the layout has origins.
     let sql: String
-    let columnNames: [String]
+    let layout: ResultLayout
     /// Parameter name -> the SQL parameter number of its value (the tag is the next one).
     let parameterNumbers: [String: Int]
     /// The collections the query reads (live queries re-run when they change).
     let collectionIDs: Set<Int64>
-    /// For each result column, the source whose whole document (`*`,
-    /// `alias.*`) or whose ID (`meta(alias).id`) it is.
-    let columnSources: [Int?]
-    /// How many sources' `(id, rev)` follow the result columns: every source's
-    /// when each row comes from one document per source, else none (DISTINCT,
-    /// GROUP BY and aggregates merge documents).
-    let originCount: Int
 }
 
 /// Compiles a ``SelectStatement`` to SQLite SQL over the collection tables.
@@ -110,6 +104,7 @@ enum QueryCompiler {
         // Which documents each row came from, so a model decoded from it remembers its revision.
         let mergesRows = statement.distinct || !statement.groupBy.isEmpty || statement.having != nil
             || statement.results.contains { if case .expression(let e, _) = $0 { return e.containsAggregate } else { return false } }
+            || statement.orderBy.contains { $0.expression.containsAggregate }
         if !mergesRows { for source in sources { selectSQL.append("\(source.sqlAlias).id, \(source.sqlAlias).rev") } }
 
         var sql = "SELECT \(statement.distinct ? "DISTINCT " : "")\(selectSQL.joined(separator: ", ")) \(from) WHERE \(Self.allOf(conditions))"
@@ -155,9 +150,9 @@ enum QueryCompiler {
                 sql += " OFFSET coalesce(CAST(\(try compiler.compile(offset).asNumber) AS INTEGER), 0)"
             }
         }
-        return CompiledQuery(sql: sql, columnNames: columns, parameterNumbers: compiler.parameters,
-                             collectionIDs: Set(sources.map(\.collection.tableID)),
-                             columnSources: columnSources, originCount: mergesRows ? 0 : sources.count)
+        let layout = ResultLayout(columnNames: columns, columnSources: columnSources, originCount: mergesRows ? 0 : sources.count)
+        return CompiledQuery(sql: sql, layout: layout, parameterNumbers: compiler.parameters,
+                             collectionIDs: Set(sources.map(\.collection.tableID)))
     }
 
     /// SQLite reads an integer in GROUP BY or ORDER BY as a column number,

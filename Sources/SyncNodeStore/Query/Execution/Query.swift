@@ -129,8 +129,8 @@ public final class Query: Sendable, CustomStringConvertible {
         let handle = statement.sqliteStatement
         defer { sqlite3_reset(handle) }
         bind(compiled, parameters, to: handle)
-        let width = compiled.columnNames.count
-        let originColumns = Int32(width * 2)..<Int32(width * 2 + compiled.originCount * 2)
+        let width = compiled.layout.columnNames.count
+        let originColumns = Int32(width * 2)..<Int32(width * 2 + compiled.layout.originCount * 2)
         var rows: [[DocumentValue?]] = []
         while true {
             let status = sqlite3_step(handle)
@@ -148,7 +148,7 @@ public final class Query: Sendable, CustomStringConvertible {
             }
             rows.append(row)
         }
-        return ResultSet(layout: ResultLayout(columnNames: compiled.columnNames, columnSources: compiled.columnSources), rows: rows)
+        return ResultSet(layout: compiled.layout, rows: rows)
     }
 
     private static func text(_ handle: OpaquePointer, _ column: Int32) -> String {

@@ -24,6 +24,10 @@ struct ResultLayout: Sendable, Equatable {
     /// For each column, the source whose whole document (`* AS data`) or
     /// whose ID (`meta().id`) it holds.
     let columnSources: [Int?]
+    /// How many sources' `(id, rev)` follow the columns in each row: all of
+    /// them when each row reads one document per source, none when the query
+    /// merges rows (DISTINCT, GROUP BY, aggregates).
+    let originCount: Int
 }
 
 /// One row of a ``ResultSet``: read columns by name (``DictionaryProtocol``)
@@ -66,13 +70,14 @@ public struct Result: DictionaryProtocol, ArrayProtocol, Sendable, Equatable {
     /// The document and revision the row read from the query's `source`-th
     /// data source; nil when unknown (aggregates, DISTINCT) or unmatched (outer join).
     func origin(source: Int) -> (id: String, revisionID: String)? {
+        guard source < layout.originCount else { return nil }
         let i = count + source * 2
-        guard i + 1 < values.count, case .string(let id)? = values[i], case .string(let rev)? = values[i + 1] else { return nil }
+        guard case .string(let id)? = values[i], case .string(let rev)? = values[i + 1] else { return nil }
         return (id, rev)
     }
 
     /// The document a one-source query's row came from (for error messages).
-    var singleSourceDocumentID: String? { values.count - count == 2 ? origin(source: 0)?.id : nil }
+    var singleSourceDocumentID: String? { layout.originCount == 1 ? origin(source: 0)?.id : nil }
 
     /// The document and revision column `name` stands for (a `*` or `meta().id` column).
     func origin(column name: String) -> (id: String, revisionID: String)? {
