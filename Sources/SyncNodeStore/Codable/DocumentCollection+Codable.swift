@@ -24,10 +24,8 @@ extension DocumentCollection {
     ///   never read, when the document exists).
     public func save<Model: Encodable>(from model: Model, concurrencyControl: ConcurrencyControl) throws {
         let (values, identity) = try ModelEncoder.encode(model)
-        _ = try commitModel(identity, Model.self, deleting: false, values: { values }) { _ in
-            guard concurrencyControl == .lastWriteWins else { throw StoreError.conflict(documentID: identity?.id ?? "") }
-            return true
-        }
+        guard let identity else { throw Self.missingDocumentID(Model.self, "save") }
+        _ = try commitModel(identity, deleting: false, values: { values }) { id, _ in try concurrencyControl.overwrites(documentID: id) }
     }
 
     /// Saves the model; when the document changed since the model was read,
@@ -45,7 +43,7 @@ extension DocumentCollection {
         var handled = false
         let identity = try Self.identity(of: model, for: "save")
         let isClass = type(of: model as Any) is AnyClass
-        return try commitModel(identity, Model.self, deleting: false, values: { try ModelEncoder.encode(edited).values }, keepsBase: { handled && !isClass }) { stored in
+        return try commitModel(identity, deleting: false, values: { try ModelEncoder.encode(edited).values }, keepsBase: { handled && !isClass }) { _, stored in
             handled = true
             let existing = try stored.map { try $0.data(as: Model.self) }
             return try conflictHandler(&edited, existing)
@@ -69,10 +67,7 @@ extension DocumentCollection {
     public func delete<Model: Encodable>(for model: Model, concurrencyControl: ConcurrencyControl) throws {
         let identity = try Self.identity(of: model, for: "delete")
         guard identity.id != nil else { throw StoreError.notFound("\(Model.self) has no document ID: it was never saved") }
-        _ = try commitModel(identity, Model.self, deleting: true, values: { [:] }) { _ in
-            guard concurrencyControl == .lastWriteWins else { throw StoreError.conflict(documentID: identity.id ?? "") }
-            return true
-        }
+        _ = try commitModel(identity, deleting: true, values: { [:] }) { id, _ in try concurrencyControl.overwrites(documentID: id) }
     }
 
     /// Removes every trace of the model's document: no tombstone, nothing replicates.
@@ -94,12 +89,11 @@ extension DocumentCollection {
 
     /// Commits an edit of the model's document and writes the ID and the new
     /// revision back into its ``DocumentID``.
-    private func commitModel<Model>(
-        _ identity: DocumentIdentity?, _ type: Model.Type, deleting: Bool,
+    private func commitModel(
+        _ identity: DocumentIdentity, deleting: Bool,
         values: () throws -> [String: DocumentValue], keepsBase: () -> Bool = { false },
-        onConflict: (Document?) throws -> Bool
+        onConflict: (_ id: String, _ stored: Document?) throws -> Bool
     ) throws -> Bool {
-        guard let identity else { throw Self.missingDocumentID(Model.self, deleting ? "delete" : "save") }
         let (knownID, base) = identity.current
         let id = knownID ?? UUID().uuidString
         let editBase: EditBase
@@ -108,7 +102,7 @@ extension DocumentCollection {
         case .revision(let rev): editBase = .revision(rev)
         case .current: editBase = .current
         }
-        guard let (rev, _) = try commitEdit(id: id, base: editBase, deleting: deleting, values: values, onConflict: onConflict) else {
+        guard let (rev, _) = try commitEdit(id: id, base: editBase, deleting: deleting, values: values, onConflict: { try onConflict(id, $0) }) else {
             return false
         }
         identity.update(id: id, base: keepsBase() ? base : .revision(rev))

@@ -5,3 +5,12 @@ public enum ConcurrencyControl: Sendable {
     /// Throw ``StoreError/conflict(documentID:)`` and change nothing.
     case failOnConflict
 }
+
+extension ConcurrencyControl {
+    /// The decision for an edit of `documentID` that meets a newer revision:
+    /// go ahead, or throw ``StoreError/conflict(documentID:)``.
+    func overwrites(documentID: String) throws -> Bool {
+        guard self == .lastWriteWins else { throw StoreError.conflict(documentID: documentID) }
+        return true
+    }
+}

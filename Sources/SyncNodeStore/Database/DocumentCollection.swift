@@ -88,10 +88,7 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
     /// - throws: ``StoreError/conflict(documentID:)`` with `.failOnConflict`
     ///   when the document changed since `document` was read.
     public func save(_ document: MutableDocument, concurrencyControl: ConcurrencyControl) throws {
-        _ = try commitEdit(document, deleting: false) { _ in
-            guard concurrencyControl == .lastWriteWins else { throw StoreError.conflict(documentID: document.id) }
-            return true
-        }
+        _ = try commitEdit(document, deleting: false) { _ in try concurrencyControl.overwrites(documentID: document.id) }
     }
 
     /// Saves the document; on conflict, calls `conflictHandler` with the
@@ -110,10 +107,7 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
     /// Deletes the document with the given conflict policy.
     public func delete(_ document: Document, concurrencyControl: ConcurrencyControl) throws {
         let edit = document.toMutable()
-        _ = try commitEdit(edit, deleting: true) { _ in
-            guard concurrencyControl == .lastWriteWins else { throw StoreError.conflict(documentID: document.id) }
-            return true
-        }
+        _ = try commitEdit(edit, deleting: true) { _ in try concurrencyControl.overwrites(documentID: document.id) }
     }
 
     /// Deletes the document with this ID (last write wins).
