@@ -146,20 +146,26 @@ final class ModelDecoder: Decoder {
         }
     }
 
-    /// `tags[2].name` style path and a sentence for a decoding error.
-    static func describe(_ error: DecodingError) -> (path: String, reason: String) {
-        func render(_ path: [any CodingKey]) -> String {
-            var text = ""
-            for key in path {
-                if let i = key.intValue, key.stringValue == "\(i)" || key.stringValue == "Index \(i)" { text += "[\(i)]" } else { text += (text.isEmpty ? "" : ".") + key.stringValue }
+    /// A coding path as `tags[2].name`.
+    static func render(_ path: [any CodingKey]) -> String {
+        var text = ""
+        for key in path {
+            if let i = key.intValue, key.stringValue == "\(i)" || key.stringValue == "Index \(i)" {
+                text += "[\(i)]"
+            } else {
+                text += (text.isEmpty ? "" : ".") + key.stringValue
             }
-            return text.isEmpty ? "(top level)" : text
         }
+        return text.isEmpty ? "(top level)" : text
+    }
+
+    /// The path and a sentence for a decoding error.
+    static func describe(_ error: DecodingError) -> (path: String, reason: String) {
         switch error {
         case .typeMismatch(_, let c), .dataCorrupted(let c):
             return (render(c.codingPath), c.debugDescription)
         case .valueNotFound(let type, let c):
-            return (render(c.codingPath), "expected a value of type \(type), found null")
+            return (render(c.codingPath), "expected a value of type \(type), \(c.debugDescription)")
         case .keyNotFound(let key, let c):
             return (render(c.codingPath + [key]), "the key '\(key.stringValue)' is missing")
         @unknown default:
@@ -306,7 +312,7 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
     private mutating func next(_ type: Any.Type) throws -> (DocumentValue, () -> [any CodingKey]) {
         let path = { [codingPath, currentIndex] in codingPath + [PathKey(currentIndex)] as [any CodingKey] }
         guard !isAtEnd else {
-            throw DecodingError.valueNotFound(type, .init(codingPath: path(), debugDescription: "the array has only \(elements.count) elements"))
+            throw DecodingError.valueNotFound(type, .init(codingPath: path(), debugDescription: "found the end of the array (\(elements.count) elements)"))
         }
         defer { currentIndex += 1 }
         return (elements[currentIndex], path)

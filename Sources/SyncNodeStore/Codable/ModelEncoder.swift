@@ -43,7 +43,7 @@ final class ModelEncoder: Encoder {
             try model.encode(to: encoder)
         } catch let error as EncodingError {
             guard case .invalidValue(_, let context) = error else { throw StoreError.invalidValue("cannot encode \(T.self): \(error)") }
-            let path = context.codingPath.isEmpty ? "" : " at '\(Self.render(context.codingPath))'"
+            let path = context.codingPath.isEmpty ? "" : " at '\(ModelDecoder.render(context.codingPath))'"
             throw StoreError.invalidValue("cannot encode \(T.self)\(path): \(context.debugDescription)")
         }
         guard case .dictionary(let values) = encoder.storage?.finished else {
@@ -85,13 +85,9 @@ final class ModelEncoder: Encoder {
     /// Notes the model's own ``DocumentID``.
     fileprivate func capture(_ id: DocumentID) { root.identity = id.identity }
 
-    /// A float as the decimal it prints as (0.1 stays 0.1, not 0.10000000149011612).
-    fileprivate func number(_ f: Float, key: (any CodingKey)?) throws -> DocumentValue {
-        try number(f.isFinite ? Double("\(f)") ?? Double(f) : Double(f), key: key)
-    }
-
-    fileprivate func box<T: Encodable>(_ value: T, key: @autoclosure () -> any CodingKey) throws -> DocumentValue {
-        // Comparing types first is much cheaper than trying each cast.
+    /// A value the coder stores itself rather than asking it to encode
+    /// (comparing types first is much cheaper than trying each cast); nil for others.
+    fileprivate func leaf<T: Encodable>(_ value: T, key: @autoclosure () -> (any CodingKey)?) throws -> DocumentValue? {
         if T.self == String.self, let s = value as? String { return .string(s) }
         if T.self == Int.self, let i = value as? Int { return .int(Int64(i)) }
         if T.self == Double.self, let d = value as? Double { return try number(d, key: key()) }
@@ -101,18 +97,34 @@ final class ModelEncoder: Encoder {
         if T.self == Blob.self, let blob = value as? Blob { return .blob(blob) }
         if T.self == URL.self, let url = value as? URL { return .string(url.absoluteString) }
         if T.self == UUID.self, let uuid = value as? UUID { return .string(uuid.uuidString) }
-        // Through its text: NSDecimalNumber.doubleValue is off in the last digits (19.99 -> 19.990000000000002).
-        if T.self == Decimal.self, let decimal = value as? Decimal { return try number(Double("\(decimal)") ?? NSDecimalNumber(decimal: decimal).doubleValue, key: key()) }
+        if T.self == Decimal.self, let decimal = value as? Decimal { return try stored(key: key()) { try .number(decimal) } }
+        return nil
+    }
+
+    /// A nested value: a leaf, or whatever it encodes into an encoder of its own.
+    fileprivate func box<T: Encodable>(_ value: T, key: @autoclosure () -> any CodingKey) throws -> DocumentValue {
+        if let leaf = try leaf(value, key: key()) { return leaf }
         let encoder = nested(key())
         try value.encode(to: encoder)
         return encoder.storage?.finished ?? .dictionary([:])
     }
 
     fileprivate func number(_ d: Double, key: (any CodingKey)?) throws -> DocumentValue {
-        guard let value = try? DocumentValue.number(d) else {
-            throw EncodingError.invalidValue(d, .init(codingPath: codingPath + (key.map { [$0] } ?? []), debugDescription: "\(d) is not a JSON number"))
+        try stored(key: key) { try .number(d) }
+    }
+
+    fileprivate func number(_ f: Float, key: (any CodingKey)?) throws -> DocumentValue {
+        try stored(key: key) { try .number(f) }
+    }
+
+    /// A number conversion whose ``StoreError`` becomes an encoding error at this path.
+    private func stored(key: (any CodingKey)?, _ convert: () throws -> DocumentValue) throws -> DocumentValue {
+        do {
+            return try convert()
+        } catch let error as StoreError {
+            guard case .invalidValue(let reason) = error else { throw error }
+            throw EncodingError.invalidValue(reason, .init(codingPath: codingPath + (key.map { [$0] } ?? []), debugDescription: reason))
         }
-        return value
     }
 
     fileprivate func integer<I: BinaryInteger>(_ i: I, key: (any CodingKey)?) throws -> DocumentValue {
@@ -122,9 +134,7 @@ final class ModelEncoder: Encoder {
         return .int(value)
     }
 
-    static func render(_ path: [any CodingKey]) -> String {
-        ModelDecoder.describe(.dataCorrupted(.init(codingPath: path, debugDescription: ""))).path
-    }
+
 }
 
 /// A value being built: containers stay open until their encoder is done.
@@ -132,12 +142,15 @@ private enum Slot {
     case value(DocumentValue)
     case object(ObjectBuilder)
     case array(ArrayBuilder)
+    /// A super encoder's output, whatever container it ends up using.
+    case encoder(ModelEncoder)
 
     var finished: DocumentValue {
         switch self {
         case .value(let v): return v
         case .object(let o): return .dictionary(o.members.mapValues(\.finished))
         case .array(let a): return .array(a.elements.map(\.finished))
+        case .encoder(let e): return e.storage?.finished ?? .dictionary([:])
         }
     }
 }
@@ -195,10 +208,8 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func superEncoder(forKey key: Key) -> any Encoder { superEncoder(key: key) }
 
     private func superEncoder(key: any CodingKey) -> any Encoder {
-        let nested = ObjectBuilder()
-        builder.members[key.stringValue] = .object(nested)
         let encoder = encoder.nested(key)
-        encoder.storage = .object(nested)
+        builder.members[key.stringValue] = .encoder(encoder)
         return encoder
     }
 }
@@ -247,10 +258,8 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
     }
 
     mutating func superEncoder() -> any Encoder {
-        let nested = ObjectBuilder()
         let encoder = encoder.nested(key)
-        builder.elements.append(.object(nested))
-        encoder.storage = .object(nested)
+        builder.elements.append(.encoder(encoder))
         return encoder
     }
 }
@@ -277,13 +286,9 @@ private struct SingleValueContainer: SingleValueEncodingContainer {
     mutating func encode(_ value: UInt32) throws { set(.int(Int64(value))) }
     mutating func encode(_ value: UInt64) throws { set(try encoder.integer(value, key: nil)) }
 
+    /// A wrapper type encoding its wrapped value: same path, same slot.
     mutating func encode<T: Encodable>(_ value: T) throws {
-        // A wrapper type encoding its wrapped value: same path, same slot.
-        if T.self == Date.self || T.self == Data.self || T.self == Blob.self || T.self == URL.self || T.self == UUID.self || T.self == Decimal.self {
-            set(try encoder.box(value, key: PathKey(0)))
-        } else {
-            try value.encode(to: encoder)
-        }
+        if let leaf = try encoder.leaf(value, key: nil) { set(leaf) } else { try value.encode(to: encoder) }
     }
 }
 

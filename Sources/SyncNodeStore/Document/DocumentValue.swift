@@ -47,8 +47,8 @@ extension DocumentValue {
             guard let i = Int64(exactly: v) else { throw StoreError.invalidValue("integer \(v) does not fit in 64 signed bits") }
             self = .int(i)
         case let v as Double: self = try .number(v)
-        case let v as Float: self = try .number(Double(v))
-        case let v as Decimal: self = try .number(Double("\(v)") ?? NSDecimalNumber(decimal: v).doubleValue)
+        case let v as Float: self = try .number(v)
+        case let v as Decimal: self = try .number(v)
         case let v as Date: self = .string(ISODate.string(from: v))
         case let v as Blob: self = .blob(v)
         case let v as Data: self = .blob(Blob(contentType: "application/octet-stream", data: v))
@@ -69,6 +69,17 @@ extension DocumentValue {
         guard d.isFinite else { throw StoreError.invalidValue("\(d) is not a JSON number") }
         if d == d.rounded(.towardZero), abs(d) < 9.0e15 { return .int(Int64(d)) }
         return .double(d)
+    }
+
+    /// A float as the decimal it prints as (0.1 stays 0.1, not 0.10000000149011612).
+    static func number(_ f: Float) throws -> DocumentValue {
+        try number(f.isFinite ? Double("\(f)") ?? Double(f) : Double(f))
+    }
+
+    /// A decimal through its text: `NSDecimalNumber.doubleValue` is off in the
+    /// last digits (19.99 -> 19.990000000000002).
+    static func number(_ d: Decimal) throws -> DocumentValue {
+        try number(Double("\(d)") ?? NSDecimalNumber(decimal: d).doubleValue)
     }
 
     /// The Foundation form: `String`, `Int`, `Double`, `Bool`, `NSNull`,

@@ -85,7 +85,8 @@ public class MutableDictionary: DictionaryProtocol {
     public func setDouble(_ value: Double, forKey key: String) {
         setDocumentValue((try? DocumentValue.number(value)) ?? .null, forKey: key)
     }
-    public func setFloat(_ value: Float, forKey key: String) { setDouble(Double(value), forKey: key) }
+    /// Stores a float as the decimal it prints as (0.1, not 0.10000000149011612).
+    public func setFloat(_ value: Float, forKey key: String) { setDocumentValue((try? DocumentValue.number(value)) ?? .null, forKey: key) }
     public func setBoolean(_ value: Bool, forKey key: String) { setDocumentValue(.bool(value), forKey: key) }
     /// Stores the date as an ISO-8601 string.
     public func setDate(_ value: Date?, forKey key: String) { setString(value.map(ISODate.string(from:)), forKey: key) }

@@ -339,6 +339,23 @@ final class CodableModelTests: TasksFixture {
         }
     }
 
+    /// A hand-written `encode(to:)` that writes a single value through a super encoder.
+    struct Tagged: Encodable {
+        @DocumentID var id: String? = nil
+        enum Keys: String, CodingKey { case tag }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            var tag = container.superEncoder(forKey: .tag).singleValueContainer()
+            try tag.encode("red")
+        }
+    }
+
+    @Test func superEncodersKeepWhatTheyEncode() throws {
+        let tagged = Tagged()
+        try tasks.save(from: tagged)
+        #expect(try tasks.document(id: #require(tagged.id))?.string(forKey: "tag") == "red")
+    }
+
     @Test func documentIDWithOtherCoders() throws {
         let task = Todo(id: "t1", title: "x")
         let json = String(decoding: try JSONEncoder().encode(task), as: UTF8.self)
