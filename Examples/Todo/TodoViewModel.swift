@@ -41,11 +41,16 @@ public final class TodoViewModel: ObservableObject {
     }
 
     /// Flips the task at once in the list (the UI reacts now), then saves it;
-    /// the live query confirms it a moment later.
+    /// the live query confirms it a moment later, and a failed save flips it back.
     public func toggleCompletion(for todo: Todo) throws {
         guard let index = todos.firstIndex(where: { $0.id == todo.id }) else { return }
         todos[index].completed.toggle()
-        try tasks.save(from: todos[index])
+        do {
+            try tasks.save(from: todos[index])
+        } catch {
+            todos[index].completed.toggle()
+            throw error
+        }
     }
 
     public func deleteTask(_ todo: Todo) throws {
