@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "SyncNodeStore", targets: ["SyncNodeStore"]),
         .library(name: "SyncNodeSync", targets: ["SyncNodeSync"]),
         .library(name: "SyncNodeCombine", targets: ["SyncNodeCombine"]),
+        .library(name: "SyncNodeDiscovery", targets: ["SyncNodeDiscovery"]),
         .executable(name: "syncnode", targets: ["syncnode"]),
     ],
     dependencies: [
@@ -53,6 +54,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // System libraries: DNS-SD through avahi-client, QR codes through libqrencode (Debian's -dev packages).
+        .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
+        .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        .target(
+            name: "SyncNodeDiscovery",
+            dependencies: [
+                "SyncNodeSync",
+                "SyncNodeStore",
+                "CAvahi",
+                "CQRencode",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Publishers: Combine on Apple platforms, OpenCombine elsewhere.
         .target(
             name: "SyncNodeCombine",
@@ -67,6 +81,7 @@ let package = Package(
             dependencies: [
                 "SyncNodeStore",
                 "SyncNodeSync",
+                "SyncNodeDiscovery",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -101,6 +116,10 @@ let package = Package(
         .testTarget(
             name: "SyncNodeCombineTests",
             dependencies: ["SyncNodeCombine", "SyncNodeSync", "SyncNodeStore"]
+        ),
+        .testTarget(
+            name: "SyncNodeDiscoveryTests",
+            dependencies: ["SyncNodeDiscovery", "SyncNodeSync", "SyncNodeStore"]
         ),
         .testTarget(
             name: "SyncNodeStoreTests",

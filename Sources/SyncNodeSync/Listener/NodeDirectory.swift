@@ -14,6 +14,7 @@ public final class NodeDirectory: Sendable {
     public let uuid: String
     let logger: Logger
     private let open = Mutex<[String: Database]>([:])
+    private let watchers = Mutex<[UUID: AsyncStream<[String]>.Continuation]>([:])
 
     /// Opens (creating if needed) the data directory at `url`.
     public init(url: URL, logger: Logger = Logger(label: "syncnode.node")) throws {
@@ -51,9 +52,10 @@ public final class NodeDirectory: Sendable {
     /// The open database `name`; nil when it does not exist and `create` is false.
     public func database(_ name: String, create: Bool = false) throws -> Database? {
         if let db = open.withLock({ $0[name] }) { return db }
-        guard create || Database.exists(name: name, directory: url) else { return nil }
+        let existed = Database.exists(name: name, directory: url)
+        guard create || existed else { return nil }
         let db = try Database(name: name, config: DatabaseConfiguration(directory: url))
-        return open.withLock { o in
+        let result = open.withLock { o in
             if let existing = o[name] {
                 try? db.close()
                 return existing
@@ -61,6 +63,24 @@ public final class NodeDirectory: Sendable {
             o[name] = db
             return db
         }
+        if !existed { databasesChanged() }
+        return result
+    }
+
+    /// The directory's database names, now and after every creation or deletion
+    /// through this object (for advertising what the node serves).
+    public func databaseNameUpdates() -> AsyncStream<[String]> {
+        let (stream, continuation) = AsyncStream.makeStream(of: [String].self, bufferingPolicy: .bufferingNewest(1))
+        let id = UUID()
+        watchers.withLock { $0[id] = continuation }
+        continuation.onTermination = { [weak self] _ in self?.watchers.withLock { _ = $0.removeValue(forKey: id) } }
+        continuation.yield(databaseNames())
+        return stream
+    }
+
+    private func databasesChanged() {
+        let names = databaseNames()
+        for watcher in watchers.withLock({ Array($0.values) }) { watcher.yield(names) }
     }
 
     /// Closes and deletes the database `name`.
@@ -71,10 +91,12 @@ public final class NodeDirectory: Sendable {
         } else {
             try Database.delete(name: name, directory: url)
         }
+        databasesChanged()
     }
 
     /// Closes every open database.
     public func closeAll() {
+        for watcher in watchers.withLock({ Array($0.values) }) { watcher.finish() }
         let all = open.withLock { o in
             defer { o = [:] }
             return Array(o.values)

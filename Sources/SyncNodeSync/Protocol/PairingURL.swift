@@ -2,19 +2,87 @@ import Foundation
 
 /// A pairing URL (DESIGN.md §5): `https://[user:password@]host:port/db?uuid=<node UUID>&fp=<fingerprint>`.
 /// Giving it to a replicator pins the certificate and keys checkpoints on the UUID.
+///
+/// ```swift
+/// let pairing = try PairingURL(string: scannedText)
+/// var config = ReplicatorConfiguration(collection: tasks, target: .url(pairing.url))
+/// ```
 public struct PairingURL: Sendable, Equatable {
-    public var url: URL
+    /// The whole URL.
+    public let url: URL
+    /// The host (an IPv6 address without brackets).
+    public let host: String
+    public let port: Int
+    /// The database (keyspace) the URL names.
+    public let database: String
+    /// Credentials from the userinfo, percent-decoded.
+    public let user: String?
+    public let password: String?
+    /// The node's UUID (`uuid=`).
+    public let uuid: String
+    /// The base64url SHA-256 fingerprint of the node's certificate (`fp=`); nil for plain HTTP.
+    public let fingerprint: String?
 
     /// Builds the URL for a listener's base URL and database.
     public init(base: URL, database: String, user: String?, password: String?, uuid: String, fingerprint: String?) {
         var components = URLComponents(url: base, resolvingAgainstBaseURL: false) ?? URLComponents()
         components.percentEncodedUser = user.map(Self.encodeUserInfo)
         components.percentEncodedPassword = password.map(Self.encodeUserInfo)
-        components.path = "/" + database
+        components.percentEncodedPath = "/" + Self.encodeUserInfo(database)
         var items = [URLQueryItem(name: "uuid", value: uuid)]
         if let fingerprint { items.append(URLQueryItem(name: "fp", value: fingerprint)) }
         components.queryItems = items
         url = components.url ?? base
+        host = components.host.map(Self.unbracket) ?? ""
+        port = components.port ?? (components.scheme == "http" ? 80 : 443)
+        self.database = database
+        self.user = user
+        self.password = password
+        self.uuid = uuid
+        self.fingerprint = fingerprint
+    }
+
+    /// Parses a pairing URL.
+    /// - throws: ``SyncError/invalidConfiguration(_:)`` naming what is missing or wrong.
+    public init(string: String) throws {
+        let text = string.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let components = URLComponents(string: text), let url = components.url else {
+            throw SyncError.invalidConfiguration("not a URL: \(Self.redacting(text))")
+        }
+        let scheme = components.scheme?.lowercased()
+        guard scheme == "https" || scheme == "http", let host = components.host, !host.isEmpty else {
+            throw SyncError.invalidConfiguration("a pairing URL is https://[user:password@]host:port/db?uuid=...&fp=...: \(Self.redacting(text))")
+        }
+        let database = components.path.split(separator: "/").first.map(String.init) ?? ""
+        guard !database.isEmpty else { throw SyncError.invalidConfiguration("the pairing URL names no database") }
+        let items = components.queryItems ?? []
+        guard let uuid = items.first(where: { $0.name == "uuid" })?.value, !uuid.isEmpty else {
+            throw SyncError.invalidConfiguration("the pairing URL has no uuid= (the node's identity)")
+        }
+        let fingerprint = items.first(where: { $0.name == "fp" })?.value
+        if scheme == "https" {
+            guard let fingerprint, TLSIdentity.isFingerprint(fingerprint) else {
+                throw SyncError.invalidConfiguration("the pairing URL has no valid fp= (base64url SHA-256 of the certificate)")
+            }
+        }
+        self.url = url
+        self.host = Self.unbracket(host)
+        self.port = components.port ?? (scheme == "http" ? 80 : 443)
+        self.database = database
+        self.user = components.user
+        self.password = components.password
+        self.uuid = uuid
+        self.fingerprint = fingerprint
+    }
+
+    private static func unbracket(_ host: String) -> String {
+        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+    }
+
+    private static func redacting(_ text: String) -> String {
+        guard var c = URLComponents(string: text), c.password != nil else { return text }
+        c.password = "***"
+        return c.string ?? text
     }
 
     private static func encodeUserInfo(_ s: String) -> String {

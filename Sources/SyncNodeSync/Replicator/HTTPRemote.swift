@@ -30,37 +30,10 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         let database = components.path.split(separator: "/").first.map(String.init) ?? ""
         guard !database.isEmpty else { throw SyncError.invalidConfiguration("replication URL has no database: \(redacted(url))") }
         let port = components.port ?? (scheme == "https" ? 443 : 80)
-        var configuration = HTTPClient.Configuration(
-            timeout: .init(connect: .init(config.connectTimeout), read: .seconds(120)))
-        configuration.httpVersion = .http1Only
-        // One retry policy, the replicator's (with backoff and attempt counts), not a second one inside the client.
-        configuration.connectionPool.retryConnectionEstablishment = false
-        var pinnedFingerprint: String?
-        if scheme == "https" {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.minimumTLSVersion = .tlsv12
-            var pinned = config.pinnedServerCertificate
-            if pinned == nil, let expected = config.pinnedFingerprint ?? trusted {
-                let seen = try await CertificateProbe.certificate(host: host, port: port, timeout: config.connectTimeout)
-                let fingerprint = TLSIdentity.fingerprint(der: seen)
-                guard fingerprint == expected else {
-                    throw SyncError.invalidIdentity("\(host):\(port) presented certificate \(fingerprint), expected the pinned \(expected)")
-                }
-                pinned = seen
-            } else if pinned == nil, config.acceptOnlySelfSignedServerCertificate {
-                let seen = try await CertificateProbe.certificate(host: host, port: port, timeout: config.connectTimeout)
-                guard TLSIdentity.isSelfSigned(der: seen) else {
-                    throw SyncError.invalidIdentity("\(host):\(port) presented a certificate that is not self-signed (acceptOnlySelfSignedServerCertificate)")
-                }
-                pinned = seen
-            }
-            if let pinned {
-                pinnedFingerprint = TLSIdentity.fingerprint(der: pinned)
-                tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: pinned, format: .der)])
-                tls.certificateVerification = .noHostnameVerification
-            }
-            configuration.tlsConfiguration = tls
-        }
+        let (client, pinnedFingerprint) = try await makeClient(
+            scheme: scheme, host: host, port: port, pinnedCertificate: config.pinnedServerCertificate,
+            pinnedFingerprint: config.pinnedFingerprint ?? trusted, acceptSelfSigned: config.acceptOnlySelfSignedServerCertificate,
+            connectTimeout: config.connectTimeout)
         var headers = config.headers.map { ($0.key, $0.value) }
         if let auth = config.authenticator {
             headers.append(("Authorization", "Basic " + Data("\(auth.username):\(auth.password)".utf8).base64EncodedString()))
@@ -68,9 +41,50 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         components.user = nil
         components.password = nil
         let root = "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)"
-        let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
         let remote = HTTPRemote(root: root, database: database, client: client, headers: headers, configuredUUID: config.remoteUUID)
         return (remote, pinnedFingerprint)
+    }
+
+    /// An HTTP client for one peer. With a pinned fingerprint the certificate
+    /// is fetched and checked first, so a wrong pin fails in one handshake;
+    /// `acceptSelfSigned` pins whatever self-signed certificate is seen.
+    /// Returns the fingerprint pinned, if any.
+    static func makeClient(scheme: String, host: String, port: Int, pinnedCertificate: [UInt8]? = nil, pinnedFingerprint: String?,
+                           acceptSelfSigned: Bool = false, connectTimeout: Duration) async throws -> (HTTPClient, pinned: String?) {
+        var configuration = HTTPClient.Configuration(
+            timeout: .init(connect: .init(connectTimeout), read: .seconds(120)))
+        configuration.httpVersion = .http1Only
+        // One retry policy, the replicator's (with backoff and attempt counts), not a second one inside the client.
+        configuration.connectionPool.retryConnectionEstablishment = false
+        var pinnedFingerprint: String? = pinnedFingerprint
+        if scheme == "https" {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.minimumTLSVersion = .tlsv12
+            var pinned = pinnedCertificate
+            if pinned == nil, let expected = pinnedFingerprint {
+                let seen = try await CertificateProbe.certificate(host: host, port: port, timeout: connectTimeout)
+                let fingerprint = TLSIdentity.fingerprint(der: seen)
+                guard fingerprint == expected else {
+                    throw SyncError.invalidIdentity("\(host):\(port) presented certificate \(fingerprint), expected the pinned \(expected)")
+                }
+                pinned = seen
+            } else if pinned == nil, acceptSelfSigned {
+                let seen = try await CertificateProbe.certificate(host: host, port: port, timeout: connectTimeout)
+                guard TLSIdentity.isSelfSigned(der: seen) else {
+                    throw SyncError.invalidIdentity("\(host):\(port) presented a certificate that is not self-signed (acceptOnlySelfSignedServerCertificate)")
+                }
+                pinned = seen
+            }
+            pinnedFingerprint = pinned.map { TLSIdentity.fingerprint(der: $0) }
+            if let pinned {
+                tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: pinned, format: .der)])
+                tls.certificateVerification = .noHostnameVerification
+            }
+            configuration.tlsConfiguration = tls
+        } else {
+            pinnedFingerprint = nil
+        }
+        return (HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration), pinnedFingerprint)
     }
 
     private init(root: String, database: String, client: HTTPClient, headers: [(String, String)], configuredUUID: String?) {

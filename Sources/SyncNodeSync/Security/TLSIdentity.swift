@@ -112,6 +112,13 @@ public struct TLSIdentity: Sendable {
             .replacingOccurrences(of: "=", with: "")
     }
 
+    /// Whether `text` has a fingerprint's shape: base64url (no padding) of 32 bytes.
+    public static func isFingerprint(_ text: String) -> Bool {
+        guard text.count == 43, !text.contains("=") else { return false }
+        let standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/") + "="
+        return Data(base64Encoded: standard)?.count == 32
+    }
+
     /// 4 bytes for IPv4, 16 for IPv6 (network order), nil for a name.
     static func ipAddressBytes(_ text: String) -> [UInt8]? {
         var v4 = in_addr()

@@ -2,39 +2,130 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Logging
+import Synchronization
+import SyncNodeDiscovery
 import SyncNodeStore
 import SyncNodeSync
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run a node: serve its databases over the CouchDB replication protocol until SIGINT/SIGTERM.")
+        abstract: "Run a node: serve its databases over the CouchDB replication protocol, advertise it and find peers (DNS-SD), until SIGINT/SIGTERM.")
 
     @OptionGroup var node: NodeOptions
     @Option(name: .customLong("db"), help: "A database to serve (repeatable). Default: `default`, plus every database in the directory, and clients may create more.")
     var databases: [String] = []
     @Option(help: "The port; 0 picks a free one.") var port: Int = 0
     @Option(help: "The address to listen on.") var host: String = "0.0.0.0"
-    @Option(help: "HTTP Basic user name (with --password).") var user: String?
+    @Option(help: "HTTP Basic user name (with --password); also used with auto-synced peers.") var user: String?
     @Option(help: "HTTP Basic password (with --user).") var password: String?
     @Option(help: "A JSON file {\"user\": \"password\", ...} of accepted credentials.") var users: String?
     @Flag(help: "Serve plain HTTP instead of HTTPS.") var noTls = false
-    @Option(help: "The node's name.") var name: String?
+    @Option(help: "The node's DNS-SD name (default: the host name).") var name: String?
+    @Flag(help: "Do not advertise the node through DNS-SD.") var noAdvertise = false
+    @Flag(help: "Do not look for peers through DNS-SD.") var noBrowse = false
     @Option(name: .customLong("sync-with"), help: "Keep a continuous push/pull replication with this peer URL (repeatable).")
     var syncWith: [String] = []
+    @Flag(name: .customLong("auto-sync"), help: "Keep a continuous push/pull replication with every discovered peer that is trusted.")
+    var autoSync = false
+    @Option(name: .customLong("trust"), help: "Trust a peer's certificate fingerprint for --auto-sync (repeatable; see also DIR/.node/trusted-peers).")
+    var trusted: [String] = []
     @Flag(name: .customLong("trust-on-first-use"),
-          help: "For --sync-with URLs without an fp: accept a self-signed certificate on first contact, then pin it.")
+          help: "Trust a peer's self-signed certificate the first time it is seen, then only that one (--sync-with URLs without fp, discovered peers).")
     var trustOnFirstUse = false
+    @Option(help: "How to draw the pairing QR code on stdout: light-on-dark (dark terminals), dark-on-light, or none.")
+    var qr: QRStyle = .lightOnDark
+
+    enum QRStyle: String, ExpressibleByArgument, CaseIterable {
+        case lightOnDark = "light-on-dark", darkOnLight = "dark-on-light", none
+    }
 
     func validate() throws {
         guard (user == nil) == (password == nil) else { throw ValidationError("--user and --password go together") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
         for text in syncWith { _ = try PeerURL.parse(text, option: "--sync-with") }
+        if autoSync && noBrowse { throw ValidationError("--auto-sync needs browsing (drop --no-browse)") }
+        for fingerprint in trusted where !TLSIdentity.isFingerprint(fingerprint) {
+            throw ValidationError("--trust: not a certificate fingerprint (base64url SHA-256, as `syncnode identity` prints): \(fingerprint)")
+        }
     }
 
     func run() async throws {
         let directory = try NodeDirectory(url: node.directoryURL)
         let served = databases.isEmpty ? ["default"] : databases
         for name in served { _ = try directory.database(name, create: true) }
+        let credentials = try readCredentials()
+        let listener = Listener(config: ListenerConfiguration(
+            directory: directory, databases: databases.isEmpty ? nil : databases, port: port, host: host,
+            disableTLS: noTls, authenticator: credentials.isEmpty ? nil : .users(credentials)))
+        do {
+            try await listener.start()
+        } catch {
+            throw CLIError(message: "\(error)", exitCode: 3)
+        }
+        guard let base = listener.urls.first, let boundPort = listener.port else {
+            throw CLIError(message: "the listener has no address", exitCode: 3)
+        }
+        let fingerprint = listener.tlsIdentity?.fingerprint
+        let pairing = PairingURL(
+            base: base, database: served[0], user: credentials.count == 1 ? user : nil, password: credentials.count == 1 ? password : nil,
+            uuid: directory.uuid, fingerprint: fingerprint)
+        let termination = Termination.listen()
+        // Written straight to the file descriptor: scripts wait for this line.
+        var banner = "syncnode: listening on \(pairing.url.absoluteString)\n"
+        if qr != .none, let code = try? QRCode(pairing.url.absoluteString) {
+            banner += code.text(style: qr == .darkOnLight ? .darkOnLight : .lightOnDark) + "\n"
+        }
+        FileHandle.standardOutput.write(Data(banner.utf8))
+
+        let status = DiscoveryStatusReporter()
+        let advertised: @Sendable () -> [String] = { [databases] in databases.isEmpty ? directory.databaseNames() : databases }
+        var advertiser: Advertiser?
+        var advertising: Task<Void, Never>?
+        if !noAdvertise {
+            let record = ServiceRecord(
+                name: name ?? ProcessInfo.processInfo.hostName, port: boundPort, uuid: directory.uuid, databases: advertised(),
+                tls: fingerprint != nil, fingerprint: fingerprint, requiresAuth: !credentials.isEmpty)
+            let made = try Advertiser(record: record, onStatus: status.report)
+            made.start()
+            advertiser = made
+            if databases.isEmpty {
+                advertising = Task {
+                    for await names in directory.databaseNameUpdates() { made.update(databases: names) }
+                }
+            }
+        }
+        var browser: Browser?
+        var watching: Task<Void, Never>?
+        if !noBrowse {
+            let made = try Browser(
+                ignoring: directory.uuid, authenticator: user.flatMap { u in password.map { BasicAuthenticator(username: u, password: $0) } },
+                onStatus: status.report)
+            let watcher = PeerWatcher(autoSync: autoSync ? PeerWatcher.AutoSync(
+                directory: directory, databases: advertised,
+                trust: try TrustedPeers(directory: directory.url, trusted: trusted, trustOnFirstUse: trustOnFirstUse),
+                user: user, password: password) : nil)
+            made.start()
+            watching = Task { await watcher.run(made.events) }
+            browser = made
+        }
+        let explicit = try syncWith.map { text in
+            let url = try PeerURL.parse(text, option: "--sync-with")
+            guard let collection = try directory.database(served[0])?.defaultCollection() else { throw CLIError.user("no database \(served[0])") }
+            return PeerSync(collection: collection, url: url, trustOnFirstUse: trustOnFirstUse,
+                            label: "sync \(url.host ?? "?"):\(url.port.map(String.init) ?? "")")
+        }
+
+        await termination.wait()
+        advertiser?.stop()
+        advertising?.cancel()
+        await browser?.stop()
+        await watching?.value
+        for sync in explicit { await sync.stop() }
+        await listener.stop()
+        directory.closeAll()
+    }
+
+    private func readCredentials() throws -> [String: String] {
         var credentials: [String: String] = [:]
         if let user, let password { credentials[user] = password }
         if let users {
@@ -47,50 +138,25 @@ struct Serve: AsyncParsableCommand {
                 credentials[name] = secret
             }
         }
-        let listener = Listener(config: ListenerConfiguration(
-            directory: directory, databases: databases.isEmpty ? nil : databases, port: port, host: host,
-            disableTLS: noTls, authenticator: credentials.isEmpty ? nil : .users(credentials)))
-        do {
-            try await listener.start()
-        } catch {
-            throw CLIError(message: "\(error)", exitCode: 3)
+        return credentials
+    }
+}
+
+/// Prints DNS-SD's availability on stderr once per change, whichever of the
+/// advertiser and the browser notices first.
+final class DiscoveryStatusReporter: Sendable {
+    private let last = Mutex<DiscoveryStatus?>(nil)
+
+    func report(_ status: DiscoveryStatus) {
+        let previous = last.withLock { l in
+            defer { l = status }
+            return l
         }
-        guard let base = listener.urls.first, let fingerprint = listener.tlsIdentity?.fingerprint ?? (noTls ? "" : nil) else {
-            throw CLIError(message: "the listener has no address", exitCode: 3)
+        guard previous != status else { return }
+        switch status {
+        case .unavailable(let reason): Output.error("DNS-SD unavailable: \(reason)")
+        case .running where previous != nil: Output.progress("syncnode: DNS-SD available again")
+        case .running: break
         }
-        let pairing = PairingURL(
-            base: base, database: served[0], user: credentials.count == 1 ? user : nil, password: credentials.count == 1 ? password : nil,
-            uuid: directory.uuid, fingerprint: noTls ? nil : fingerprint)
-        let termination = Termination.listen()
-        // Written straight to the file descriptor: scripts wait for this line.
-        FileHandle.standardOutput.write(Data("syncnode: listening on \(pairing.url.absoluteString)\n".utf8))
-        let replications = try syncWith.map { text in
-            let url = try PeerURL.parse(text, option: "--sync-with")
-            let collection = try directory.database(served[0])?.defaultCollection()
-            guard let collection else { throw CLIError.user("no database \(served[0])") }
-            var config = ReplicatorConfiguration(collection: collection, target: .url(url))
-            config.continuous = true
-            config.acceptOnlySelfSignedServerCertificate = trustOnFirstUse
-            let replicator = Replicator(config: config)
-            let peer = "\(url.host ?? "?"):\(url.port.map(String.init) ?? "")"
-            let reporter = ProgressReporter(label: "sync \(peer)", inPlace: false)
-            let failures = replicator.addChangeListener { change in
-                if change.status.activity == .stopped, let error = change.status.error {
-                    Output.error("replication with \(peer) stopped: \(error)")
-                }
-            }
-            return (replicator, [reporter.attach(to: replicator), failures])
-        }
-        for (replicator, _) in replications {
-            replicator.start()
-        }
-        await termination.wait()
-        for (replicator, tokens) in replications {
-            replicator.stop()
-            await replicator.waitUntilStopped()
-            tokens.forEach { $0.remove() }
-        }
-        await listener.stop()
-        directory.closeAll()
     }
 }

@@ -1,0 +1,141 @@
+import CAvahi
+import Foundation
+import Logging
+
+/// Publishes a node's listener as a DNS-SD service through avahi-daemon.
+///
+/// It renames itself on a name collision (`NAME #2`, as Avahi suggests),
+/// publishes again when the daemon restarts, and withdraws on ``stop()``.
+/// Without a daemon it reports ``DiscoveryStatus/unavailable(_:)`` once and
+/// publishes by itself when one appears.
+///
+/// ```swift
+/// let advertiser = try Advertiser(record: ServiceRecord(name: "kitchen", port: port, uuid: node.uuid,
+///     databases: ["default"], tls: true, fingerprint: identity.fingerprint, requiresAuth: true))
+/// advertiser.start()
+/// ```
+public final class Advertiser: @unchecked Sendable, AvahiConnectionUser {
+    private var record: ServiceRecord              // poll thread or lock
+    private var group: OpaquePointer?              // AvahiEntryGroup*, poll thread or lock
+    private var published: String?                 // the name the daemon accepted
+    private let connection: AvahiConnection
+    private let logger: Logger
+
+    /// - parameter onStatus: told (on Avahi's thread; return quickly) when DNS-SD becomes available or unavailable.
+    public init(record: ServiceRecord, logger: Logger = Logger(label: "syncnode.advertiser"),
+                onStatus: @escaping @Sendable (DiscoveryStatus) -> Void = { _ in }) throws {
+        self.record = record
+        self.logger = logger
+        connection = try AvahiConnection(logger: logger, onStatus: onStatus)
+        connection.user = self
+    }
+
+    /// Starts publishing (now, or when the daemon appears).
+    public func start() { connection.start() }
+
+    /// Withdraws the service and disconnects.
+    public func stop() { connection.stop() }
+
+    /// The instance name in use: the configured one, or the one a collision led to.
+    public var name: String { connection.withLock { record.name } }
+
+    /// Whether the daemon has announced the service (its probing, about a second, is done).
+    public var isPublished: Bool { connection.withLock { published != nil } }
+
+    /// Replaces the advertised databases (the TXT record's `dbs`).
+    public func update(databases: [String]) {
+        connection.withLock {
+            guard databases != record.databases else { return }
+            record.databases = databases
+            guard let group, published != nil else { return }
+            let status = withTXT(record.txt) { txt in
+                avahi_entry_group_update_service_txt_strlst(
+                    group, AvahiConnection.anyInterface, AvahiConnection.anyProtocol, AvahiPublishFlags(0), record.name, ServiceRecord.serviceType, nil, txt)
+            }
+            if status < 0 { logger.warning("cannot update the TXT record", metadata: ["error": "\(String(cString: avahi_strerror(status)))"]) }
+        }
+    }
+
+    // MARK: - AvahiConnectionUser (on the poll thread)
+
+    func avahiClientRunning(_ client: OpaquePointer) {
+        publish(client)
+    }
+
+    func avahiClientRegistering() {
+        if let group { avahi_entry_group_reset(group) }
+        published = nil
+    }
+
+    func avahiClientLost() {
+        // The client frees its groups.
+        group = nil
+        published = nil
+    }
+
+    private func publish(_ client: OpaquePointer) {
+        if group == nil {
+            group = avahi_entry_group_new(client, { group, state, context in
+                guard let group, let context else { return }
+                Unmanaged<Advertiser>.fromOpaque(context).takeUnretainedValue().changed(group, state)
+            }, Unmanaged.passUnretained(self).toOpaque())
+        }
+        guard let group else {
+            logger.error("cannot create an Avahi entry group", metadata: ["error": "\(String(cString: avahi_strerror(avahi_client_errno(client))))"])
+            return
+        }
+        guard avahi_entry_group_is_empty(group) != 0 else { return }
+        while true {
+            let status = withTXT(record.txt) { txt in
+                avahi_entry_group_add_service_strlst(
+                    group, AvahiConnection.anyInterface, AvahiConnection.anyProtocol, AvahiPublishFlags(0), record.name, ServiceRecord.serviceType,
+                    nil, nil, UInt16(truncatingIfNeeded: record.port), txt)
+            }
+            if status == AVAHI_ERR_COLLISION {
+                rename()  // a service of this host already has the name
+                continue
+            }
+            if status < 0 {
+                logger.error("cannot publish the service", metadata: ["error": "\(String(cString: avahi_strerror(status)))"])
+                return
+            }
+            break
+        }
+        let status = avahi_entry_group_commit(group)
+        if status < 0 { logger.error("cannot commit the service", metadata: ["error": "\(String(cString: avahi_strerror(status)))"]) }
+    }
+
+    private func changed(_ group: OpaquePointer, _ state: AvahiEntryGroupState) {
+        switch state {
+        case AVAHI_ENTRY_GROUP_ESTABLISHED:
+            published = record.name
+            logger.info("advertising", metadata: ["name": "\(record.name)", "type": "\(ServiceRecord.serviceType)", "port": "\(record.port)"])
+        case AVAHI_ENTRY_GROUP_COLLISION:
+            // Another host has the name: take the next alternative and publish again.
+            rename()
+            avahi_entry_group_reset(group)
+            if let client = avahi_entry_group_get_client(group) { publish(client) }
+        case AVAHI_ENTRY_GROUP_FAILURE:
+            let client = avahi_entry_group_get_client(group)
+            logger.error("publishing failed", metadata: ["error": "\(client.map { String(cString: avahi_strerror(avahi_client_errno($0))) } ?? "?")"])
+        default:
+            break
+        }
+    }
+
+    private func rename() {
+        guard let alternative = avahi_alternative_service_name(record.name) else { return }
+        defer { avahi_free(alternative) }
+        let old = record.name
+        record.name = String(cString: alternative)
+        logger.notice("service name taken, renamed", metadata: ["was": "\(old)", "now": "\(record.name)"])
+    }
+}
+
+/// Runs `body` with the entries as an Avahi string list (built back to front: `avahi_string_list_add` prepends).
+func withTXT<T>(_ entries: [String], _ body: (UnsafeMutablePointer<AvahiStringList>?) -> T) -> T {
+    var list: UnsafeMutablePointer<AvahiStringList>?
+    for entry in entries.reversed() { list = avahi_string_list_add(list, entry) }
+    defer { avahi_string_list_free(list) }
+    return body(list)
+}

@@ -1,0 +1,59 @@
+/// What a node advertises through DNS-SD (DESIGN.md §5): the service
+/// `_syncnode._tcp` on the listener's port, with a TXT record
+/// `v=1 uuid=… dbs=a,b tls=1 fp=… auth=basic`.
+public struct ServiceRecord: Sendable, Equatable {
+    /// The DNS-SD service type.
+    public static let serviceType = "_syncnode._tcp"
+
+    /// The instance name (the node's name; the advertiser may rename it on a collision).
+    public var name: String
+    public var port: Int
+    /// The node's stable UUID: a peer's identity, whatever its name or address.
+    public var uuid: String
+    /// The keyspaces it serves.
+    public var databases: [String]
+    public var tls: Bool
+    /// base64url SHA-256 of its DER certificate (with TLS).
+    public var fingerprint: String?
+    /// Whether it wants HTTP Basic credentials.
+    public var requiresAuth: Bool
+
+    public init(name: String, port: Int, uuid: String, databases: [String], tls: Bool, fingerprint: String?, requiresAuth: Bool) {
+        self.name = name
+        self.port = port
+        self.uuid = uuid
+        self.databases = databases
+        self.tls = tls
+        self.fingerprint = fingerprint
+        self.requiresAuth = requiresAuth
+    }
+
+    /// The TXT record's `key=value` strings, in order.
+    public var txt: [String] {
+        var entries = ["v=1", "uuid=\(uuid)", "dbs=\(databases.joined(separator: ","))", "tls=\(tls ? 1 : 0)"]
+        if let fingerprint { entries.append("fp=\(fingerprint)") }
+        entries.append("auth=\(requiresAuth ? "basic" : "none")")
+        return entries
+    }
+
+    /// Reads a record from a resolved service's TXT strings (any order; unknown keys ignored).
+    /// - throws: ``DiscoveryError/invalidRecord(_:)`` for another version or a missing uuid.
+    public init(name: String, port: Int, txt: [String]) throws {
+        var fields: [String: String] = [:]
+        for entry in txt {
+            let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            // RFC 6763 §6.4: the first occurrence of a key wins.
+            if fields[String(parts[0]).lowercased()] == nil { fields[String(parts[0]).lowercased()] = parts.count > 1 ? String(parts[1]) : "" }
+        }
+        guard fields["v"] == "1" else { throw DiscoveryError.invalidRecord("service '\(name)' has TXT version \(fields["v"] ?? "(none)"), expected v=1") }
+        guard let uuid = fields["uuid"], !uuid.isEmpty else { throw DiscoveryError.invalidRecord("service '\(name)' has no uuid in its TXT record") }
+        let tls = fields["tls"] == "1"
+        guard !tls || fields["fp"].map({ !$0.isEmpty }) == true else {
+            throw DiscoveryError.invalidRecord("service '\(name)' uses TLS but advertises no fp")
+        }
+        self.init(
+            name: name, port: port, uuid: uuid,
+            databases: (fields["dbs"] ?? "").split(separator: ",").map(String.init),
+            tls: tls, fingerprint: tls ? fields["fp"] : nil, requiresAuth: fields["auth"] == "basic")
+    }
+}

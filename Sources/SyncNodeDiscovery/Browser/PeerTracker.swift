@@ -1,0 +1,134 @@
+import Foundation
+import Logging
+import SyncNodeSync
+
+/// Turns sightings into peers: one per advertised UUID, whatever the number
+/// of interfaces and address families it was seen on, reported only once it
+/// answers `GET /` at one of its addresses (with the advertised certificate),
+/// and reported gone when its record goes or when it stops answering: a
+/// crashed host's record lingers for over an hour.
+actor PeerTracker {
+    struct Options: Sendable {
+        var ownUUID: String?
+        var authenticator: BasicAuthenticator?
+        var probeInterval: Duration
+        var probeTimeout: Duration
+        /// Failed probes in a row before a peer is reported gone.
+        var failureLimit: Int
+    }
+
+    private struct Candidate {
+        var sightings: [Sighting.Key: Sighting] = [:]
+        var confirmed: Peer?
+        var failures = 0
+        var prober: Task<Void, Never>?
+    }
+
+    private let options: Options
+    private let logger: Logger
+    private let emit: @Sendable (PeerEvent) -> Void
+    private var candidates: [String: Candidate] = [:]
+
+    init(options: Options, logger: Logger, emit: @escaping @Sendable (PeerEvent) -> Void) {
+        self.options = options
+        self.logger = logger
+        self.emit = emit
+    }
+
+    /// The peers confirmed now.
+    var peers: [Peer] { candidates.values.compactMap(\.confirmed).sorted { $0.name < $1.name } }
+
+    func handle(_ event: SightingEvent) {
+        switch event {
+        case .resolved(let sighting):
+            guard sighting.record.uuid != options.ownUUID else { return }
+            // The same key may have moved to another UUID (a node restarted with new data).
+            forget(sighting.key, except: sighting.record.uuid)
+            let uuid = sighting.record.uuid
+            candidates[uuid, default: Candidate()].sightings[sighting.key] = sighting
+            if candidates[uuid]?.prober == nil {
+                candidates[uuid]?.prober = Task { [weak self] in await self?.probeLoop(uuid) }
+            }
+        case .removed(let key):
+            forget(key, except: nil)
+        }
+    }
+
+    /// Stops probing.
+    func stop() {
+        for candidate in candidates.values { candidate.prober?.cancel() }
+        candidates = [:]
+    }
+
+    private func forget(_ key: Sighting.Key, except keep: String?) {
+        for (uuid, candidate) in candidates where uuid != keep && candidate.sightings[key] != nil {
+            candidates[uuid]?.sightings[key] = nil
+            guard candidates[uuid]?.sightings.isEmpty == true else { continue }
+            candidate.prober?.cancel()
+            candidates[uuid] = nil
+            if let gone = candidate.confirmed {
+                logger.info("peer withdrew its service", metadata: ["peer": "\(gone.name)", "uuid": "\(uuid)"])
+                emit(.disappeared(gone))
+            }
+        }
+    }
+
+    private func probeLoop(_ uuid: String) async {
+        while !Task.isCancelled {
+            guard let candidate = candidates[uuid] else { return }
+            let answer = await Self.probe(candidate.sightings.values.sorted(by: Self.preferred), options: options, logger: logger)
+            guard !Task.isCancelled, candidates[uuid] != nil else { return }
+            settle(uuid, answer)
+            try? await Task.sleep(for: options.probeInterval)
+        }
+    }
+
+    private func settle(_ uuid: String, _ answer: Peer?) {
+        guard var candidate = candidates[uuid] else { return }
+        defer { candidates[uuid] = candidate }
+        guard let peer = answer else {
+            candidate.failures += 1
+            if let gone = candidate.confirmed, candidate.failures >= options.failureLimit {
+                logger.info("peer stopped answering", metadata: ["peer": "\(gone.name)", "uuid": "\(uuid)"])
+                candidate.confirmed = nil
+                emit(.disappeared(gone))
+            }
+            return
+        }
+        candidate.failures = 0
+        switch candidate.confirmed {
+        case nil: emit(.appeared(peer))
+        case let old? where old != peer: emit(.updated(peer))
+        default: break
+        }
+        candidate.confirmed = peer
+    }
+
+    /// IPv4 first, then routable IPv6, then link-local.
+    private static func preferred(_ a: Sighting, _ b: Sighting) -> Bool {
+        func rank(_ s: Sighting) -> Int { s.address.contains(":") ? (s.address.contains("%") ? 2 : 1) : 0 }
+        return (rank(a), a.address) < (rank(b), b.address)
+    }
+
+    /// The peer as it answers at the first address that works, or nil.
+    private static func probe(_ sightings: [Sighting], options: Options, logger: Logger) async -> Peer? {
+        let addresses = sightings.map(\.address).reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
+        for sighting in sightings {
+            let record = sighting.record
+            do {
+                let answer = try await NodeProbe.identify(
+                    scheme: record.tls ? "https" : "http", host: sighting.address, port: record.port, fingerprint: record.fingerprint,
+                    authenticator: options.authenticator, timeout: options.probeTimeout)
+                if case .uuid(let seen) = answer, seen != record.uuid {
+                    logger.warning("a service answers with another uuid than it advertises", metadata: [
+                        "name": "\(record.name)", "advertised": "\(record.uuid)", "answered": "\(seen)"])
+                    continue
+                }
+                return Peer(record: record, host: sighting.address, addresses: addresses)
+            } catch {
+                logger.debug("probe failed", metadata: ["name": "\(record.name)", "address": "\(sighting.address)", "error": "\(error)"])
+            }
+        }
+        return nil
+    }
+}

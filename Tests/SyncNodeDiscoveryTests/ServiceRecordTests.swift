@@ -1,0 +1,39 @@
+import Testing
+@testable import SyncNodeDiscovery
+
+@Suite struct ServiceRecordTests {
+    let record = ServiceRecord(
+        name: "kitchen", port: 5984, uuid: "3f2c", databases: ["default", "app.work.tasks"], tls: true,
+        fingerprint: "AbC-_x", requiresAuth: true)
+
+    @Test func txtHasDesignFieldsInOrder() {
+        #expect(record.txt == ["v=1", "uuid=3f2c", "dbs=default,app.work.tasks", "tls=1", "fp=AbC-_x", "auth=basic"])
+    }
+
+    @Test func roundTripsInAnyOrder() throws {
+        let parsed = try ServiceRecord(name: "kitchen", port: 5984, txt: record.txt.reversed() + ["extra=ignored"])
+        #expect(parsed == record)
+    }
+
+    @Test func plainHTTPWithoutAuth() throws {
+        let plain = ServiceRecord(name: "n", port: 1, uuid: "u", databases: [], tls: false, fingerprint: nil, requiresAuth: false)
+        #expect(plain.txt == ["v=1", "uuid=u", "dbs=", "tls=0", "auth=none"])
+        #expect(try ServiceRecord(name: "n", port: 1, txt: plain.txt) == plain)
+    }
+
+    @Test func firstOccurrenceOfAKeyWins() throws {
+        let parsed = try ServiceRecord(name: "n", port: 1, txt: ["v=1", "uuid=first", "uuid=second", "tls=0"])
+        #expect(parsed.uuid == "first")
+    }
+
+    @Test(arguments: [
+        ["uuid=u", "tls=0"],                 // no version
+        ["v=2", "uuid=u", "tls=0"],          // another version
+        ["v=1", "tls=0"],                    // no uuid
+        ["v=1", "uuid=", "tls=0"],           // empty uuid
+        ["v=1", "uuid=u", "tls=1"],          // TLS without a fingerprint
+    ])
+    func rejectsRecordsThatAreNotOurs(txt: [String]) {
+        #expect(throws: DiscoveryError.self) { try ServiceRecord(name: "x", port: 1, txt: txt) }
+    }
+}

@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# A LAN of N hosts on one Linux machine, for multi-node tests: each host is a
+# network namespace on a shared bridge (10.77.0.I/24 on its eth0) with its own
+# /run, host name, dbus-daemon and avahi-daemon. Needs root.
+#
+#   scripts/lab.sh up N                start hosts 1..N (replaces a running lab)
+#   scripts/lab.sh exec I CMD...       run CMD on host I (working directory kept)
+#   scripts/lab.sh link I up|down      plug or unplug host I's cable
+#   scripts/lab.sh avahi I stop|start  stop or start host I's avahi-daemon
+#   scripts/lab.sh vanish I            kill everything on host I and unplug it (a host that died)
+#   scripts/lab.sh status              hosts, addresses, daemons
+#   scripts/lab.sh down                stop everything, remove the hosts
+#
+# State lives in $SYNCNODE_LAB (default /tmp/syncnode-lab); daemon logs in its host-I/ folders.
+set -euo pipefail
+
+LAB=${SYNCNODE_LAB:-/tmp/syncnode-lab}
+BRIDGE=snlab0
+PREFIX=10.77.0
+
+die() { echo "lab: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, mounts)"
+for tool in ip nsenter unshare dbus-daemon avahi-daemon; do
+  command -v "$tool" >/dev/null || die "$tool is missing: run scripts/setup.sh"
+done
+
+ns() { echo "snlab-$1"; }
+hostdir() { echo "$LAB/host-$1"; }
+hosts() { ls -d "$LAB"/host-* 2>/dev/null | sed 's/.*host-//' | sort -n; }
+
+# A process is alive unless gone or a zombie (PID 1 here may not reap promptly).
+alive() {
+  local state
+  state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ "$state" != Z ]
+}
+
+enter() {
+  local i=$1; shift
+  local d; d=$(hostdir "$i")
+  [ -e "$d/mnt" ] || die "no host $i (scripts/lab.sh up N first)"
+  nsenter --net="/run/netns/$(ns "$i")" --mount="$d/mnt" --uts="$d/uts" --wd="$PWD" -- "$@"
+}
+
+wait_for_log() {  # file, text, seconds
+  local deadline=$((SECONDS + $3))
+  until grep -q "$2" "$1" 2>/dev/null; do
+    [ $SECONDS -lt $deadline ] || return 1
+    sleep 0.05
+  done
+}
+
+start_avahi() {
+  local i=$1 d; d=$(hostdir "$i")
+  if [ -f "$d/avahi.pid" ] && alive "$(cat "$d/avahi.pid")"; then return 0; fi
+  rm -f "$d/run/avahi-daemon/pid"
+  : > "$d/avahi.log"
+  enter "$i" setsid avahi-daemon -f "$d/avahi-daemon.conf" --no-chroot --no-rlimits >>"$d/avahi.log" 2>&1 < /dev/null &
+  echo $! > "$d/avahi.pid"
+  wait_for_log "$d/avahi.log" "Server startup complete" 10 || die "host $i: avahi-daemon did not start (see $d/avahi.log)"
+}
+
+stop_avahi() {
+  local i=$1 d; d=$(hostdir "$i")
+  [ -f "$d/avahi.pid" ] || return 0
+  local pid; pid=$(cat "$d/avahi.pid")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 50); do alive "$pid" || break; sleep 0.05; done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -f "$d/avahi.pid" "$d/run/avahi-daemon/pid"
+}
+
+host_up() {
+  local i=$1 d; d=$(hostdir "$i")
+  mkdir -p "$d/run/dbus" "$d/services"
+  ip netns add "$(ns "$i")"
+  ip link add "snveth$i" type veth peer name eth0 netns "$(ns "$i")"
+  ip link set "snveth$i" master "$BRIDGE" up
+  ip netns exec "$(ns "$i")" ip addr add "$PREFIX.$i/24" dev eth0
+  ip netns exec "$(ns "$i")" ip link set eth0 up multicast on
+  ip netns exec "$(ns "$i")" ip link set lo up
+
+  # A persistent mount + UTS namespace: private /run (avahi's pid file and socket
+  # paths are fixed), no system services, the host's own name and /sys.
+  touch "$d/mnt" "$d/uts"
+  unshare --mount="$d/mnt" --uts="$d/uts" --propagation private sh -c "
+    nsenter --net=/run/netns/$(ns "$i") mount -t sysfs sysfs /sys
+    mount --bind '$d/run' /run
+    mount --bind '$d/services' /etc/avahi/services
+    hostname host-$i"
+
+  cat > "$d/dbus.conf" <<EOF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=/run/dbus/system_bus_socket</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow own="*"/>
+    <allow send_destination="*"/>
+    <allow receive_sender="*"/>
+  </policy>
+  <include ignore_missing="yes">/usr/share/dbus-1/system.d/avahi-dbus.conf</include>
+</busconfig>
+EOF
+  cat > "$d/avahi-daemon.conf" <<EOF
+[server]
+host-name=host-$i
+use-ipv4=yes
+use-ipv6=no
+allow-interfaces=eth0
+ratelimit-interval-usec=1000000
+ratelimit-burst=1000
+[wide-area]
+enable-wide-area=no
+[publish]
+publish-workstation=no
+publish-hinfo=no
+EOF
+  enter "$i" setsid dbus-daemon --nofork --nopidfile --config-file="$d/dbus.conf" >"$d/dbus.log" 2>&1 < /dev/null &
+  echo $! > "$d/dbus.pid"
+  local deadline=$((SECONDS + 5))
+  until [ -S "$d/run/dbus/system_bus_socket" ]; do
+    [ $SECONDS -lt $deadline ] || die "host $i: dbus-daemon did not start (see $d/dbus.log)"
+    sleep 0.02
+  done
+  start_avahi "$i"
+}
+
+host_down() {
+  local i=$1 d; d=$(hostdir "$i")
+  local n; n=$(ns "$i")
+  if ip netns list | grep -qw "$n"; then
+    for pid in $(ip netns pids "$n" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+  fi
+  for f in avahi dbus; do
+    [ -f "$d/$f.pid" ] && kill -9 "$(cat "$d/$f.pid")" 2>/dev/null || true
+  done
+  umount "$d/mnt" 2>/dev/null || true
+  umount "$d/uts" 2>/dev/null || true
+  ip link del "snveth$i" 2>/dev/null || true
+  ip netns del "$n" 2>/dev/null || true
+  rm -rf "$d"
+}
+
+lab_down() {
+  for i in $(hosts); do host_down "$i"; done
+  ip link del "$BRIDGE" 2>/dev/null || true
+  if mountpoint -q "$LAB"; then umount "$LAB" 2>/dev/null || umount -l "$LAB" || true; fi
+}
+
+lab_up() {
+  local n=$1
+  [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 200 ] || die "up N: N must be 1..200"
+  lab_down
+  mkdir -p "$LAB"
+  # unshare --mount=FILE needs FILE on a private mount.
+  mount --bind "$LAB" "$LAB"
+  mount --make-private "$LAB"
+  ip link add "$BRIDGE" type bridge
+  echo 0 > "/sys/class/net/$BRIDGE/bridge/multicast_snooping"
+  ip link set "$BRIDGE" up
+  for i in $(seq "$n"); do host_up "$i"; done
+  echo "lab: $n hosts up ($PREFIX.1-$PREFIX.$n); enter one with: scripts/lab.sh exec I CMD" >&2
+}
+
+status() {
+  [ -n "$(hosts)" ] || { echo "lab: no hosts"; return 0; }
+  for i in $(hosts); do
+    local d; d=$(hostdir "$i")
+    local link avahi dbus
+    link=$(cat "/sys/class/net/snveth$i/operstate" 2>/dev/null || echo missing)
+    avahi=down; [ -f "$d/avahi.pid" ] && alive "$(cat "$d/avahi.pid")" && avahi=up
+    dbus=down; [ -f "$d/dbus.pid" ] && alive "$(cat "$d/dbus.pid")" && dbus=up
+    echo "host-$i $PREFIX.$i link=$link dbus=$dbus avahi=$avahi"
+  done
+}
+
+cmd=${1:-}
+shift || true
+case "$cmd" in
+  up) lab_up "${1:?up N}" ;;
+  down) lab_down ;;
+  exec) i=${1:?exec I CMD...}; shift; [ $# -gt 0 ] || die "exec I CMD..."; enter "$i" "$@" ;;
+  link) ip link set "snveth${1:?link I up|down}" "${2:?link I up|down}" ;;
+  avahi)
+    case "${2:-}" in
+      stop) stop_avahi "$1" ;;
+      start) start_avahi "$1" ;;
+      *) die "avahi I stop|start" ;;
+    esac ;;
+  vanish)
+    i=${1:?vanish I}
+    for pid in $(ip netns pids "$(ns "$i")"); do kill -9 "$pid" 2>/dev/null || true; done
+    ip link set "snveth$i" down ;;
+  status) status ;;
+  *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac
