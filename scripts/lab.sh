@@ -39,7 +39,7 @@ enter() {
   local i=$1; shift
   local d; d=$(hostdir "$i")
   [ -e "$d/mnt" ] || die "no host $i (scripts/lab.sh up N first)"
-  nsenter --net="/run/netns/$(ns "$i")" --mount="$d/mnt" --uts="$d/uts" --wd="$PWD" -- "$@"
+  ${EXEC:-} nsenter --net="/run/netns/$(ns "$i")" --mount="$d/mnt" --uts="$d/uts" --wd="$PWD" -- "$@"
 }
 
 wait_for_log() {  # file, text, seconds
@@ -55,7 +55,7 @@ start_avahi() {
   if [ -f "$d/avahi.pid" ] && alive "$(cat "$d/avahi.pid")"; then return 0; fi
   rm -f "$d/run/avahi-daemon/pid"
   : > "$d/avahi.log"
-  enter "$i" setsid avahi-daemon -f "$d/avahi-daemon.conf" --no-chroot --no-rlimits >>"$d/avahi.log" 2>&1 < /dev/null &
+  EXEC=exec enter "$i" setsid avahi-daemon -f "$d/avahi-daemon.conf" --no-chroot --no-rlimits >>"$d/avahi.log" 2>&1 < /dev/null &
   echo $! > "$d/avahi.pid"
   wait_for_log "$d/avahi.log" "Server startup complete" 10 || die "host $i: avahi-daemon did not start (see $d/avahi.log)"
 }
@@ -119,7 +119,7 @@ enable-wide-area=no
 publish-workstation=no
 publish-hinfo=no
 EOF
-  enter "$i" setsid dbus-daemon --nofork --nopidfile --config-file="$d/dbus.conf" >"$d/dbus.log" 2>&1 < /dev/null &
+  EXEC=exec enter "$i" setsid dbus-daemon --nofork --nopidfile --config-file="$d/dbus.conf" >"$d/dbus.log" 2>&1 < /dev/null &
   echo $! > "$d/dbus.pid"
   local deadline=$((SECONDS + 5))
   until [ -S "$d/run/dbus/system_bus_socket" ]; do
@@ -183,7 +183,8 @@ shift || true
 case "$cmd" in
   up) lab_up "${1:?up N}" ;;
   down) lab_down ;;
-  exec) i=${1:?exec I CMD...}; shift; [ $# -gt 0 ] || die "exec I CMD..."; enter "$i" "$@" ;;
+  # exec: the command replaces this script, so `$!` of a backgrounded `lab.sh exec` is the command's PID.
+  exec) i=${1:?exec I CMD...}; shift; [ $# -gt 0 ] || die "exec I CMD..."; EXEC=exec enter "$i" "$@" ;;
   link) ip link set "snveth${1:?link I up|down}" "${2:?link I up|down}" ;;
   avahi)
     case "${2:-}" in
@@ -192,9 +193,10 @@ case "$cmd" in
       *) die "avahi I stop|start" ;;
     esac ;;
   vanish)
+    # Unplugged first, so no goodbye packet leaves: peers must notice on their own.
     i=${1:?vanish I}
-    for pid in $(ip netns pids "$(ns "$i")"); do kill -9 "$pid" 2>/dev/null || true; done
-    ip link set "snveth$i" down ;;
+    ip link set "snveth$i" down
+    for pid in $(ip netns pids "$(ns "$i")"); do kill -9 "$pid" 2>/dev/null || true; done ;;
   status) status ;;
   *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -8,3 +8,9 @@ bash scripts/setup.sh
 # Build everything first: some tests run the `syncnode` executable as a child process.
 swift build --build-tests
 swift test --skip-build "$@"
+# Discovery and sync across three hosts (network namespaces with their own avahi-daemon): needs root.
+if [ "$(id -u)" -eq 0 ]; then
+  bash scripts/multinode-test.sh
+else
+  echo "test: ******** SKIPPED the multi-node test (scripts/multinode-test.sh): it needs root ********" >&2
+fi

@@ -45,8 +45,10 @@ actor PeerTracker {
             // The same key may have moved to another UUID (a node restarted with new data).
             forget(sighting.key, except: sighting.record.uuid)
             let uuid = sighting.record.uuid
-            candidates[uuid, default: Candidate()].sightings[sighting.key] = sighting
-            if candidates[uuid]?.prober == nil {
+            let previous = candidates[uuid, default: Candidate()].sightings.updateValue(sighting, forKey: sighting.key)
+            // Something new to check (a restarted node's new port, a new TXT): check now, not at the next interval.
+            if previous != sighting || candidates[uuid]?.prober == nil {
+                candidates[uuid]?.prober?.cancel()
                 candidates[uuid]?.prober = Task { [weak self] in await self?.probeLoop(uuid) }
             }
         case .removed(let key):
