@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Sets up the machine, builds `syncnode` (release) and runs a node on the
-# embedded default database: `syncnode serve` until Ctrl-C / SIGTERM.
+# embedded default database: `syncnode serve` until Ctrl-C / SIGTERM, with
+# dbus and avahi-daemon started if needed so it advertises itself on the LAN.
 # Extra arguments go to `serve`, e.g. `bash scripts/run.sh --user ann --password secret --port 6984`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SWIFT_DETERMINISTIC_HASHING=1
 
 bash scripts/setup.sh
+bash scripts/services.sh || echo "run: DNS-SD services unavailable; the node runs without discovery" >&2
 swift build -c release --product syncnode
 bin="$(swift build -c release --show-bin-path)/syncnode"
 export SYNCNODE_DIR="${SYNCNODE_DIR:-$PWD/syncnode-data}"
