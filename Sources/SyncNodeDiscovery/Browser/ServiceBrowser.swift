@@ -50,10 +50,10 @@ final class ServiceBrowser: @unchecked Sendable, AvahiConnectionUser {
         guard browser == nil else { return }
         browser = avahi_service_browser_new(
             client, AvahiConnection.anyInterface, AvahiConnection.anyProtocol, ServiceRecord.serviceType, nil, AvahiLookupFlags(0),
-            { _, interface, proto, event, name, _, domain, _, context in
+            { _, interface, proto, event, name, _, _, _, context in
                 guard let context, let name else { return }
                 Unmanaged<ServiceBrowser>.fromOpaque(context).takeUnretainedValue()
-                    .browsed(event, Sighting.Key(interface: interface, proto: proto, name: String(cString: name)), domain: domain)
+                    .browsed(event, Sighting.Key(interface: interface, proto: proto, name: String(cString: name)))
             }, context)
         if browser == nil {
             logger.error("cannot browse", metadata: ["error": "\(String(cString: avahi_strerror(avahi_client_errno(client))))"])
@@ -68,23 +68,11 @@ final class ServiceBrowser: @unchecked Sendable, AvahiConnectionUser {
         resolvers = [:]
     }
 
-    private func browsed(_ event: AvahiBrowserEvent, _ key: Sighting.Key, domain: UnsafePointer<CChar>?) {
+    private func browsed(_ event: AvahiBrowserEvent, _ key: Sighting.Key) {
         switch event {
         case AVAHI_BROWSER_NEW:
-            guard resolvers[key] == nil, let browser, let client = avahi_service_browser_get_client(browser) else { return }
-            let resolver = avahi_service_resolver_new(
-                client, key.interface, key.proto, key.name, ServiceRecord.serviceType, domain, AvahiConnection.anyProtocol, AvahiLookupFlags(0),
-                { _, interface, proto, event, name, _, _, _, address, port, txt, _, context in
-                    guard let context, let name else { return }
-                    let browser = Unmanaged<ServiceBrowser>.fromOpaque(context).takeUnretainedValue()
-                    let key = Sighting.Key(interface: interface, proto: proto, name: String(cString: name))
-                    guard event == AVAHI_RESOLVER_FOUND, let address else {
-                        browser.logger.debug("cannot resolve", metadata: ["name": "\(key.name)"])
-                        return
-                    }
-                    browser.resolved(key, address: address, port: Int(port), txt: txt)
-                }, context)
-            if let resolver { resolvers[key] = resolver }
+            guard resolvers[key] == nil else { return }
+            resolve(key)
         case AVAHI_BROWSER_REMOVE:
             if let resolver = resolvers.removeValue(forKey: key) { avahi_service_resolver_free(resolver) }
             emit(.removed(key))
@@ -93,6 +81,32 @@ final class ServiceBrowser: @unchecked Sendable, AvahiConnectionUser {
         default:
             break
         }
+    }
+
+    /// Resolves in the default domain (`local`, the only one browsed).
+    private func resolve(_ key: Sighting.Key) {
+        guard let browser, let client = avahi_service_browser_get_client(browser) else { return }
+        let resolver = avahi_service_resolver_new(
+                client, key.interface, key.proto, key.name, ServiceRecord.serviceType, nil, AvahiConnection.anyProtocol, AvahiLookupFlags(0),
+                { _, interface, proto, event, name, _, _, _, address, port, txt, _, context in
+                    guard let context, let name else { return }
+                    let browser = Unmanaged<ServiceBrowser>.fromOpaque(context).takeUnretainedValue()
+                    let key = Sighting.Key(interface: interface, proto: proto, name: String(cString: name))
+                    guard event == AVAHI_RESOLVER_FOUND, let address else {
+                        browser.failed(key)
+                        return
+                    }
+                    browser.resolved(key, address: address, port: Int(port), txt: txt)
+                }, context)
+        if let resolver { resolvers[key] = resolver }
+    }
+
+    /// A resolver that timed out (lost packets) would never report again: ask anew while the service is listed.
+    private func failed(_ key: Sighting.Key) {
+        logger.debug("cannot resolve, asking again", metadata: ["name": "\(key.name)"])
+        guard let resolver = resolvers.removeValue(forKey: key) else { return }
+        avahi_service_resolver_free(resolver)
+        resolve(key)
     }
 
     private func resolved(_ key: Sighting.Key, address: UnsafePointer<AvahiAddress>, port: Int, txt: UnsafeMutablePointer<AvahiStringList>?) {
