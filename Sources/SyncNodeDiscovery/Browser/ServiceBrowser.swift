@@ -83,11 +83,13 @@ final class ServiceBrowser: @unchecked Sendable, AvahiConnectionUser {
         }
     }
 
-    /// Resolves in the default domain (`local`, the only one browsed).
+    /// Resolves in the default domain (`local`, the only one browsed), to an address of the
+    /// protocol the service was seen on: with any protocol, an IPv4 sighting may resolve to
+    /// the host's link-local IPv6 address, which an IPv4-only listener (the default) refuses.
     private func resolve(_ key: Sighting.Key) {
         guard let browser, let client = avahi_service_browser_get_client(browser) else { return }
         let resolver = avahi_service_resolver_new(
-                client, key.interface, key.proto, key.name, ServiceRecord.serviceType, nil, AvahiConnection.anyProtocol, AvahiLookupFlags(0),
+                client, key.interface, key.proto, key.name, ServiceRecord.serviceType, nil, key.proto, AvahiLookupFlags(0),
                 { _, interface, proto, event, name, _, _, _, address, port, txt, _, context in
                     guard let context, let name else { return }
                     let browser = Unmanaged<ServiceBrowser>.fromOpaque(context).takeUnretainedValue()
