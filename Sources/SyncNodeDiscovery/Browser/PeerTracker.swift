@@ -22,6 +22,8 @@ actor PeerTracker {
         var confirmed: Peer?
         var failures = 0
         var prober: Task<Void, Never>?
+        /// One probe per address, port and fingerprint: later checks reuse its connection.
+        var probes: [String: NodeProbe] = [:]
     }
 
     private let options: Options
@@ -57,9 +59,13 @@ actor PeerTracker {
     }
 
     /// Stops probing.
-    func stop() {
-        for candidate in candidates.values { candidate.prober?.cancel() }
+    func stop() async {
+        let all = candidates.values
         candidates = [:]
+        for candidate in all {
+            candidate.prober?.cancel()
+            for probe in candidate.probes.values { await probe.shutdown() }
+        }
     }
 
     private func forget(_ key: Sighting.Key, except keep: String?) {
@@ -68,6 +74,8 @@ actor PeerTracker {
             guard candidates[uuid]?.sightings.isEmpty == true else { continue }
             candidate.prober?.cancel()
             candidates[uuid] = nil
+            let probes = candidate.probes.values
+            Task { for probe in probes { await probe.shutdown() } }
             if let gone = candidate.confirmed {
                 logger.info("peer withdrew its service", metadata: ["peer": "\(gone.name)", "uuid": "\(uuid)"])
                 emit(.disappeared(gone))
@@ -77,12 +85,33 @@ actor PeerTracker {
 
     private func probeLoop(_ uuid: String) async {
         while !Task.isCancelled {
-            guard let candidate = candidates[uuid] else { return }
-            let answer = await Self.probe(candidate.sightings.values.sorted(by: Self.preferred), options: options, logger: logger)
+            guard candidates[uuid] != nil else { return }
+            let answer = await Self.probe(probes(for: uuid), logger: logger)
             guard !Task.isCancelled, candidates[uuid] != nil else { return }
             settle(uuid, answer)
             try? await Task.sleep(for: options.probeInterval)
         }
+    }
+
+    /// The candidate's sightings in the order to try them, each with its probe
+    /// (made on first use; those of sightings that went away are closed).
+    private func probes(for uuid: String) -> [(Sighting, NodeProbe)] {
+        guard var candidate = candidates[uuid] else { return [] }
+        var kept: [String: NodeProbe] = [:]
+        let pairs = candidate.sightings.values.sorted(by: Self.preferred).map { sighting in
+            let record = sighting.record
+            let key = "\(sighting.address) \(record.port) \(record.fingerprint ?? "-")"
+            let probe = kept[key] ?? candidate.probes[key] ?? NodeProbe(
+                scheme: record.tls ? "https" : "http", host: sighting.address, port: record.port, fingerprint: record.fingerprint,
+                authenticator: options.authenticator, timeout: options.probeTimeout)
+            kept[key] = probe
+            return (sighting, probe)
+        }
+        let stale = candidate.probes.filter { kept[$0.key] == nil }.values
+        if !stale.isEmpty { Task { for probe in stale { await probe.shutdown() } } }
+        candidate.probes = kept
+        candidates[uuid] = candidate
+        return pairs
     }
 
     private func settle(_ uuid: String, _ answer: Peer?) {
@@ -113,15 +142,12 @@ actor PeerTracker {
     }
 
     /// The peer as it answers at the first address that works, or nil.
-    private static func probe(_ sightings: [Sighting], options: Options, logger: Logger) async -> Peer? {
-        let addresses = sightings.map(\.address).reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
-        for sighting in sightings {
+    private static func probe(_ probes: [(Sighting, NodeProbe)], logger: Logger) async -> Peer? {
+        let addresses = probes.map(\.0.address).reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
+        for (sighting, probe) in probes {
             let record = sighting.record
             do {
-                let answer = try await NodeProbe.identify(
-                    scheme: record.tls ? "https" : "http", host: sighting.address, port: record.port, fingerprint: record.fingerprint,
-                    authenticator: options.authenticator, timeout: options.probeTimeout)
-                if case .uuid(let seen) = answer, seen != record.uuid {
+                if case .uuid(let seen) = try await probe.identify(), seen != record.uuid {
                     logger.warning("a service answers with another uuid than it advertises", metadata: [
                         "name": "\(record.name)", "advertised": "\(record.uuid)", "answered": "\(seen)"])
                     continue

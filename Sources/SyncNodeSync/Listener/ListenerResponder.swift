@@ -79,7 +79,7 @@ struct ListenerResponder: HTTPResponder {
               let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
               let credentials = String(data: decoded, encoding: .utf8),
               let colon = credentials.firstIndex(of: ":") else {
-            rateLimiter.recordFailure(context.remoteAddress)
+            // No password was tried: not a failure to limit (clients and peers' discovery probes ask first, then log in).
             throw CouchError.unauthorized
         }
         let user = String(credentials[..<colon])

@@ -4,48 +4,80 @@ import NIOCore
 import NIOHTTP1
 import SyncNodeStore
 
-/// Asks a node who it is: one `GET /` over a connection whose certificate is
-/// checked against the fingerprint the node claims. Discovery uses it to
-/// confirm that an advertised peer really answers at its address.
-public enum NodeProbe {
+/// Asks a node who it is: `GET /` over a connection whose certificate is
+/// checked against the fingerprint the node claims. Discovery keeps one per
+/// peer address and asks again every few seconds: the first call pins the
+/// certificate (one extra handshake), later ones reuse the kept-alive connection.
+///
+/// Credentials the node refuses are not sent again: each refusal counts
+/// against the node's failed-login limit, which would lock out every client
+/// on this address.
+public actor NodeProbe {
     /// What a probe learnt.
     public enum Answer: Sendable, Equatable {
         /// `GET /` answered with this `uuid`.
         case uuid(String)
-        /// The node wants credentials that were missing or refused (it answered, over TLS with the expected certificate when one was given).
+        /// The node wants credentials that were missing or refused, or is rate-limiting them
+        /// (it answered, over TLS with the expected certificate when one was given).
         case unauthorized
     }
 
-    /// Probes the node whose root is `scheme://host:port`.
+    private let scheme: String
+    private let host: String
+    private let port: Int
+    private let fingerprint: String?
+    private let timeout: Duration
+    private var authorization: String?
+    private var client: HTTPClient?
+
+    /// A probe of the node whose root is `scheme://host:port`.
     /// - parameter fingerprint: the certificate fingerprint to pin (https only).
-    /// - throws: connection failures, ``SyncError/invalidIdentity(_:)`` for another certificate, ``CouchError`` for another answer.
-    public static func identify(scheme: String, host: String, port: Int, fingerprint: String?, authenticator: BasicAuthenticator?,
-                                timeout: Duration) async throws -> Answer {
-        let (client, _) = try await HTTPRemote.makeClient(scheme: scheme, host: host, port: port, pinnedFingerprint: fingerprint, connectTimeout: timeout)
-        do {
-            let answer = try await identify(client, root: "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)",
-                                            authenticator: authenticator, timeout: timeout)
-            try? await client.shutdown()
-            return answer
-        } catch {
-            try? await client.shutdown()
-            throw error
-        }
+    public init(scheme: String, host: String, port: Int, fingerprint: String?, authenticator: BasicAuthenticator?, timeout: Duration) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        self.fingerprint = fingerprint
+        self.timeout = timeout
+        authorization = authenticator?.authorizationHeader
     }
 
-    private static func identify(_ client: HTTPClient, root: String, authenticator: BasicAuthenticator?, timeout: Duration) async throws -> Answer {
+    /// Asks once.
+    /// - throws: connection failures, ``SyncError/invalidIdentity(_:)`` for another certificate, ``CouchError`` for another answer.
+    public func identify() async throws -> Answer {
+        let client = try await connectedClient()
+        let root = HTTPRemote.root(scheme: scheme, host: host, port: port)
         var request = HTTPClientRequest(url: root + "/")
         request.headers.add(name: "Accept", value: "application/json")
-        if let auth = authenticator {
-            request.headers.add(name: "Authorization", value: "Basic " + Data("\(auth.username):\(auth.password)".utf8).base64EncodedString())
-        }
+        if let authorization { request.headers.add(name: "Authorization", value: authorization) }
         let response = try await client.execute(request, timeout: .init(timeout))
         let body = try await response.body.collect(upTo: 1 << 20)
-        if response.status == .unauthorized { return .unauthorized }
+        if response.status == .unauthorized || response.status == .tooManyRequests {
+            authorization = nil
+            return .unauthorized
+        }
         guard response.status == .ok, case .dictionary(let info)? = try? DocumentValue(json: String(buffer: body)),
               case .string(let uuid)? = info["uuid"] else {
             throw CouchError(status: Int(response.status.code), error: "not_a_node", reason: "GET \(root)/ did not answer with a node uuid")
         }
         return .uuid(uuid)
+    }
+
+    /// Closes the connection.
+    public func shutdown() async {
+        let kept = client
+        client = nil
+        try? await kept?.shutdown()
+    }
+
+    private func connectedClient() async throws -> HTTPClient {
+        if let client { return client }
+        let (made, _) = try await HTTPRemote.makeClient(scheme: scheme, host: host, port: port, pinnedFingerprint: fingerprint, connectTimeout: timeout)
+        // Another call may have connected meanwhile (actor reentrancy): keep one client.
+        if let client {
+            try? await made.shutdown()
+            return client
+        }
+        client = made
+        return made
     }
 }
