@@ -47,11 +47,11 @@ public struct PairingURL: Sendable, Equatable {
     public init(string: String) throws {
         let text = string.trimmingCharacters(in: .whitespacesAndNewlines)
         guard let components = URLComponents(string: text), let url = components.url else {
-            throw SyncError.invalidConfiguration("not a URL: \(Self.redacting(text))")
+            throw SyncError.invalidConfiguration("not a URL")
         }
         let scheme = components.scheme?.lowercased()
         guard scheme == "https" || scheme == "http", let host = components.host, !host.isEmpty else {
-            throw SyncError.invalidConfiguration("a pairing URL is https://[user:password@]host:port/db?uuid=...&fp=...: \(Self.redacting(text))")
+            throw SyncError.invalidConfiguration("a pairing URL is https://[user:password@]host:port/db?uuid=...&fp=...: \(Self.redacted(text))")
         }
         let database = components.path.split(separator: "/").first.map(String.init) ?? ""
         guard !database.isEmpty else { throw SyncError.invalidConfiguration("the pairing URL names no database") }
@@ -79,10 +79,9 @@ public struct PairingURL: Sendable, Equatable {
         host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
 
-    private static func redacting(_ text: String) -> String {
-        guard var c = URLComponents(string: text), c.password != nil else { return text }
-        c.password = "***"
-        return c.string ?? text
+    /// `text` without its password and query, for messages and logs.
+    public static func redacted(_ text: String) -> String {
+        URL(string: text).map(HTTPRemote.redacted) ?? "(not a URL)"
     }
 
     private static func encodeUserInfo(_ s: String) -> String {

@@ -22,7 +22,7 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
     /// `trusted` is the fingerprint seen before (pinned from then on); the
     /// fingerprint pinned is returned.
     static func connect(_ config: ReplicatorConfiguration, url: URL, trusted: String? = nil) async throws -> (HTTPRemote, pinned: String?) {
-        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false),
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false),
               let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = components.host else {
             throw SyncError.invalidConfiguration("replication URL must be http(s)://host[:port]/db: \(redacted(url))")
@@ -35,13 +35,8 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
             pinnedFingerprint: config.pinnedFingerprint ?? trusted, acceptSelfSigned: config.acceptOnlySelfSignedServerCertificate,
             connectTimeout: config.connectTimeout)
         var headers = config.headers.map { ($0.key, $0.value) }
-        if let auth = config.authenticator {
-            headers.append(("Authorization", "Basic " + Data("\(auth.username):\(auth.password)".utf8).base64EncodedString()))
-        }
-        components.user = nil
-        components.password = nil
-        let root = "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)"
-        let remote = HTTPRemote(root: root, database: database, client: client, headers: headers, configuredUUID: config.remoteUUID)
+        if let auth = config.authenticator { headers.append(("Authorization", auth.authorizationHeader)) }
+        let remote = HTTPRemote(root: root(scheme: scheme, host: host, port: port), database: database, client: client, headers: headers, configuredUUID: config.remoteUUID)
         return (remote, pinnedFingerprint)
     }
 
@@ -56,11 +51,10 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         configuration.httpVersion = .http1Only
         // One retry policy, the replicator's (with backoff and attempt counts), not a second one inside the client.
         configuration.connectionPool.retryConnectionEstablishment = false
-        var pinnedFingerprint: String? = pinnedFingerprint
+        var pinned = pinnedCertificate
         if scheme == "https" {
             var tls = TLSConfiguration.makeClientConfiguration()
             tls.minimumTLSVersion = .tlsv12
-            var pinned = pinnedCertificate
             if pinned == nil, let expected = pinnedFingerprint {
                 let seen = try await CertificateProbe.certificate(host: host, port: port, timeout: connectTimeout)
                 let fingerprint = TLSIdentity.fingerprint(der: seen)
@@ -75,16 +69,22 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
                 }
                 pinned = seen
             }
-            pinnedFingerprint = pinned.map { TLSIdentity.fingerprint(der: $0) }
             if let pinned {
                 tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: pinned, format: .der)])
                 tls.certificateVerification = .noHostnameVerification
             }
             configuration.tlsConfiguration = tls
         } else {
-            pinnedFingerprint = nil
+            pinned = nil
         }
-        return (HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration), pinnedFingerprint)
+        return (HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration),
+                pinned.map { TLSIdentity.fingerprint(der: $0) })
+    }
+
+    /// `scheme://host:port`, an IPv6 host in brackets (its zone index, if any, percent-encoded: RFC 6874).
+    static func root(scheme: String, host: String, port: Int) -> String {
+        let literal = host.contains(":") && !host.hasPrefix("[") ? "[\(host.replacingOccurrences(of: "%", with: "%25"))]" : host
+        return "\(scheme)://\(literal):\(port)"
     }
 
     private init(root: String, database: String, client: HTTPClient, headers: [(String, String)], configuredUUID: String?) {

@@ -24,6 +24,9 @@ public struct BasicAuthenticator: Sendable, Equatable {
         self.username = username
         self.password = password
     }
+
+    /// The `Authorization` header value.
+    var authorizationHeader: String { "Basic " + Data("\(username):\(password)".utf8).base64EncodedString() }
 }
 
 /// What a replication filter knows about a revision besides its body.
