@@ -43,7 +43,7 @@ extension StoreError {
     /// documents can go on without it.
     public var isDocumentLevel: Bool {
         switch self {
-        case .invalidJSON, .invalidValue, .reservedProperty, .invalidDocumentID, .conflict, .invalidRevision: return true
+        case .invalidJSON, .invalidValue, .reservedProperty, .invalidDocumentID, .conflict, .invalidRevision, .notFound: return true
         default: return false
         }
     }
