@@ -21,6 +21,15 @@ import Testing
         #expect(try ServiceRecord(name: "n", port: 1, txt: plain.txt) == plain)
     }
 
+    @Test func dbsFitsInOneTXTString() {
+        let many = (0..<100).map { "database-\($0)" }
+        let record = ServiceRecord(name: "n", port: 1, uuid: "u", databases: many, tls: false, fingerprint: nil, requiresAuth: false)
+        let dbs = record.txt[2]
+        #expect(dbs.utf8.count <= 255)
+        #expect(dbs.hasPrefix("dbs=database-0,database-1,"))
+        #expect(dbs.utf8.count > 240)  // filled, not cut short
+    }
+
     @Test func firstOccurrenceOfAKeyWins() throws {
         let parsed = try ServiceRecord(name: "n", port: 1, txt: ["v=1", "uuid=first", "uuid=second", "tls=0"])
         #expect(parsed.uuid == "first")

@@ -17,7 +17,7 @@ import Logging
 public final class Advertiser: @unchecked Sendable, AvahiConnectionUser {
     private var record: ServiceRecord              // poll thread or lock
     private var group: OpaquePointer?              // AvahiEntryGroup*, poll thread or lock
-    private var published: String?                 // the name the daemon accepted
+    private var published = false                  // the daemon announced it; poll thread or lock
     private let connection: AvahiConnection
     private let logger: Logger
 
@@ -40,14 +40,14 @@ public final class Advertiser: @unchecked Sendable, AvahiConnectionUser {
     public var name: String { connection.withLock { record.name } }
 
     /// Whether the daemon has announced the service (its probing, about a second, is done).
-    public var isPublished: Bool { connection.withLock { published != nil } }
+    public var isPublished: Bool { connection.withLock { published } }
 
     /// Replaces the advertised databases (the TXT record's `dbs`).
     public func update(databases: [String]) {
         connection.withLock {
             guard databases != record.databases else { return }
             record.databases = databases
-            guard let group, published != nil else { return }
+            guard let group, published else { return }
             let status = withTXT(record.txt) { txt in
                 avahi_entry_group_update_service_txt_strlst(
                     group, AvahiConnection.anyInterface, AvahiConnection.anyProtocol, AvahiPublishFlags(0), record.name, ServiceRecord.serviceType, nil, txt)
@@ -64,13 +64,13 @@ public final class Advertiser: @unchecked Sendable, AvahiConnectionUser {
 
     func avahiClientRegistering() {
         if let group { avahi_entry_group_reset(group) }
-        published = nil
+        published = false
     }
 
     func avahiClientLost() {
         // The client frees its groups.
         group = nil
-        published = nil
+        published = false
     }
 
     private func publish(_ client: OpaquePointer) {
@@ -91,10 +91,8 @@ public final class Advertiser: @unchecked Sendable, AvahiConnectionUser {
                     group, AvahiConnection.anyInterface, AvahiConnection.anyProtocol, AvahiPublishFlags(0), record.name, ServiceRecord.serviceType,
                     nil, nil, UInt16(truncatingIfNeeded: record.port), txt)
             }
-            if status == AVAHI_ERR_COLLISION {
-                rename()  // a service of this host already has the name
-                continue
-            }
+            // A service of this host already has the name: try the next alternative.
+            if status == AVAHI_ERR_COLLISION, rename() { continue }
             if status < 0 {
                 logger.error("cannot publish the service", metadata: ["error": "\(String(cString: avahi_strerror(status)))"])
                 return
@@ -108,11 +106,11 @@ public final class Advertiser: @unchecked Sendable, AvahiConnectionUser {
     private func changed(_ group: OpaquePointer, _ state: AvahiEntryGroupState) {
         switch state {
         case AVAHI_ENTRY_GROUP_ESTABLISHED:
-            published = record.name
+            published = true
             logger.info("advertising", metadata: ["name": "\(record.name)", "type": "\(ServiceRecord.serviceType)", "port": "\(record.port)"])
         case AVAHI_ENTRY_GROUP_COLLISION:
             // Another host has the name: take the next alternative and publish again.
-            rename()
+            guard rename() else { return }
             avahi_entry_group_reset(group)
             if let client = avahi_entry_group_get_client(group) { publish(client) }
         case AVAHI_ENTRY_GROUP_FAILURE:
@@ -123,12 +121,17 @@ public final class Advertiser: @unchecked Sendable, AvahiConnectionUser {
         }
     }
 
-    private func rename() {
-        guard let alternative = avahi_alternative_service_name(record.name) else { return }
+    /// Takes Avahi's next alternative name (`NAME #2`, ...); false if it has none (out of memory).
+    private func rename() -> Bool {
+        guard let alternative = avahi_alternative_service_name(record.name) else {
+            logger.error("service name taken and no alternative name", metadata: ["name": "\(record.name)"])
+            return false
+        }
         defer { avahi_free(alternative) }
         let old = record.name
         record.name = String(cString: alternative)
         logger.notice("service name taken, renamed", metadata: ["was": "\(old)", "now": "\(record.name)"])
+        return true
     }
 }
 

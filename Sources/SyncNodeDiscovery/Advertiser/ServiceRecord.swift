@@ -28,9 +28,14 @@ public struct ServiceRecord: Sendable, Equatable {
         self.requiresAuth = requiresAuth
     }
 
-    /// The TXT record's `key=value` strings, in order.
+    /// The TXT record's `key=value` strings, in order. A TXT string holds at
+    /// most 255 bytes (RFC 6763 §6.1): `dbs` lists the databases that fit.
     public var txt: [String] {
-        var entries = ["v=1", "uuid=\(uuid)", "dbs=\(databases.joined(separator: ","))", "tls=\(tls ? 1 : 0)"]
+        var dbs = "dbs="
+        for name in databases where dbs.utf8.count + name.utf8.count + 1 <= 255 {
+            dbs += (dbs == "dbs=" ? "" : ",") + name
+        }
+        var entries = ["v=1", "uuid=\(uuid)", dbs, "tls=\(tls ? 1 : 0)"]
         if let fingerprint { entries.append("fp=\(fingerprint)") }
         entries.append("auth=\(requiresAuth ? "basic" : "none")")
         return entries

@@ -91,12 +91,6 @@ final class AvahiConnection: @unchecked Sendable {
         return try body()
     }
 
-    /// The client, when running (call under the lock or on the poll thread).
-    var runningClient: OpaquePointer? {
-        guard let client, avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING else { return nil }
-        return client
-    }
-
     private var context: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
     private func connect() {

@@ -25,7 +25,7 @@ struct Peers: AsyncParsableCommand {
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let unavailable = Mutex<String?>(nil)
         let browser = try Browser(
-            ignoring: own, authenticator: user.flatMap { u in password.map { BasicAuthenticator(username: u, password: $0) } },
+            ignoring: own, authenticator: BasicAuthenticator(user: user, password: password),
             onStatus: { status in
                 if case .unavailable(let reason) = status { unavailable.withLock { $0 = reason } }
             })
@@ -37,12 +37,16 @@ struct Peers: AsyncParsableCommand {
         var printed = Set<String>()
         for await event in browser.events {
             guard case .appeared(let peer) = event, printed.insert(peer.uuid).inserted else { continue }
-            // Unbuffered: a script reads each peer as it is found.
-            FileHandle.standardOutput.write(Data((DocumentValue.dictionary([
+            let line = DocumentValue.dictionary([
                 "name": .string(peer.name), "uuid": .string(peer.uuid), "host": .string(peer.host), "port": .int(Int64(peer.port)),
                 "dbs": .array(peer.record.databases.map { .string($0) }), "tls": .bool(peer.record.tls),
                 "fp": peer.record.fingerprint.map { .string($0) } ?? .null,
-            ]).toJSON() + "\n").utf8))
+            ]).toJSON()
+            // Unbuffered: a script reads each peer as it is found. A closed pipe ends the browsing.
+            guard Output.write(line + "\n", to: .standardOutput) else {
+                stopper.cancel()
+                break
+            }
         }
         await stopper.value
         if printed.isEmpty, let reason = unavailable.withLock({ $0 }) {

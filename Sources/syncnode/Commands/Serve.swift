@@ -44,6 +44,11 @@ struct Serve: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
         for text in syncWith { _ = try PeerURL.parse(text, option: "--sync-with") }
         if autoSync && noBrowse { throw ValidationError("--auto-sync needs browsing (drop --no-browse)") }
+        if !trusted.isEmpty && !autoSync { throw ValidationError("--trust is for --auto-sync (pin a --sync-with peer with the fp= of its pairing URL)") }
+        if trustOnFirstUse && !autoSync && syncWith.isEmpty { throw ValidationError("--trust-on-first-use is for --auto-sync or --sync-with") }
+        if let name, name.isEmpty || name.utf8.count > 63 {
+            throw ValidationError("--name must be 1 to 63 bytes (a DNS-SD instance name)")
+        }
         for fingerprint in trusted where !TLSIdentity.isFingerprint(fingerprint) {
             throw ValidationError("--trust: not a certificate fingerprint (base64url SHA-256, as `syncnode identity` prints): \(fingerprint)")
         }
@@ -75,39 +80,41 @@ struct Serve: AsyncParsableCommand {
         if qr != .none, let code = try? QRCode(pairing.url.absoluteString) {
             banner += code.text(style: qr == .darkOnLight ? .darkOnLight : .lightOnDark) + "\n"
         }
-        FileHandle.standardOutput.write(Data(banner.utf8))
+        Output.write(banner, to: .standardOutput)
 
         let status = DiscoveryStatusReporter()
         let advertised: @Sendable () -> [String] = { [databases] in databases.isEmpty ? directory.databaseNames() : databases }
         var advertiser: Advertiser?
-        var advertising: Task<Void, Never>?
         if !noAdvertise {
             let record = ServiceRecord(
                 name: name ?? ProcessInfo.processInfo.hostName, port: boundPort, uuid: directory.uuid, databases: advertised(),
                 tls: fingerprint != nil, fingerprint: fingerprint, requiresAuth: !credentials.isEmpty)
-            let made = try Advertiser(record: record, onStatus: status.report)
-            made.start()
-            advertiser = made
-            if databases.isEmpty {
-                advertising = Task {
-                    for await names in directory.databaseNameUpdates() { made.update(databases: names) }
-                }
-            }
+            advertiser = try Advertiser(record: record, onStatus: status.report)
+            advertiser?.start()
         }
         var browser: Browser?
+        var watcher: PeerWatcher?
         var watching: Task<Void, Never>?
         if !noBrowse {
             let made = try Browser(
-                ignoring: directory.uuid, authenticator: user.flatMap { u in password.map { BasicAuthenticator(username: u, password: $0) } },
+                ignoring: directory.uuid, authenticator: BasicAuthenticator(user: user, password: password),
                 onStatus: status.report)
-            let watcher = PeerWatcher(autoSync: autoSync ? PeerWatcher.AutoSync(
+            let watched = PeerWatcher(autoSync: autoSync ? PeerWatcher.AutoSync(
                 directory: directory, databases: advertised,
                 trust: try TrustedPeers(directory: directory.url, trusted: trusted, trustOnFirstUse: trustOnFirstUse),
                 user: user, password: password) : nil)
             made.start()
-            watching = Task { await watcher.run(made.events) }
+            watching = Task { await watched.run(made.events) }
             browser = made
+            watcher = watched
         }
+        // Databases clients create or delete: advertised, and synced with the peers that serve them too.
+        let following = databases.isEmpty ? Task { [advertiser, watcher] in
+            for await names in directory.databaseNameUpdates() {
+                advertiser?.update(databases: names)
+                await watcher?.databasesChanged()
+            }
+        } : nil
         let explicit = try syncWith.map { text in
             let url = try PeerURL.parse(text, option: "--sync-with")
             guard let collection = try directory.database(served[0])?.defaultCollection() else { throw CLIError.user("no database \(served[0])") }
@@ -117,7 +124,7 @@ struct Serve: AsyncParsableCommand {
 
         await termination.wait()
         advertiser?.stop()
-        advertising?.cancel()
+        following?.cancel()
         await browser?.stop()
         await watching?.value
         for sync in explicit { await sync.stop() }

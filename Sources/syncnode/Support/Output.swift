@@ -8,10 +8,18 @@ enum Output {
     }
 
     static func error(_ message: String) {
-        FileHandle.standardError.write(Data("syncnode: \(message)\n".utf8))
+        write("syncnode: \(message)\n", to: .standardError)
     }
 
     static func progress(_ message: String) {
-        FileHandle.standardError.write(Data("\(message)\n".utf8))
+        write("\(message)\n", to: .standardError)
+    }
+
+    /// Writes at once, unbuffered (scripts wait for lines). False when the
+    /// reader is gone (`syncnode peers | head -1`): Foundation's old
+    /// `write(_:)` would trap on that EPIPE, since NIO ignores SIGPIPE.
+    @discardableResult
+    static func write(_ text: String, to handle: FileHandle) -> Bool {
+        (try? handle.write(contentsOf: Data(text.utf8))) != nil
     }
 }

@@ -16,7 +16,8 @@ actor PeerWatcher {
     }
 
     private let autoSync: AutoSync?
-    private var syncs: [String: (peer: Peer, replications: [PeerSync])] = [:]
+    /// Per trusted peer: the replications, one per database both serve.
+    private var syncs: [String: (peer: Peer, replications: [String: PeerSync])] = [:]
 
     init(autoSync: AutoSync?) {
         self.autoSync = autoSync
@@ -44,27 +45,37 @@ actor PeerWatcher {
         for uuid in Array(syncs.keys) { await stop(uuid) }
     }
 
+    /// This node's databases changed: sync the new ones with the peers that serve them too.
+    func databasesChanged() {
+        for (_, running) in syncs { startMissing(running.peer) }
+    }
+
     private func start(_ peer: Peer) {
         guard let autoSync, syncs[peer.uuid] == nil else { return }
         guard autoSync.trust.admit(peer) else {
             Output.progress("syncnode: not syncing with \(peer.name): \(autoSync.trust.refusal(peer))")
             return
         }
-        let shared = autoSync.databases().filter(peer.record.databases.contains)
-        var replications: [PeerSync] = []
-        for name in shared {
+        syncs[peer.uuid] = (peer, [:])
+        startMissing(peer)
+        if syncs[peer.uuid]?.replications.isEmpty == true {
+            Output.progress("syncnode: no database in common with \(peer.name) yet")
+        }
+    }
+
+    /// Starts a replication of each database both sides serve that has none yet.
+    private func startMissing(_ peer: Peer) {
+        guard let autoSync, var running = syncs[peer.uuid] else { return }
+        for name in autoSync.databases() where peer.record.databases.contains(name) && running.replications[name] == nil {
             guard let collection = try? autoSync.directory.database(name)?.defaultCollection() else { continue }
             let url = peer.url(database: name, user: autoSync.user, password: autoSync.password)
-            replications.append(PeerSync(collection: collection, url: url, trustOnFirstUse: false, label: "sync \(peer.name)/\(name)"))
+            running.replications[name] = PeerSync(collection: collection, url: url, trustOnFirstUse: false, label: "sync \(peer.name)/\(name)")
         }
-        if replications.isEmpty {
-            Output.progress("syncnode: no database in common with \(peer.name)")
-        }
-        syncs[peer.uuid] = (peer, replications)
+        syncs[peer.uuid] = running
     }
 
     private func stop(_ uuid: String) async {
         guard let running = syncs.removeValue(forKey: uuid) else { return }
-        for sync in running.replications { await sync.stop() }
+        for sync in running.replications.values { await sync.stop() }
     }
 }

@@ -24,7 +24,7 @@ final class ProgressReporter: Sendable {
 
     /// Ends the bar's line so what follows starts on its own.
     func finish() {
-        if last.withLock({ $0.drawn }) { FileHandle.standardError.write(Data("\n".utf8)) }
+        if last.withLock({ $0.drawn }) { Output.write("\n", to: .standardError) }
     }
 
     private func show(_ status: ReplicatorStatus) {
@@ -49,6 +49,6 @@ final class ProgressReporter: Sendable {
             l.at = .now
             return "\(label): \(counts)\n"
         }
-        if let text { FileHandle.standardError.write(Data(text.utf8)) }
+        if let text { Output.write(text, to: .standardError) }
     }
 }
