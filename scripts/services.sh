@@ -13,13 +13,15 @@ if [ -d /run/systemd/system ]; then
   $SUDO systemctl start dbus avahi-daemon
   exit 0
 fi
-if [ ! -S /run/dbus/system_bus_socket ]; then
+# A socket left by a killed bus does not answer: start a new bus then.
+if ! dbus-send --system --dest=org.freedesktop.DBus --print-reply / org.freedesktop.DBus.Peer.Ping >/dev/null 2>&1; then
   $SUDO mkdir -p /run/dbus
-  $SUDO rm -f /run/dbus/pid
+  $SUDO rm -f /run/dbus/pid /run/dbus/system_bus_socket
   $SUDO dbus-daemon --system --fork
 fi
 $SUDO rm -f /run/avahi-daemon/pid
 log=/var/log/syncnode-avahi-daemon.log
+$SUDO sh -c ": > $log"   # a previous run's "startup complete" must not count
 # In the foreground under setsid: -D would log to syslog, which such machines lack.
 $SUDO sh -c "setsid avahi-daemon --no-rlimits > $log 2>&1 < /dev/null &"
 for _ in $(seq 100); do
@@ -27,3 +29,4 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 echo "services: avahi-daemon did not start (see $log); the node will run without DNS-SD" >&2
+exit 1
