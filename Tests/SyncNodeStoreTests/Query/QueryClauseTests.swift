@@ -139,6 +139,24 @@ import Testing
         #expect(try query.execute().count == 0)
     }
 
+    @Test func aFloatConstantMatchesAStoredFloat() throws {
+        let doc = MutableDocument(id: "f")
+        doc.setFloat(0.1, forKey: "ratio")
+        try db.defaultCollection().save(doc)
+        let query = QueryBuilder.select(SelectResult.expression(Meta.id)).from(DataSource.database(db))
+            .where(Expression.property("ratio").equalTo(Expression.float(0.1)))
+        #expect(try query.execute().compactMap { $0.string(at: 0) } == ["f"])
+    }
+
+    @Test func aStringParameterIsBoundWhole() throws {
+        // Bound by byte count: a NUL must not end it ("Lyon\0x" is not "Lyon").
+        let query = try db.createQuery("SELECT meta().id FROM _ WHERE city = $city")
+        query.parameters = Parameters().setString("Lyon\u{0}x", forName: "city")
+        #expect(try query.execute().count == 0)
+        query.parameters = Parameters().setString("Lyon", forName: "city")
+        #expect(try query.execute().count == 2)
+    }
+
     @Test func joins() throws {
         let cities = try db.createCollection(name: "cities")
         for (name, country) in [("Paris", "FR"), ("Lyon", "FR"), ("Berlin", "DE")] {

@@ -22,7 +22,8 @@ public struct Expression: Sendable, Hashable {
     public static func int(_ value: Int) -> Expression { Expression(.literal(.int(Int64(value)))) }
     public static func int64(_ value: Int64) -> Expression { Expression(.literal(.int(value))) }
     public static func double(_ value: Double) -> Expression { Expression(.literal((try? .number(value)) ?? .null)) }
-    public static func float(_ value: Float) -> Expression { double(Double(value)) }
+    /// Stored as its printed decimal (`0.1`, not 0.10000000149011612), like `setFloat` and Codable models, so they compare equal.
+    public static func float(_ value: Float) -> Expression { Expression(.literal((try? .number(value)) ?? .null)) }
     public static func boolean(_ value: Bool) -> Expression { Expression(.literal(.bool(value))) }
     public static func date(_ value: Date?) -> Expression { string(value.map(ISODate.string(from:))) }
     /// Any JSON-compatible constant (`nil` is null); a value without a JSON form becomes null.

@@ -87,14 +87,13 @@ public final class Query: Sendable, CustomStringConvertible {
     private static func bind(_ compiled: CompiledQuery, _ parameters: Parameters, to handle: OpaquePointer) {
         sqlite3_clear_bindings(handle)
         let count = sqlite3_bind_parameter_count(handle)
-        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
         func bind(_ index: Int, _ value: (any DatabaseValueConvertible)?) {
             let i = Int32(index)
             guard i <= count else { return }
             switch value?.databaseValue.storage {
             case .int64(let v)?: sqlite3_bind_int64(handle, i, v)
             case .double(let v)?: sqlite3_bind_double(handle, i, v)
-            case .string(let v)?: sqlite3_bind_text(handle, i, v, -1, transient)
+            case .string(let v)?: SQLiteStatement(handle).bind(i, v)  // by byte count: a NUL inside must not end the string
             default: sqlite3_bind_null(handle, i)
             }
         }
@@ -151,10 +150,7 @@ public final class Query: Sendable, CustomStringConvertible {
         return ResultSet(layout: compiled.layout, rows: rows)
     }
 
-    private static func text(_ handle: OpaquePointer, _ column: Int32) -> String {
-        guard let bytes = sqlite3_column_text(handle, column) else { return "" }
-        return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column))), as: UTF8.self)
-    }
+    private static func text(_ handle: OpaquePointer, _ column: Int32) -> String { SQLiteStatement(handle).text(column) }
 
     /// Reads the value/tag column pair at `column`.
     private static func value(_ handle: OpaquePointer, column: Int32, blobStore: BlobStore) throws -> DocumentValue? {

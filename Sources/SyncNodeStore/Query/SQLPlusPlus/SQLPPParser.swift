@@ -155,11 +155,13 @@ struct SQLPPParser {
         return try comparison()
     }
 
+    private static let comparisonOperators: [String: BinaryOperator] = [
+        "=": .equal, "==": .equal, "!=": .notEqual, "<>": .notEqual, "<": .less, "<=": .lessOrEqual, ">": .greater, ">=": .greaterOrEqual,
+    ]
+
     private mutating func comparison() throws(StoreError) -> QueryExpression {
         let left = try concatenation()
-        let operators: [String: BinaryOperator] = ["=": .equal, "==": .equal, "!=": .notEqual, "<>": .notEqual,
-                                                   "<": .less, "<=": .lessOrEqual, ">": .greater, ">=": .greaterOrEqual]
-        if case .symbol(let s) = peek().kind, let op = operators[s] {
+        if case .symbol(let s) = peek().kind, let op = Self.comparisonOperators[s] {
             index += 1
             return .binary(op, left, try concatenation())
         }
