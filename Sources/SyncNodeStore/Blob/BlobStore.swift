@@ -98,10 +98,9 @@ final class BlobStore: Sendable {
     /// True when the content is there already. Its time is refreshed: compaction
     /// spares unreferenced blobs younger than its grace period, and a save about
     /// to refer to this one again must not lose it to a compaction in between.
+    /// One call, so a file compaction removes in between is not reported as there.
     private func keepExisting(_ target: URL) -> Bool {
-        guard FileManager.default.fileExists(atPath: target.path) else { return false }
-        try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: target.path)
-        return true
+        (try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: target.path)) != nil
     }
 
     func allDigests() -> [String] {

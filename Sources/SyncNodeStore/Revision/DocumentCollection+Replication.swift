@@ -26,7 +26,6 @@ package struct StoredRevision: Sendable, Equatable {
     package let history: [String]
 }
 
-/// What a peer lacks of a document (CouchDB's `_revs_diff` entry).
 /// What ``DocumentCollection/insertRevision(id:history:deleted:body:)`` did.
 package enum RevisionInsertion: Sendable, Equatable {
     /// The revision was already there: nothing changed.
@@ -37,6 +36,7 @@ package enum RevisionInsertion: Sendable, Equatable {
     case branched
 }
 
+/// What a peer lacks of a document (CouchDB's `_revs_diff` entry).
 package struct RevsDiffEntry: Sendable, Equatable {
     package let missing: [String]
     package let possibleAncestors: [String]
