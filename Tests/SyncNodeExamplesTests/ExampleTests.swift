@@ -20,10 +20,11 @@ final class ExampleTests {
         try? FileManager.default.removeItem(at: dir)
     }
 
-    /// Lets main-queue deliveries run until `condition` holds (or 5 s pass).
-    func settle(_ condition: () -> Bool) async throws {
+    /// Lets main-queue deliveries run until `condition` holds; a failure if it does not within 5 s.
+    func settle(sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool) async throws {
         let deadline = Date().addingTimeInterval(5)
         while !condition(), Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        if !condition() { Issue.record("not settled within 5 s", sourceLocation: sourceLocation) }
     }
 
     @Test func combineTodoViewModel() async throws {

@@ -27,7 +27,9 @@ import Testing
             process.arguments = ["--dir", directory.path, "serve", "--host", "127.0.0.1", "--user", user, "--password", password]
             let out = Pipe()
             process.standardOutput = out
-            FileManager.default.createFile(atPath: stderr.path, contents: nil)
+            guard FileManager.default.createFile(atPath: stderr.path, contents: nil) else {
+                throw SyncError.invalidConfiguration("cannot create \(stderr.path)")
+            }
             process.standardError = try FileHandle(forWritingTo: stderr)
             try process.run()
             // The contract: exactly one line "syncnode: listening on <pairing URL>" when ready.
