@@ -151,7 +151,8 @@ wait_until 5 grep -q published "$WORK/zc.out" || fail "zeroconf could not publis
 peers=$($LAB exec 1 "$BIN" --dir "$WORK/n1" peers --timeout 3)
 grep '"name":"zc-peer"' <<< "$peers" | grep '"uuid":"zc-uuid-1"' | grep -q '"port":8123' || fail "syncnode peers does not see the zeroconf service: $peers"
 grep -q '"name":"node-2"' <<< "$peers" || fail "syncnode peers does not list node-2: $peers"
-kill -INT "$ZC" 2>/dev/null || true   # lets zeroconf send its goodbye
+kill "$ZC" 2>/dev/null || true   # zeroconf_peer.py says goodbye on SIGTERM
+wait "$ZC" 2>/dev/null || true
 say "ok: zeroconf sees our services with their TXT records; syncnode peers sees zeroconf's"
 
 # --- 4. Auto-sync: a document written on each host reaches all others.

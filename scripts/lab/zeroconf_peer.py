@@ -9,6 +9,7 @@
 """
 import http.server
 import json
+import signal
 import socket
 import sys
 import threading
@@ -63,6 +64,8 @@ def publish(name, address, port, uuid):
     info = ServiceInfo(TYPE, f"{name}.{TYPE}", addresses=[socket.inet_aton(address)], port=port,
                        properties={"v": "1", "uuid": uuid, "dbs": "default", "tls": "0", "auth": "none"})
     zc.register_service(info)
+    # SIGTERM unwinds through `finally`, which says goodbye (a background job of a script ignores SIGINT).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print("published", flush=True)
     try:
         while True:
