@@ -1,5 +1,8 @@
+import AsyncHTTPClient
 import Foundation
+import NIOCore
 import NIOHTTP1
+import NIOPosix
 import Testing
 @testable import SyncNodeStore
 @testable import SyncNodeSync
@@ -50,5 +53,36 @@ import Testing
         #expect(filtered["results"]?.array?.compactMap { $0["id"]?.string } == ["second"])
         let limited = try await h.request(.GET, "/db/_changes?limit=1")
         #expect(limited["results"]?.array?.count == 1 && limited["last_seq"]?.int == 1 && limited["pending"]?.int == 1)
+    }
+
+    @Test func statusCountsOpenConnectionsAndRequests() async throws {
+        let h = try await ListenerHarness()
+        defer { Task { await h.shutdown() } }
+        _ = try await h.request(.PUT, "/db")
+        let before = h.listener.status
+        #expect(before.activeRequests == 0 && before.totalRequests >= 1)
+        #expect(before.activeConnections >= 1, "the harness client's kept-alive connection is open")
+
+        // A second client holds one more connection, busy with a feed for a second.
+        var configuration = HTTPClient.Configuration()
+        configuration.tlsConfiguration = try h.node.tlsIdentity().pinningClientConfiguration()
+        let other = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+        var request = HTTPClientRequest(url: h.base + "/db/_changes?feed=continuous&timeout=1000")
+        request.headers.add(name: "Authorization", value: ListenerHarness.authorization)
+        let feed = Task { try await other.execute(request, timeout: .seconds(30)).body.collect(upTo: 1 << 20) }
+        func status(until condition: (ListenerStatus) -> Bool) async -> ListenerStatus {
+            let deadline = ContinuousClock.now.advanced(by: .seconds(10))
+            while !condition(h.listener.status), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+            return h.listener.status
+        }
+        let during = await status { $0.activeRequests == 1 }
+        #expect(during.activeRequests == 1)
+        #expect(during.activeConnections == before.activeConnections + 1)
+        _ = try await feed.value
+        try await other.shutdown()
+        let after = await status { $0.activeConnections == before.activeConnections }
+        #expect(after.activeConnections == before.activeConnections, "the closed connection is still counted")
+        #expect(after.activeRequests == 0)
+        #expect(after.totalConnections == before.totalConnections + 1 && after.totalRequests == before.totalRequests + 1)
     }
 }

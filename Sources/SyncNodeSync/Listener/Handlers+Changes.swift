@@ -103,9 +103,15 @@ extension Handlers {
             var lastSent = spec.since
             var sent = 0
             var limitReached = false
+            @Sendable func page(after since: Int64) throws -> [ChangeEntry] {
+                try collection.changes(since: since, limit: pageSize, allLeaves: spec.allLeaves, includeBodies: spec.includeDocs)
+            }
+            var batch = try descending?.entries ?? page(after: since)
             paging: while true {
-                let batch = try descending?.entries
-                    ?? collection.changes(since: since, limit: pageSize, allLeaves: spec.allLeaves, includeBodies: spec.includeDocs)
+                // The next page is read while this one is being written out.
+                let more = descending == nil && batch.count == pageSize
+                let nextSince = batch.last?.sequence ?? since
+                async let next = more ? page(after: nextSince) : []
                 for entry in batch where spec.docIDs?.contains(entry.id) ?? true {
                     if let limit = spec.limit, sent >= limit {
                         limitReached = true
@@ -120,11 +126,9 @@ extension Handlers {
                         json.bytes.removeAll(keepingCapacity: true)
                     }
                 }
-                guard descending == nil, let last = batch.last, batch.count == pageSize else {
-                    since = batch.last?.sequence ?? since
-                    break
-                }
-                since = last.sequence
+                since = nextSince
+                guard more else { break }
+                batch = try await next
             }
             let lastSeq = descending?.last ?? (limitReached ? lastSent : max(since, spec.feed == .normal ? end : since))
             let pending = limitReached ? try collection.changeCount(since: lastSeq) : 0

@@ -44,7 +44,7 @@ public final class Listener: Sendable {
     /// The TLS identity in use (nil with TLS disabled or before start).
     public var tlsIdentity: TLSIdentity? { state.withLock { $0.identity } }
 
-    /// Requests being answered now, answered since start, and response body bytes sent.
+    /// Connections and requests open now and since start, and response body bytes sent.
     public var status: ListenerStatus { stats.snapshot }
 
     /// Base URLs, one per local IPv4 address (or the bound host).
@@ -66,7 +66,9 @@ public final class Listener: Sendable {
             handlers: Handlers(config: config, replications: replications, logger: logger), authenticator: config.authenticator,
             allowedOrigins: config.allowedOrigins, rateLimiter: AuthRateLimiter(limit: config.authFailuresPerMinute), stats: stats,
             faultInjector: config.faultInjector, logger: logger)
+        let stats = self.stats
         let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [ConnectionCounter(stats: stats)],
             idleTimeout: .nanoseconds(Int64(config.idleTimeout.components.seconds) * 1_000_000_000),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 64 * 1024, maxHeaderListSize: 128 * 1024, maxHeaderFieldCount: 200))
         let server: HTTPServerBuilder = try identity.map { try .tls(.http1(configuration: http1), tlsConfiguration: $0.serverConfiguration()) }

@@ -22,8 +22,8 @@ struct ListenerResponder: HTTPResponder {
     let logger: Logger
 
     func respond(to request: Request, context: Context) async throws -> Response {
-        stats.requestStarted()
-        defer { stats.requestFinished() }
+        // Active until the response is dropped: after its body (a feed, maybe) is written or has failed.
+        let active = ActiveRequest(stats)
         var response: Response
         do {
             response = try await route(request, context: context)
@@ -42,6 +42,7 @@ struct ListenerResponder: HTTPResponder {
         // Counts bytes as written, keeping the body's length (`ResponseBody.map` drops it: chunked).
         let stats = stats, body = response.body
         response.body = ResponseBody(contentLength: body.contentLength) { writer in
+            withExtendedLifetime(active) {}
             try await body.write(writer.map { buffer in
                 stats.sent(buffer.readableBytes)
                 return buffer
@@ -118,6 +119,10 @@ struct ListenerResponder: HTTPResponder {
 
 /// What a listener has done since it started.
 public struct ListenerStatus: Sendable, Equatable {
+    /// Client connections open now (TLS handshakes in progress included).
+    public var activeConnections = 0
+    /// Connections accepted since start.
+    public var totalConnections = 0
     /// Requests being answered now.
     public var activeRequests = 0
     /// Requests answered since start.
@@ -130,10 +135,24 @@ public struct ListenerStatus: Sendable, Equatable {
 final class ListenerStats: Sendable {
     private let counts = Mutex(ListenerStatus())
 
+    func connectionOpened() { counts.withLock { $0.activeConnections += 1; $0.totalConnections += 1 } }
+    func connectionClosed() { counts.withLock { $0.activeConnections -= 1 } }
     func requestStarted() { counts.withLock { $0.activeRequests += 1; $0.totalRequests += 1 } }
     func requestFinished() { counts.withLock { $0.activeRequests -= 1 } }
     func sent(_ bytes: Int) { counts.withLock { $0.bytesSent += bytes } }
     var snapshot: ListenerStatus { counts.withLock { $0 } }
+}
+
+/// One request in ``ListenerStatus/activeRequests``, for as long as it lives.
+private final class ActiveRequest: Sendable {
+    private let stats: ListenerStats
+
+    init(_ stats: ListenerStats) {
+        self.stats = stats
+        stats.requestStarted()
+    }
+
+    deinit { stats.requestFinished() }
 }
 
 /// Slows down password guessing: after `limit` failures within a minute an

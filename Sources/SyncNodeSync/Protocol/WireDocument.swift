@@ -81,7 +81,9 @@ enum WireDocument {
         if deleted { out.writeRaw(#","_deleted":true"#) }
         if body.utf8.count > 2 {
             out.writeRaw(",")
-            out.bytes.append(contentsOf: body.utf8.dropFirst())
+            var body = body
+            // Through `withUTF8`: appending `utf8.dropFirst()` copies byte by byte.
+            body.withUTF8 { out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: $0.dropFirst())) }
         } else {
             out.writeRaw("}")
         }
@@ -104,18 +106,20 @@ enum WireDocument {
     }
 
     /// Substring search on UTF-8 bytes (Foundation's `contains` bridges on Linux and is slow).
+    /// Candidates are found by the needle's second byte: the needles here start
+    /// with `"`, the commonest byte of any JSON text, and memchr on it would stop everywhere.
     static func contains(_ text: String, _ needle: StaticString) -> Bool {
         var text = text
         return text.withUTF8 { haystack in
             let n = needle.utf8CodeUnitCount
-            guard let base = haystack.baseAddress, n > 0, haystack.count >= n else { return false }
-            let first = Int32(needle.utf8Start[0])
-            var offset = 0
-            while offset + n <= haystack.count {
-                guard let hit = memchr(base + offset, first, haystack.count - offset - n + 1) else { return false }
-                let position = UnsafeRawPointer(hit) - UnsafeRawPointer(base)
+            guard let base = haystack.baseAddress, n > 1, haystack.count >= n else { return false }
+            let anchor = Int32(needle.utf8Start[1])
+            var offset = 1
+            while offset + n - 1 <= haystack.count {
+                guard let hit = memchr(base + offset, anchor, haystack.count - offset - n + 2) else { return false }
+                let position = UnsafeRawPointer(hit) - UnsafeRawPointer(base) - 1
                 if memcmp(base + position, needle.utf8Start, n) == 0 { return true }
-                offset = position + 1
+                offset = position + 2
             }
             return false
         }
