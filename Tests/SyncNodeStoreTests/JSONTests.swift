@@ -48,4 +48,25 @@ import Testing
         let ok = String(repeating: "[", count: 200) + String(repeating: "]", count: 200)
         #expect(throws: Never.self) { try DocumentValue(json: ok) }
     }
+
+    @Test func skimmerFindsValuesAtAPathAsText() throws {
+        let answer = #"""
+            { "results" : [
+                {"id": "a", "docs": [{"ok": {"_id":"a","t":"q\"}{","n":[1,{"ok":2}]}}, {"error": {"id":"a"}}]},
+                {"docs": {"ok": "not an array"}},
+                {"id": "b", "docs": [ {"ok" :  {"_id":"b"} } ], "ok": "not here"},
+                {"id": "c", "docs": []}
+            ], "ok": 1 }
+            """#
+        let path: [JSONSkimmer.Step] = [.member("results"), .each, .member("docs"), .each, .member("ok")]
+        let found = try JSONSkimmer.values(at: path, in: answer)
+        #expect(found == [#"{"_id":"a","t":"q\"}{","n":[1,{"ok":2}]}"#, #"{"_id":"b"}"#])
+        #expect(try found.map { try DocumentValue(json: $0) }.count == 2)
+        #expect(try JSONSkimmer.values(at: [.each], in: "[1, -2.5e3, true, null, \"x\"]") == ["1", "-2.5e3", "true", "null", #""x""#])
+        #expect(try JSONSkimmer.values(at: [.member("missing")], in: #"{"a":1}"#).isEmpty)
+        // Malformed input anywhere is an error, also outside the path.
+        for bad in [#"{"results":[{"docs":[{"ok":{"a":}}]}]}"#, #"{"x":[1,2}"#, #"{"results":[]"#, #"{"a":"\#u{01}"}"#, "[1] 2"] {
+            #expect(throws: StoreError.self, "\(bad)") { try JSONSkimmer.values(at: path, in: bad) }
+        }
+    }
 }

@@ -155,10 +155,10 @@ import Testing
         let peer = try ReplicatorTests.Peer()
         let local = LocalDatabase(collection: peer.collection)
         let refused = try await local.store([
-            ["_id": "_design/app", "_rev": "1-a", "views": [:]],
-            ["_id": "ok", "_rev": "1-b", "v": 1],
-            ["_id": "bad", "_rev": "not-a-rev"],
-        ])
+            #"{"_id":"_design/app","_rev":"1-a","views":{}}"#,
+            #"{"_id":"ok","_rev":"1-b","v":1}"#,
+            #"{"_id":"bad","_rev":"not-a-rev"}"#,
+        ].map { try WireRevision(json: $0) })
         #expect(refused.refused.count == 2 && refused.branched.isEmpty)
         #expect(try peer.collection.document(id: "ok")?.int(forKey: "v") == 1)
     }

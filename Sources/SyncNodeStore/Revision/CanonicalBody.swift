@@ -27,7 +27,7 @@ package struct CanonicalBody: Sendable {
     /// The body of a deleted revision.
     static let empty = CanonicalBody(json: Array("{}".utf8))
 
-    var text: String { String(decoding: json, as: UTF8.self) }
+    package var text: String { String(decoding: json, as: UTF8.self) }
 
     /// Canonicalizes the JSON object in `text`. Top-level members whose names
     /// start with `_` are not part of the body: they are returned apart, for

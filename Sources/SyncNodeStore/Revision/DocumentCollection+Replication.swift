@@ -121,6 +121,13 @@ extension DocumentCollection {
         }
     }
 
+    /// Runs `body` in one read transaction: the reads it makes see one
+    /// snapshot and share one lock, instead of one transaction each.
+    package func inSnapshot<T>(_ body: () throws -> T) throws -> T {
+        try checkLive()
+        return try database.read { _ in try body() }
+    }
+
     /// Every leaf revision of a document (CouchDB's `open_revs=all`), winner first.
     package func leafRevisions(id: String, historyLimit: Int = .max) throws -> [StoredRevision] {
         try checkLive()
@@ -158,6 +165,14 @@ extension DocumentCollection {
     /// Blob contents the body refers to must already be in the blob store.
     @discardableResult
     package func insertRevision(id: String, history: [String], deleted: Bool, body: [String: DocumentValue]) throws -> RevisionInsertion {
+        for key in body.keys where key.hasPrefix("_") && key != Self.attachmentsKey { throw StoreError.reservedProperty(key) }
+        return try insertRevision(id: id, history: history, deleted: deleted, body: CanonicalBody(object: body))
+    }
+
+    /// ``insertRevision(id:history:deleted:body:)`` for a body already in
+    /// canonical form (replication canonicalizes wire text without a value tree).
+    @discardableResult
+    package func insertRevision(id: String, history: [String], deleted: Bool, body: CanonicalBody) throws -> RevisionInsertion {
         try checkLive()
         try Names.validateDocumentID(id)
         guard let newest = history.first else { throw StoreError.invalidRevision("empty history for '\(id)'") }
@@ -168,10 +183,7 @@ extension DocumentCollection {
                 throw StoreError.invalidRevision("history of '\(id)' skips a generation at '\(rev)'")
             }
         }
-        for key in body.keys where key.hasPrefix("_") && key != Self.attachmentsKey { throw StoreError.reservedProperty(key) }
-        var writer = JSONWriter()
-        writer.writeObject(body)
-        let json = writer.text
+        let json = body.text
         return try database.write { db in
             let current = try loadRow(db, id: id)
             var tree = try current?.tree() ?? RevisionTree()

@@ -221,7 +221,7 @@ extension Handlers {
                         let rev = try save(incoming, id: docID, in: collection)
                         results.append(["ok": true, "id": .string(docID), "rev": .string(rev)])
                     } else {
-                        try insertReplicated(incoming, in: collection)
+                        try ReplicatedRevision.insert(WireRevision(object: object), into: collection)
                     }
                 } catch let error as StoreError where error.isDocumentLevel {
                     results.append(Self.refusal(id, CouchError(error)))
@@ -246,11 +246,6 @@ extension Handlers {
         return try collection.putRevision(id: id, parentRev: incoming.rev, body: CanonicalBody(object: body), deleting: incoming.deleted).rev
     }
 
-    /// A revision from a replicator (`new_edits=false`), grafted with its history.
-    func insertReplicated(_ incoming: WireDocument.Incoming, in collection: DocumentCollection) throws {
-        try ReplicatedRevision.insert(incoming, into: collection)
-    }
-
     // MARK: - _bulk_get
 
     private func bulkGet(_ request: Request, collection: DocumentCollection) async throws -> Response {
@@ -263,42 +258,45 @@ extension Handlers {
         // Each revision's wire JSON is spliced in as text: no parse and re-serialization per document.
         var json = JSONWriter()
         json.writeRaw(#"{"results":["#)
-        for (index, item) in asked.enumerated() {
-            if index > 0 { json.writeRaw(",") }
-            guard case .dictionary(let spec) = item, case .string(let id)? = spec["id"] else {
-                json.writeRaw(#"{"id":null,"docs":[{"error":{"id":null,"rev":null,"error":"bad_request","reason":"each entry needs an id"}}]}"#)
-                continue
-            }
-            let rev = spec["rev"].flatMap { if case .string(let s) = $0 { return s } else { return nil } }
-            var attsSince: [String] = []
-            if case .array(let atts)? = spec["atts_since"] {
-                attsSince = atts.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
-            }
-            let found: [StoredRevision]
-            if let rev, latest {
-                found = try collection.leafRevisions(id: id).filter { $0.history.contains(rev) }
-            } else {
-                found = try collection.revision(id: id, rev: rev).map { [$0] } ?? []
-            }
-            json.writeRaw(#"{"id":"#)
-            json.writeString(id)
-            json.writeRaw(#","docs":["#)
-            var any = false
-            for revision in found where revision.body != nil {
-                let mode = wantAttachments ? try WireDocument.attachments(of: revision, attsSince: attsSince, collection: collection) : .stubs
-                json.writeRaw(any ? #",{"ok":"# : #"{"ok":"#)
-                json.writeRaw(try wireJSON(revision, collection: collection, revs: revs, attachments: mode))
-                json.writeRaw("}")
-                any = true
-            }
-            if !any {
-                json.writeRaw(#"{"error":{"id":"#)
+        // One read transaction for the batch, not one per document.
+        try collection.inSnapshot {
+            for (index, item) in asked.enumerated() {
+                if index > 0 { json.writeRaw(",") }
+                guard case .dictionary(let spec) = item, case .string(let id)? = spec["id"] else {
+                    json.writeRaw(#"{"id":null,"docs":[{"error":{"id":null,"rev":null,"error":"bad_request","reason":"each entry needs an id"}}]}"#)
+                    continue
+                }
+                let rev = spec["rev"].flatMap { if case .string(let s) = $0 { return s } else { return nil } }
+                var attsSince: [String] = []
+                if case .array(let atts)? = spec["atts_since"] {
+                    attsSince = atts.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
+                }
+                let found: [StoredRevision]
+                if let rev, latest {
+                    found = try collection.leafRevisions(id: id).filter { $0.history.contains(rev) }
+                } else {
+                    found = try collection.revision(id: id, rev: rev).map { [$0] } ?? []
+                }
+                json.writeRaw(#"{"id":"#)
                 json.writeString(id)
-                json.writeRaw(#","rev":"#)
-                if let rev { json.writeString(rev) } else { json.writeRaw("null") }
-                json.writeRaw(#","error":"not_found","reason":"missing"}}"#)
+                json.writeRaw(#","docs":["#)
+                var any = false
+                for revision in found where revision.body != nil {
+                    let mode = wantAttachments ? try WireDocument.attachments(of: revision, attsSince: attsSince, collection: collection) : .stubs
+                    json.writeRaw(any ? #",{"ok":"# : #"{"ok":"#)
+                    json.writeRaw(try wireJSON(revision, collection: collection, revs: revs, attachments: mode))
+                    json.writeRaw("}")
+                    any = true
+                }
+                if !any {
+                    json.writeRaw(#"{"error":{"id":"#)
+                    json.writeString(id)
+                    json.writeRaw(#","rev":"#)
+                    if let rev { json.writeString(rev) } else { json.writeRaw("null") }
+                    json.writeRaw(#","error":"not_found","reason":"missing"}}"#)
+                }
+                json.writeRaw("]}")
             }
-            json.writeRaw("]}")
         }
         json.writeRaw("]}")
         return Response(status: .ok, headers: [.contentType: HTTP.json], body: .init(byteBuffer: ByteBuffer(bytes: json.bytes)))

@@ -26,7 +26,8 @@ extension Handlers {
             if let bodyID = incoming.id, bodyID != id { throw CouchError.badRequest("_id in the body does not match the URL") }
             incoming.id = id
             if try !query.bool("new_edits", default: true) {
-                try insertReplicated(incoming, in: c)
+                object["_id"] = .string(id)
+                try ReplicatedRevision.insert(WireRevision(object: object), into: c)
                 return HTTP.json(["ok": true, "id": .string(id), "rev": .string(incoming.rev ?? "")], status: .created)
             }
             let rev = try save(incoming, id: id, in: c)

@@ -5,23 +5,26 @@ import SyncNodeStore
 /// nearest ancestor this side has.
 enum ReplicatedRevision {
     @discardableResult
-    static func insert(_ incoming: WireDocument.Incoming, into collection: DocumentCollection) throws -> RevisionInsertion {
+    static func insert(_ revision: WireRevision, into collection: DocumentCollection) throws -> RevisionInsertion {
+        let incoming = try revision.decoded()
         guard let id = incoming.id, let rev = incoming.rev else {
             throw CouchError.badRequest("new_edits=false needs _id and _rev")
         }
         let history = incoming.history ?? [rev]
         guard history.first == rev else { throw CouchError.badRequest("_revisions does not start with _rev") }
-        var previousBody: String?
-        if !incoming.attachments.isEmpty {
-            for ancestor in history.dropFirst() {
-                if let known = try collection.revision(id: id, rev: ancestor), let body = known.body {
-                    previousBody = body
-                    break
-                }
-            }
-            if previousBody == nil { previousBody = try collection.revision(id: id)?.body }
+        guard !incoming.attachments.isEmpty else {
+            return try collection.insertRevision(id: id, history: history, deleted: incoming.deleted, body: revision.body)
         }
-        let body = try AttachmentStore.resolve(incoming.attachments, body: incoming.body, previousBody: previousBody, collection: collection)
+        var previousBody: String?
+        for ancestor in history.dropFirst() {
+            if let known = try collection.revision(id: id, rev: ancestor), let body = known.body {
+                previousBody = body
+                break
+            }
+        }
+        if previousBody == nil { previousBody = try collection.revision(id: id)?.body }
+        let body = try AttachmentStore.resolve(
+            incoming.attachments, body: revision.bodyValues(), previousBody: previousBody, collection: collection)
         return try collection.insertRevision(id: id, history: history, deleted: incoming.deleted, body: body)
     }
 }

@@ -91,7 +91,7 @@ enum WireDocument {
     }
 
     /// `{meta..., body...}` without re-serializing the body.
-    private static func splice(meta: [String: DocumentValue], body: String) -> String {
+    static func splice(meta: [String: DocumentValue], body: String) -> String {
         splice(head: String(DocumentValue.dictionary(meta).toJSON().dropLast()), body: body)
     }
 

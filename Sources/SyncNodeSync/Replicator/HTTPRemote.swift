@@ -108,13 +108,28 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
     // MARK: - HTTP
 
     private func send(_ method: HTTPMethod, _ path: String, _ body: DocumentValue? = nil) async throws -> (Int, DocumentValue) {
+        try await send(method, path, json: body?.toJSON())
+    }
+
+    private func send(_ method: HTTPMethod, _ path: String, json body: String?) async throws -> (Int, DocumentValue) {
+        let (status, text) = try await sendText(method, path, json: body)
+        guard let value = try? DocumentValue(json: text) else {
+            // A proxy's HTML page must not read as an empty answer ("nothing missing", "nothing refused").
+            guard (200..<300).contains(status) else { return (status, .null) }
+            throw Self.notJSON(method, path, status)
+        }
+        return (status, value)
+    }
+
+    /// The answer's status and text, unparsed (documents are split from it as text).
+    private func sendText(_ method: HTTPMethod, _ path: String, json body: String?) async throws -> (Int, String) {
         var request = HTTPClientRequest(url: root + path)
         request.method = method
         request.headers.add(name: "Accept", value: "application/json")
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(string: body.toJSON()))
+            request.body = .bytes(ByteBuffer(string: body))
         }
         let response: HTTPClientResponse
         do {
@@ -125,18 +140,31 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
             throw SyncError.invalidIdentity("TLS with \(root) failed (\(error)); pin the peer's certificate with a pairing URL (fp=...) or accept it on first use (acceptOnlySelfSignedServerCertificate)")
         }
         let data = try await response.body.collect(upTo: 1 << 30)
-        let status = Int(response.status.code)
-        guard let value = try? DocumentValue(json: String(buffer: data)) else {
-            // A proxy's HTML page must not read as an empty answer ("nothing missing", "nothing refused").
-            guard (200..<300).contains(status) else { return (status, .null) }
-            throw CouchError(status: 502, error: "bad_gateway", reason: "\(method) \(path) answered HTTP \(status) with a body that is not JSON")
+        return (Int(response.status.code), String(buffer: data))
+    }
+
+    private static func notJSON(_ method: HTTPMethod, _ path: String, _ status: Int) -> CouchError {
+        CouchError(status: 502, error: "bad_gateway", reason: "\(method) \(path) answered HTTP \(status) with a body that is not JSON")
+    }
+
+    /// The documents at `path` in a 2xx answer, split and canonicalized from its text.
+    private static func documents(at path: [JSONSkimmer.Step], in text: String, _ method: HTTPMethod, _ url: String, _ status: Int) throws -> [WireRevision] {
+        let texts: [String]
+        do {
+            texts = try JSONSkimmer.values(at: path, in: text)
+        } catch {
+            throw notJSON(method, url, status)
         }
-        return (status, value)
+        return try texts.map { try WireRevision(json: $0) }
     }
 
     /// A 2xx answer's body, or the peer's error.
     private func expect(_ method: HTTPMethod, _ path: String, _ body: DocumentValue? = nil) async throws -> DocumentValue {
-        let (status, value) = try await send(method, path, body)
+        try await expect(method, path, json: body?.toJSON())
+    }
+
+    private func expect(_ method: HTTPMethod, _ path: String, json body: String?) async throws -> DocumentValue {
+        let (status, value) = try await send(method, path, json: body)
         guard (200..<300).contains(status) else { throw Self.error(status, value) }
         return value
     }
@@ -211,7 +239,7 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         }
     }
 
-    func fetch(_ wanted: [WantedRevisions]) async throws -> [[String: DocumentValue]] {
+    func fetch(_ wanted: [WantedRevisions]) async throws -> [WireRevision] {
         if hasBulkGet {
             let docs: [DocumentValue] = wanted.flatMap { want in
                 want.revs.map { rev -> DocumentValue in
@@ -220,37 +248,32 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
                     return .dictionary(spec)
                 }
             }
-            let (status, value) = try await send(.POST, "\(db)/_bulk_get?revs=true&attachments=true&latest=true", ["docs": .array(docs)])
+            let path = "\(db)/_bulk_get?revs=true&attachments=true&latest=true"
+            let (status, text) = try await sendText(.POST, path, json: DocumentValue.dictionary(["docs": .array(docs)]).toJSON())
             if (200..<300).contains(status) {
-                var out: [[String: DocumentValue]] = []
-                if case .array(let results)? = value["results"] {
-                    for result in results {
-                        guard case .array(let entries)? = result["docs"] else { continue }
-                        for entry in entries { if case .dictionary(let doc)? = entry["ok"] { out.append(doc) } }
-                    }
-                }
-                return out
+                return try Self.documents(at: [.member("results"), .each, .member("docs"), .each, .member("ok")], in: text, .POST, path, status)
             }
+            let value = (try? DocumentValue(json: text)) ?? .null
             guard [400, 404, 405, 501].contains(status) else { throw Self.error(status, value) }
             hasBulkGet = false  // an older CouchDB or another implementation: fall back
         }
-        var out: [[String: DocumentValue]] = []
+        var out: [WireRevision] = []
         for want in wanted {
             let list = DocumentValue.array(want.revs.map { .string($0) }).toJSON()
             var path = "\(db)/\(Self.escape(want.id))?revs=true&attachments=true&latest=true&open_revs=\(Self.escape(list))"
             if !want.attsSince.isEmpty {
                 path += "&atts_since=" + Self.escape(DocumentValue.array(want.attsSince.map { .string($0) }).toJSON())
             }
-            let value = try await expect(.GET, path)
-            if case .array(let entries) = value {
-                for entry in entries { if case .dictionary(let doc)? = entry["ok"] { out.append(doc) } }
-            }
+            let (status, text) = try await sendText(.GET, path, json: nil)
+            guard (200..<300).contains(status) else { throw Self.error(status, (try? DocumentValue(json: text)) ?? .null) }
+            out += try Self.documents(at: [.each, .member("ok")], in: text, .GET, path, status)
         }
         return out
     }
 
-    func store(_ docs: [[String: DocumentValue]]) async throws -> StoredBatch {
-        let value = try await expect(.POST, "\(db)/_bulk_docs", ["new_edits": false, "docs": .array(docs.map { .dictionary($0) })])
+    func store(_ docs: [WireRevision]) async throws -> StoredBatch {
+        let body = #"{"new_edits":false,"docs":["# + docs.map(\.json).joined(separator: ",") + "]}"
+        let value = try await expect(.POST, "\(db)/_bulk_docs", json: body)
         var outcome = StoredBatch()
         if case .array(let results) = value {
             for result in results {

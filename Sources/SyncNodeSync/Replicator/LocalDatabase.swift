@@ -32,8 +32,8 @@ struct LocalDatabase: ReplicationPeer {
         try collection.revsDiff(revs).mapValues { MissingRevisions(missing: $0.missing, possibleAncestors: $0.possibleAncestors) }
     }
 
-    func fetch(_ wanted: [WantedRevisions]) async throws -> [[String: DocumentValue]] {
-        var out: [[String: DocumentValue]] = []
+    func fetch(_ wanted: [WantedRevisions]) async throws -> [WireRevision] {
+        var out: [WireRevision] = []
         for want in wanted {
             for rev in want.revs {
                 guard let revision = try collection.revision(id: want.id, rev: rev), revision.body != nil else { continue }
@@ -41,27 +41,26 @@ struct LocalDatabase: ReplicationPeer {
                 let json = try WireDocument.encode(
                     id: want.id, rev: rev, deleted: revision.deleted, body: revision.body, revisions: revision.history,
                     attachments: attachments, blobs: { collection.blobContent(digest: $0) })
-                if case .dictionary(let doc) = try DocumentValue(json: json) { out.append(doc) }
+                out.append(try WireRevision(json: json))
             }
         }
         return out
     }
 
-    func store(_ docs: [[String: DocumentValue]]) async throws -> StoredBatch {
+    func store(_ docs: [WireRevision]) async throws -> StoredBatch {
         var outcome = StoredBatch()
         try collection.database.inBatch {
             for doc in docs {
                 // A document this store cannot hold (a `_design/` ID, a malformed revision) is
                 // reported and skipped; it must not roll back the batch and stall replication.
                 do {
-                    let incoming = try WireDocument.decode(doc)
-                    if try ReplicatedRevision.insert(incoming, into: collection) == .branched, let id = incoming.id {
-                        outcome.branched.insert(id)
+                    if try ReplicatedRevision.insert(doc, into: collection) == .branched {
+                        outcome.branched.insert(doc.id)
                     }
                 } catch let error as StoreError where error.isDocumentLevel {
-                    outcome.refused.append((doc["_id"].wireText, error.description))
+                    outcome.refused.append((doc.id, error.description))
                 } catch let error as CouchError where error.status < 500 {
-                    outcome.refused.append((doc["_id"].wireText, error.description))
+                    outcome.refused.append((doc.id, error.description))
                 }
             }
         }

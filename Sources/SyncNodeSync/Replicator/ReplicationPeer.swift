@@ -12,12 +12,12 @@ protocol ReplicationPeer: Sendable {
     func changes(since: String, limit: Int, documentIDs: [String]?) async throws -> PeerChanges
     /// Which of these revisions the peer lacks, with the revisions it has that may be their ancestors.
     func revsDiff(_ revs: [String: [String]]) async throws -> [String: MissingRevisions]
-    /// The revisions with their history, as wire documents; attachments the
-    /// receiver has (present in `attsSince` revisions) come as stubs.
-    func fetch(_ wanted: [WantedRevisions]) async throws -> [[String: DocumentValue]]
+    /// The revisions with their history; attachments the receiver has
+    /// (present in `attsSince` revisions) come as stubs.
+    func fetch(_ wanted: [WantedRevisions]) async throws -> [WireRevision]
     /// Stores revisions made elsewhere (`new_edits=false`); returns the
     /// documents the peer refused, with why (the others are stored).
-    func store(_ docs: [[String: DocumentValue]]) async throws -> StoredBatch
+    func store(_ docs: [WireRevision]) async throws -> StoredBatch
     /// Returns once the peer has changes after `since`, or after `timeout`.
     func waitForChanges(since: String, timeout: Duration, documentIDs: [String]?) async throws
     /// Makes what was stored durable before a checkpoint names it (`_ensure_full_commit`).

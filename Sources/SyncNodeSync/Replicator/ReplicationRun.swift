@@ -22,7 +22,7 @@ struct ReplicationRun: Sendable {
         let rows: Int
         let lastSeq: String
         let pending: Int?
-        let docs: [[String: DocumentValue]]
+        let docs: [WireRevision]
     }
 
     /// Runs until caught up; returns the revisions written and the source sequence reached.
@@ -71,16 +71,15 @@ struct ReplicationRun: Sendable {
         for row in changes.rows { asked[row.id, default: []].append(contentsOf: row.revs) }
         let question = asked
         let missing = try await replicator.withRetries { try await target.revsDiff(question) }
-        var docs: [[String: DocumentValue]] = []
+        var docs: [WireRevision] = []
         if !missing.isEmpty {
             let wanted = missing.map { WantedRevisions(id: $0.key, revs: $0.value.missing, attsSince: $0.value.possibleAncestors) }
             docs = try await replicator.withRetries { try await source.fetch(wanted) }
         }
         if let filter = isPush ? config.pushFilter : config.pullFilter {
-            docs = docs.filter { doc in
-                let deleted = doc["_deleted"] == .bool(true)
-                let document = Document(id: doc["_id"].wireText, revisionID: doc["_rev"].wireText, isDeleted: deleted, values: doc)
-                return filter(document, deleted ? .deleted : [])
+            docs = try docs.filter { doc in
+                let document = Document(id: doc.id, revisionID: doc.rev, isDeleted: doc.deleted, values: try doc.bodyValues())
+                return filter(document, doc.deleted ? .deleted : [])
             }
         }
         return Batch(rows: changes.rows.count, lastSeq: changes.lastSeq, pending: changes.pending, docs: docs)
@@ -101,15 +100,15 @@ struct ReplicationRun: Sendable {
             }
             if !isPush, let resolver = config.conflictResolver, !stored.branched.isEmpty {
                 var pulled: [String: Set<String>] = [:]
-                for doc in docs where stored.branched.contains(doc["_id"].wireText) {
-                    pulled[doc["_id"].wireText, default: []].insert(doc["_rev"].wireText)
+                for doc in docs where stored.branched.contains(doc.id) {
+                    pulled[doc.id, default: []].insert(doc.rev)
                 }
                 for (id, revs) in pulled {
                     try resolver.resolveConflicts(of: id, pulled: revs, in: config.collection)
                 }
             }
         }
-        let written = batch.docs.count - batch.docs.filter { refusedIDs[$0["_id"].wireText] != nil }.count
+        let written = batch.docs.count - batch.docs.filter { refusedIDs[$0.id] != nil }.count
         replicator.update { status in
             status.progress.completed += batch.rows
             status.progress.total = max(status.progress.total, status.progress.completed + (batch.pending ?? 0))
@@ -117,10 +116,9 @@ struct ReplicationRun: Sendable {
         }
         replicator.report(isPush: isPush) {
             batch.docs.map { doc in
-                let id = doc["_id"].wireText
-                return ReplicatedDocument(
-                    id: id, revisionID: doc["_rev"].wireText, flags: doc["_deleted"] == .bool(true) ? .deleted : [],
-                    error: refusedIDs[id].map { CouchError(status: 400, error: "refused", reason: $0) })
+                ReplicatedDocument(
+                    id: doc.id, revisionID: doc.rev, flags: doc.deleted ? .deleted : [],
+                    error: refusedIDs[doc.id].map { CouchError(status: 400, error: "refused", reason: $0) })
             }
         }
         return written

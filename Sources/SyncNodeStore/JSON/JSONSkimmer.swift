@@ -1,0 +1,102 @@
+/// Finds values inside a large JSON text without building them: the texts
+/// at a path such as `results[*].docs[*].ok` (a `_bulk_get` answer's
+/// documents), each checked for well-formedness but left as text, so a
+/// caller can canonicalize them straight from it.
+package struct JSONSkimmer: JSONScanning {
+    /// One step of a path.
+    package enum Step: Sendable {
+        /// The member of an object with this name (absent members yield nothing).
+        case member(String)
+        /// Every element of an array.
+        case each
+    }
+
+    let input: UnsafeBufferPointer<UInt8>
+    var pos = 0
+    var depth = 0
+    private var found: [String] = []
+
+    private init(input: UnsafeBufferPointer<UInt8>) {
+        self.input = input
+    }
+
+    /// The texts of the values at `path` in document order. Values of another
+    /// shape than the path expects (an object where it says `.each`) yield
+    /// nothing; malformed JSON anywhere throws.
+    package static func values(at path: [Step], in text: String) throws(StoreError) -> [String] {
+        try withBytes(of: text) { buffer throws(StoreError) in
+            var skimmer = JSONSkimmer(input: buffer)
+            try skimmer.walk(path[...])
+            return (skimmer.found, skimmer.pos)
+        }
+    }
+
+    /// Steps over one value; `path` says where the wanted values are inside it (nil: nowhere).
+    private mutating func walk(_ path: ArraySlice<Step>?) throws(StoreError) {
+        skipWhitespace()
+        guard pos < input.count else { throw error("unexpected end of input") }
+        if let path, path.isEmpty {
+            let start = pos
+            try walk(nil)
+            found.append(String(decoding: UnsafeBufferPointer(rebasing: input[start..<pos]), as: UTF8.self))
+            return
+        }
+        switch input[pos] {
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            let container: JSONContainer = input[pos] == UInt8(ascii: "{") ? .object : .array
+            try enter()
+            pos += 1
+            skipWhitespace()
+            if pos < input.count, input[pos] == container.close {
+                pos += 1
+            } else {
+                repeat {
+                    var inner: ArraySlice<Step>?
+                    if container == .object {
+                        skipWhitespace()
+                        guard pos < input.count, input[pos] == UInt8(ascii: "\"") else { throw error("expected a property name") }
+                        let keyStart = pos + 1
+                        try skipString()
+                        if case .member(let name)? = path?.first, keyMatches(name, keyStart..<pos - 1) { inner = path?.dropFirst() }
+                        skipWhitespace()
+                        guard pos < input.count, input[pos] == UInt8(ascii: ":") else { throw error("expected ':'") }
+                        pos += 1
+                    } else if case .each? = path?.first {
+                        inner = path?.dropFirst()
+                    }
+                    try walk(inner)
+                } while try !atEnd(of: container)
+            }
+            depth -= 1
+        case UInt8(ascii: "\""): try skipString()
+        case UInt8(ascii: "t"): try consumeLiteral("true")
+        case UInt8(ascii: "f"): try consumeLiteral("false")
+        case UInt8(ascii: "n"): try consumeLiteral("null")
+        default:
+            guard let (end, _) = JSONParser.scanNumber(input, from: pos) else { throw error("invalid value") }
+            pos = end
+        }
+    }
+
+    /// Compares raw key bytes; an escaped key never matches (the names asked for are plain).
+    private func keyMatches(_ name: String, _ range: Range<Int>) -> Bool {
+        var name = name
+        return name.withUTF8 { wanted in
+            wanted.count == range.count && zip(wanted, input[range]).allSatisfy { $0 == $1 }
+        }
+    }
+
+    private mutating func skipString() throws(StoreError) {
+        pos += 1
+        while pos < input.count {
+            pos = StringScan.firstSpecial(input, from: pos, to: input.count)
+            guard pos < input.count else { break }
+            switch input[pos] {
+            case UInt8(ascii: "\""): pos += 1; return
+            case UInt8(ascii: "\\"): pos += 2
+            default: throw error("control character in string")
+            }
+        }
+        throw error("unterminated string")
+    }
+}
