@@ -64,7 +64,10 @@ import Testing
     @Test func badInputGetsOneLineAndExitCodes() throws {
         let dir = try TempDirectory()
         let d = ["--dir", dir.url.path]
+        let noUsers = dir.url.appendingPathComponent("users.json")
+        #expect(FileManager.default.createFile(atPath: noUsers.path, contents: Data("{}".utf8)))
         let cases: [([String], String?, Int32, String)] = [
+            (d + ["serve", "--users", noUsers.path, "--no-advertise", "--no-browse"], nil, 1, "names no user"),
             (d + ["put", "db", "x", "{not json"], nil, 1, "invalid JSON"),
             (d + ["put", "db", "x", #"{"_secret":1}"#], nil, 1, "reserved"),
             (d + ["put", "db", "_design/x", "{}"], nil, 1, "invalid document ID"),

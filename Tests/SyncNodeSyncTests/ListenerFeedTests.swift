@@ -85,4 +85,23 @@ import Testing
         #expect(after.activeRequests == 0)
         #expect(after.totalConnections == before.totalConnections + 1 && after.totalRequests == before.totalRequests + 1)
     }
+
+    /// Continuous feeds read in pages of 1000: every change arrives, also when
+    /// a doc_ids filter leaves whole pages empty.
+    @Test func continuousFeedPagesThroughALargeDatabase() async throws {
+        let h = try await ListenerHarness()
+        defer { Task { await h.shutdown() } }
+        _ = try await h.request(.PUT, "/db")
+        let collection = try #require(try h.node.database("db")?.defaultCollection())
+        try collection.database.inBatch {
+            for i in 0..<2500 { try collection.save(MutableDocument(id: "d\(i)")) }
+        }
+        let all = try await h.request(.GET, "/db/_changes?feed=continuous&timeout=300")
+        let ids = all.body.split(separator: "\n").compactMap { try? DocumentValue(json: String($0)) }.compactMap { $0["id"]?.string }
+        #expect(ids.count == 2500 && ids.first == "d0" && ids.last == "d2499")
+        let filtered = try await h.request(.POST, "/db/_changes?feed=continuous&timeout=300&filter=_doc_ids", body: #"{"doc_ids":["d2400"]}"#)
+        let lines = filtered.body.split(separator: "\n").compactMap { try? DocumentValue(json: String($0)) }
+        #expect(lines.compactMap { $0["id"]?.string } == ["d2400"])
+        #expect(lines.last?["last_seq"]?.int == 2500)
+    }
 }

@@ -40,7 +40,8 @@ extension Handlers {
                 }
             }
             // Descending needs the whole range first; ascending feeds are read page by page.
-            return streamedFeed(collection, spec, descending: spec.descending ? try page(collection, spec, since: spec.since) : nil)
+            let descending = spec.descending ? try page(collection, spec, since: spec.since, pageSize: nil) : nil
+            return streamedFeed(collection, spec, descending: descending.map { ($0.entries, $0.last) })
         case .continuous, .eventsource:
             let contentType = spec.feed == .eventsource ? "text/event-stream" : HTTP.json
             let body = ResponseBody { [self] writer in
@@ -50,7 +51,8 @@ extension Handlers {
                 var idleSince = ContinuousClock.now
                 var lastWrite = ContinuousClock.now
                 while !Task.isShuttingDownGracefully {
-                    let (entries, last) = try page(collection, spec, since: since)
+                    // In pages, so a feed from the start of a large database does not read it all at once.
+                    let (entries, last, more) = try page(collection, spec, since: since, pageSize: 1000)
                     for entry in entries {
                         let line = try changeJSON(entry, collection: collection, spec)
                         let framed = spec.feed == .eventsource ? "data: \(line)\nid: \(entry.sequence)\n\n" : line + "\n"
@@ -60,7 +62,8 @@ extension Handlers {
                     }
                     since = last
                     if let limit = spec.limit, sent >= limit { break }
-                    if !entries.isEmpty { idleSince = .now; continue }
+                    if !entries.isEmpty { idleSince = .now }
+                    if !entries.isEmpty || more { continue }
                     // The feed ends after `timeout` without changes; heartbeats fill the wait.
                     // Waits last at most a second, so a graceful stop is noticed quickly.
                     var wait = Duration.seconds(1)
@@ -143,17 +146,23 @@ extension Handlers {
         return Response(status: .ok, headers: [.contentType: HTTP.json], body: body)
     }
 
-    private func page(_ c: DocumentCollection, _ spec: ChangesRequest, since: Int64) throws -> ([ChangeEntry], Int64) {
+    /// The changes after `since` that the request wants, at most `pageSize` read (nil: all), the
+    /// sequence to go on from, and whether the read was cut at `pageSize` (more may follow).
+    private func page(
+        _ c: DocumentCollection, _ spec: ChangesRequest, since: Int64, pageSize: Int?
+    ) throws -> (entries: [ChangeEntry], last: Int64, more: Bool) {
         // Descending: the newest first, so the limit applies after reversing.
-        let readLimit = spec.docIDs == nil && !spec.descending ? spec.limit : nil
+        let wanted = spec.docIDs == nil && !spec.descending ? spec.limit : nil
+        let readLimit = [wanted, pageSize].compactMap { $0 }.min()
         var entries = try c.changes(since: since, limit: readLimit, allLeaves: spec.allLeaves, includeBodies: spec.includeDocs)
+        let more = pageSize.map { entries.count == $0 } ?? false
         let current = spec.feed == .normal ? try c.lastSequence() : since
         let last = entries.last?.sequence ?? max(since, current)
         if let ids = spec.docIDs { entries = entries.filter { ids.contains($0.id) } }
         if spec.descending { entries.reverse() }
         if let limit = spec.limit, entries.count > limit { entries = Array(entries.prefix(limit)) }
         let lastSent = spec.limit != nil && !spec.descending ? (entries.last?.sequence ?? last) : last
-        return (entries, lastSent)
+        return (entries, lastSent, more)
     }
 
     private func changeJSON(_ entry: ChangeEntry, collection: DocumentCollection, _ spec: ChangesRequest) throws -> String {

@@ -140,6 +140,8 @@ struct Serve: AsyncParsableCommand {
                   case .dictionary(let entries)? = try? DocumentValue(json: String(decoding: data, as: UTF8.self)) else {
                 throw CLIError.user("cannot read users file \(users): expected a JSON object {\"user\": \"password\"}")
             }
+            // An empty file would serve every database without a password: say so rather than do it.
+            guard !entries.isEmpty else { throw CLIError.user("users file \(users) names no user; omit --users to serve without authentication") }
             for (name, value) in entries {
                 guard case .string(let secret) = value else { throw CLIError.user("users file: the password of '\(name)' must be a string") }
                 credentials[name] = secret
