@@ -8,6 +8,16 @@ bash scripts/setup.sh
 # Build everything first: some tests run the `syncnode` executable as a child process.
 swift build --build-tests
 swift test --skip-build "$@"
+# Every benchmark on a few documents (debug build: the figures mean nothing here, their self-checks do),
+# so a benchmark that no longer runs is caught here and not at the next measurement.
+if [ $# -eq 0 ]; then
+  bin="$(swift build --show-bin-path)"; log="$(mktemp)"
+  for benchmark in store listener replication query codable; do
+    "$bin/SyncNodeBenchmarks" "$benchmark" 500 >/dev/null 2>"$log" \
+      || { echo "test: benchmark '$benchmark' failed:" >&2; cat "$log" >&2; exit 1; }
+  done
+  echo "test: every benchmark ran on 500 documents"
+fi
 # Discovery and sync across three hosts (network namespaces with their own avahi-daemon): needs root.
 # Needs root with the power to make namespaces (an unprivileged container's root has not); not run for a filtered run.
 if [ $# -gt 0 ]; then
