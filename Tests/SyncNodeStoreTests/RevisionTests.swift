@@ -162,6 +162,25 @@ import Testing
         #expect(doc.string(forKey: "v") == "b")
     }
 
+    /// A resolution decided on leaves that changed since (a branch pulled meanwhile) is refused
+    /// whole: the new branch, which nobody looked at, must not be tombstoned.
+    @Test func aResolutionOnStaleLeavesIsRefused() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        try c.insertRevision(id: "d", history: ["1-a"], deleted: false, body: ["v": "root"])
+        try c.insertRevision(id: "d", history: ["2-b", "1-a"], deleted: false, body: ["v": "b"])
+        try c.insertRevision(id: "d", history: ["2-c", "1-a"], deleted: false, body: ["v": "c"])
+        let seen = Set(try c.leafRevisions(id: "d").map(\.rev))
+        try c.insertRevision(id: "d", history: ["2-e", "1-a"], deleted: false, body: ["v": "e"])
+        #expect(throws: StoreError.self) { try c.resolveConflict(id: "d", winner: "2-c", mergedBody: nil, seen: seen) }
+        #expect(try c.leafRevisions(id: "d").filter { !$0.deleted }.count == 3)
+        // Decided again on what is there now, it goes through.
+        try c.resolveConflict(id: "d", winner: "2-c", mergedBody: nil, seen: Set(try c.leafRevisions(id: "d").map(\.rev)))
+        #expect(try c.leafRevisions(id: "d").filter { !$0.deleted }.map(\.rev) == ["2-c"])
+    }
+
     @Test func malformedForeignRevisionsAreRejected() throws {
         let dir = try TempDirectory()
         let db = try dir.open()

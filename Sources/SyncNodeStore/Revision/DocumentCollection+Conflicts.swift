@@ -12,16 +12,20 @@ extension DocumentCollection {
     /// Ends a conflict in one transaction: every live leaf other than `winner`
     /// gets a tombstone child; with `mergedBody`, the winner gets a child
     /// holding it. A nil `winner` deletes the document (all live leaves closed).
+    /// `seen` are the leaves (live and deleted) the decision was made on.
     ///
     /// The new revision IDs derive from their parents and bodies only, so two
     /// nodes that resolve the same conflict the same way write the same
     /// revisions and stay in agreement when they replicate.
-    package func resolveConflict(id: String, winner: String?, mergedBody: [String: DocumentValue]?) throws {
+    ///
+    /// - throws: ``StoreError/conflict(documentID:)`` when the leaves are no longer
+    ///   `seen` (a save or another pull since): read them again and decide again.
+    package func resolveConflict(id: String, winner: String?, mergedBody: [String: DocumentValue]?, seen: Set<String>) throws {
         try database.inBatch {
             let leaves = try leafRevisions(id: id)
-            // The winner was chosen from an earlier read: if a local save has since extended
-            // it, tombstoning "every other leaf" would delete the document. Let the caller retry.
-            if let winner, !leaves.contains(where: { $0.rev == winner && !$0.deleted }) {
+            // The decision was made on an earlier read: if a save has since extended the winner,
+            // or a new branch arrived, tombstoning "every other leaf" would delete what nobody looked at.
+            guard Set(leaves.map(\.rev)) == seen, winner.map({ w in leaves.contains { $0.rev == w && !$0.deleted } }) ?? true else {
                 throw StoreError.conflict(documentID: id)
             }
             for leaf in leaves where !leaf.deleted && leaf.rev != winner {

@@ -84,11 +84,12 @@ public struct ConflictResolver: Sendable {
         }
         guard let (l, r) = pair else { return false }
         let conflict = Conflict(documentID: id, localDocument: collection.document(l), remoteDocument: collection.document(r))
+        let seen = Set(leaves.map(\.rev))
         switch resolve(conflict) {
-        case .local: try collection.resolveConflict(id: id, winner: l.deleted ? nil : l.rev, mergedBody: nil)
-        case .remote: try collection.resolveConflict(id: id, winner: r.deleted ? nil : r.rev, mergedBody: nil)
-        case .delete: try collection.resolveConflict(id: id, winner: nil, mergedBody: nil)
-        case .merged(let body): try collection.resolveConflict(id: id, winner: r.deleted ? l.rev : r.rev, mergedBody: body)
+        case .local: try collection.resolveConflict(id: id, winner: l.deleted ? nil : l.rev, mergedBody: nil, seen: seen)
+        case .remote: try collection.resolveConflict(id: id, winner: r.deleted ? nil : r.rev, mergedBody: nil, seen: seen)
+        case .delete: try collection.resolveConflict(id: id, winner: nil, mergedBody: nil, seen: seen)
+        case .merged(let body): try collection.resolveConflict(id: id, winner: r.deleted ? l.rev : r.rev, mergedBody: body, seen: seen)
         }
         return true
     }
