@@ -264,4 +264,23 @@ import Testing
         #expect(values.first == ["own"])
         #expect(values.dropFirst().flatMap { $0 } == ["external"], "\(values)")
     }
+
+    /// An own commit right after another writer's (before the watcher's next poll)
+    /// must not hide the other's: its sequences do not follow what was seen.
+    @Test func anOwnCommitRightAfterAnotherWritersDoesNotHideIt() async throws {
+        let dir = try TempDirectory()
+        let mine = try dir.open()
+        let other = try dir.open()
+        defer { try? mine.close(); try? other.close() }
+        let heard = Collector<[String]>()
+        let token = try mine.defaultCollection().addChangeListener { heard.append($0.documentIDs) }
+        defer { token.remove() }
+        try other.defaultCollection().save(MutableDocument(id: "external"))
+        try mine.defaultCollection().save(MutableDocument(id: "own"))
+        let deadline = ContinuousClock.now.advanced(by: .seconds(5))
+        while !heard.values.joined().contains("external"), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(heard.values.joined().contains("external"), "\(heard.values)")
+    }
 }

@@ -7,7 +7,8 @@ import Synchronization
 /// `syncnode put` beside a running node) and tells this process's listeners.
 ///
 /// In-process commits notify listeners directly; they also record the
-/// sequences they reached here, so the watcher skips them. Four times a
+/// sequences they took here, so the watcher skips them (unless another
+/// process committed in between). Four times a
 /// second it reads each collection's sequence counter (one small query) and,
 /// when another process moved it, announces the documents changed since.
 final class ExternalChangeWatcher: Sendable {
@@ -42,10 +43,19 @@ final class ExternalChangeWatcher: Sendable {
         }
     }
 
-    /// Sequences this process committed (called after its own commits).
-    func noteOwnCommit(_ counters: [Int64: Int64]) {
+    /// Sequences this process committed (called just before its own commits).
+    /// They are skipped only when they follow what was seen: another process's
+    /// commit in between must still be announced (then these are announced
+    /// again with it, which listeners tolerate better than a missed change).
+    func noteOwnCommit(_ allocated: [Int64: SequenceAllocator.Allocated]) {
         state.withLock { s in
-            for (id, seq) in counters where seq > s.seen[id, default: 0] { s.seen[id] = seq }
+            for (id, range) in allocated where range.before == s.seen[id, default: 0] { s.seen[id] = range.last }
+        }
+    }
+
+    private func advance(_ id: Int64, to seq: Int64) {
+        state.withLock { s in
+            if seq > s.seen[id, default: 0] { s.seen[id] = seq }
         }
     }
 
@@ -73,7 +83,7 @@ final class ExternalChangeWatcher: Sendable {
                 return out
             }
             for (id, ids, seq) in changed {
-                noteOwnCommit([id: seq])
+                advance(id, to: seq)
                 if !ids.isEmpty { database.notifier.deliver(collectionID: id, documentIDs: ids) }
             }
         } catch {

@@ -7,7 +7,14 @@ import Synchronization
 /// The transaction holds SQLite's write lock, so no other connection or
 /// process can interleave.
 final class SequenceAllocator: Sendable {
-    private let counters = Mutex<[Int64: Int64]>([:])
+    /// Per collection: the counter when the transaction began, and the last sequence handed out.
+    private let counters = Mutex<[Int64: Allocated]>([:])
+
+    /// The sequences one transaction took in a collection: `before + 1 ... last`.
+    struct Allocated: Equatable {
+        let before: Int64
+        var last: Int64
+    }
 
     /// Forgets counters from an earlier transaction (committed or rolled back).
     func beginTransaction() {
@@ -16,28 +23,28 @@ final class SequenceAllocator: Sendable {
 
     func next(_ db: GRDB.Database, collectionID: Int64) throws -> Int64 {
         if let next = counters.withLock({ c -> Int64? in
-            guard let last = c[collectionID] else { return nil }
-            c[collectionID] = last + 1
-            return last + 1
+            guard c[collectionID] != nil else { return nil }
+            c[collectionID]?.last += 1
+            return c[collectionID]?.last
         }) {
             return next
         }
         guard let last = try Int64.fetchOne(db, sql: "SELECT last_seq FROM collections WHERE id = ?", arguments: [collectionID]) else {
             throw StoreError.notFound("collection #\(collectionID)")
         }
-        counters.withLock { $0[collectionID] = last + 1 }
+        counters.withLock { $0[collectionID] = Allocated(before: last, last: last + 1) }
         return last + 1
     }
 
-    /// Writes the counters back; call last in the transaction. Returns them.
+    /// Writes the counters back; call last in the transaction. Returns what it took.
     @discardableResult
-    func flush(_ db: GRDB.Database) throws -> [Int64: Int64] {
+    func flush(_ db: GRDB.Database) throws -> [Int64: Allocated] {
         let dirty = counters.withLock { c in
             defer { c.removeAll(keepingCapacity: true) }
             return c
         }
-        for (collectionID, last) in dirty {
-            try db.execute(sql: "UPDATE collections SET last_seq = ? WHERE id = ?", arguments: [last, collectionID])
+        for (collectionID, allocated) in dirty {
+            try db.execute(sql: "UPDATE collections SET last_seq = ? WHERE id = ?", arguments: [allocated.last, collectionID])
         }
         return dirty
     }
