@@ -34,18 +34,32 @@ struct ExpressionCompiler {
 
     // MARK: - Expressions
 
-    /// Value SQL above this size means a pathological query (nested CASEs
-    /// copy their operands several times); it is refused, not built. (Type
-    /// tags are built eagerly too and can be larger; they reach the statement
-    /// only where a clause needs them.)
+    /// Value SQL above this size means a pathological query (nested CASEs and
+    /// IN lists copy their operands several times, so a few hundred bytes of
+    /// SQL++ can ask for gigabytes); it is refused, checked at every node and
+    /// before a node copies an operand many times, so no more than a few times
+    /// this much is ever built.
     static let maximumSQLSize = 16 << 20
 
     mutating func compile(_ e: QueryExpression) throws(StoreError) -> SQLValue {
         let value = try node(e)
-        guard value.sql.utf8.count <= Self.maximumSQLSize else {
-            throw .invalidQuery("the query is too complex: it compiles to more than \(Self.maximumSQLSize >> 20) MB of SQL")
-        }
+        try Self.checkSize(value.sql.utf8.count)
         return value
+    }
+
+    /// Before a node copies an operand `copies` times. Type tags count a quarter:
+    /// long AND/OR chains and IN lists build large tags that no clause uses
+    /// (a 20,000-item IN list of 0/1/TRUE has one of ~60 MB), but nested, they
+    /// are what grows fastest.
+    private static func checkSize(of value: SQLValue, copies: Int) throws(StoreError) {
+        let (size, overflow) = (value.sql.utf8.count + value.tag.utf8.count / 4).multipliedReportingOverflow(by: copies)
+        try checkSize(overflow ? .max : size)
+    }
+
+    private static func checkSize(_ size: Int) throws(StoreError) {
+        guard size <= maximumSQLSize else {
+            throw .invalidQuery("the query is too complex: it compiles to more than \(maximumSQLSize >> 20) MB of SQL")
+        }
     }
 
     private mutating func node(_ e: QueryExpression) throws(StoreError) -> SQLValue {
@@ -303,6 +317,7 @@ struct ExpressionCompiler {
         if a.kind == .dynamic, let l = lower.constant?.numberValue, let u = upper.constant?.numberValue, l > 1 || u < 0 {
             return .computed("(\(a.sql) BETWEEN \(lower.sql) AND \(upper.sql))", kind: .boolean, from: [a])
         }
+        try Self.checkSize(of: a, copies: 2)
         return try binary(.and, compare(.greaterOrEqual, a, lower), compare(.lessOrEqual, a, upper))
     }
 
@@ -323,6 +338,7 @@ struct ExpressionCompiler {
                 others += native
             }
         }
+        try Self.checkSize(of: a, copies: others.count + 1)
         terms += others.map { compare(.equal, a, $0) }
         return try balanced(terms, .or)
     }
@@ -353,6 +369,7 @@ struct ExpressionCompiler {
 
     private mutating func caseWhen(subject: QueryExpression?, branches: [CaseBranch], otherwise: QueryExpression?) throws(StoreError) -> SQLValue {
         let subjectValue = try subject.map { (s) throws(StoreError) in try compile(s) }
+        if let subjectValue { try Self.checkSize(of: subjectValue, copies: branches.count) }
         var conditions: [String] = []
         var results: [SQLValue] = []
         for branch in branches {
