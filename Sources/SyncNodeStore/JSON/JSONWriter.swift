@@ -46,7 +46,7 @@ package struct JSONWriter {
         }
     }
 
-    mutating func writeObject(_ object: [String: DocumentValue]) {
+    package mutating func writeObject(_ object: [String: DocumentValue]) {
         bytes.append(UInt8(ascii: "{"))
         var first = true
         // For ASCII keys Swift's `<` is byte order and much faster than a byte-wise comparator.

@@ -24,6 +24,14 @@ package struct CanonicalBody: Sendable {
         self.init(json: writer.bytes)
     }
 
+    /// A body as the store keeps it: canonical already, so taken as it is.
+    package init(storedJSON: String) {
+        self.init(json: Array(storedJSON.utf8))
+    }
+
+    /// The canonical JSON text as bytes.
+    package var bytes: [UInt8] { json }
+
     /// The body of a deleted revision.
     static let empty = CanonicalBody(json: Array("{}".utf8))
 

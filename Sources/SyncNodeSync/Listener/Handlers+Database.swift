@@ -45,10 +45,9 @@ extension Handlers {
         case .post:
             try checkWritable()
             let c = try collection(keyspace)
-            let object = try await request.jsonObject(limit: bodyLimit)
-            let incoming = try WireDocument.decode(object)
-            let id = incoming.id ?? UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-            let rev = try save(incoming, id: id, in: c)
+            let revision = WireRevision(object: try await request.jsonObject(limit: bodyLimit))
+            let id = try revision.decoded().id ?? UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            let rev = try save(revision, id: id, in: c)
             return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created,
                              headers: [.eTag: "\"\(rev)\"", .location: "/\(keyspace)/\(id)"])
         default:
@@ -203,25 +202,30 @@ extension Handlers {
     // MARK: - _bulk_docs
 
     private func bulkDocs(_ request: Request, collection: DocumentCollection) async throws -> Response {
-        let body = try await request.jsonObject(limit: bodyLimit)
-        guard case .array(let docs)? = body["docs"] else { throw CouchError.badRequest("POST body must include a `docs` array") }
+        // Documents are split from the request text and canonicalized from it (no value tree each):
+        // a replicator pushes thousands per request.
+        let text = try await request.textBody(limit: bodyLimit)
+        let docsArray = try JSONSkimmer.values(at: [.member("docs")], in: text)
+        guard docsArray.count == 1, docsArray[0].hasPrefix("[") else { throw CouchError.badRequest("POST body must include a `docs` array") }
+        let docs = try JSONSkimmer.values(at: [.each], in: docsArray[0])
         var newEdits = true
-        if case .bool(let b)? = body["new_edits"] { newEdits = b }
+        if let flag = try JSONSkimmer.values(at: [.member("new_edits")], in: text).last { newEdits = flag != "false" }
         var results: [DocumentValue] = []
         try collection.database.inBatch {
             for doc in docs {
                 var id: String?
                 do {
-                    guard case .dictionary(let object) = doc else { throw CouchError.badRequest("each doc must be an object") }
-                    let incoming = try WireDocument.decode(object)
+                    guard doc.hasPrefix("{") else { throw CouchError.badRequest("each doc must be an object") }
+                    let revision = try WireRevision(json: doc)
+                    let incoming = try revision.decoded()
                     id = incoming.id
                     if newEdits {
                         let docID = incoming.id ?? UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
                         id = docID
-                        let rev = try save(incoming, id: docID, in: collection)
+                        let rev = try save(revision, id: docID, in: collection)
                         results.append(["ok": true, "id": .string(docID), "rev": .string(rev)])
                     } else {
-                        try ReplicatedRevision.insert(WireRevision(object: object), into: collection)
+                        try ReplicatedRevision.insert(revision, into: collection)
                     }
                 } catch let error as StoreError where error.isDocumentLevel {
                     results.append(Self.refusal(id, CouchError(error)))
@@ -239,11 +243,17 @@ extension Handlers {
     }
 
     /// A client's edit (`new_edits=true`): a child of `_rev`, which must be a leaf.
-    func save(_ incoming: WireDocument.Incoming, id: String, in collection: DocumentCollection) throws -> String {
-        let previous = try incoming.rev.flatMap { try collection.revision(id: id, rev: $0) }
-        var body = try AttachmentStore.resolve(incoming.attachments, body: incoming.body, previousBody: previous?.body, collection: collection)
-        if incoming.deleted { body = [:] }
-        return try collection.putRevision(id: id, parentRev: incoming.rev, body: CanonicalBody(object: body), deleting: incoming.deleted).rev
+    func save(_ revision: WireRevision, id: String, in collection: DocumentCollection) throws -> String {
+        let incoming = try revision.decoded()
+        var body = revision.body
+        if incoming.deleted {
+            body = CanonicalBody(object: [:])
+        } else if !incoming.attachments.isEmpty {
+            let previous = try incoming.rev.flatMap { try collection.revision(id: id, rev: $0) }
+            body = CanonicalBody(object: try AttachmentStore.resolve(
+                incoming.attachments, body: revision.bodyValues(), previousBody: previous?.body, collection: collection))
+        }
+        return try collection.putRevision(id: id, parentRev: incoming.rev, body: body, deleting: incoming.deleted).rev
     }
 
     // MARK: - _bulk_get

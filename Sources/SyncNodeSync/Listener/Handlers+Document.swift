@@ -22,15 +22,16 @@ extension Handlers {
                 object = try await request.jsonObject(limit: bodyLimit)
             }
             if object["_rev"] == nil, let rev = query["rev"] ?? request.headers[.ifMatch].map(unquote) { object["_rev"] = .string(rev) }
-            var incoming = try WireDocument.decode(object)
-            if let bodyID = incoming.id, bodyID != id { throw CouchError.badRequest("_id in the body does not match the URL") }
-            incoming.id = id
-            if try !query.bool("new_edits", default: true) {
-                object["_id"] = .string(id)
-                try ReplicatedRevision.insert(WireRevision(object: object), into: c)
-                return HTTP.json(["ok": true, "id": .string(id), "rev": .string(incoming.rev ?? "")], status: .created)
+            if let bodyID = try WireDocument.decode(object).id, bodyID != id {
+                throw CouchError.badRequest("_id in the body does not match the URL")
             }
-            let rev = try save(incoming, id: id, in: c)
+            object["_id"] = .string(id)
+            let revision = WireRevision(object: object)
+            if try !query.bool("new_edits", default: true) {
+                try ReplicatedRevision.insert(revision, into: c)
+                return HTTP.json(["ok": true, "id": .string(id), "rev": .string(revision.rev)], status: .created)
+            }
+            let rev = try save(revision, id: id, in: c)
             return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created,
                              headers: [.eTag: "\"\(rev)\"", .location: "/\(keyspace)/\(id)"])
         case .delete:

@@ -34,12 +34,7 @@ enum WireDocument {
             if deleted { head += ",\"_deleted\":true" }
             return splice(head: head, body: body)
         }
-        var meta: [String: DocumentValue] = ["_id": .string(id), "_rev": .string(rev)]
-        if deleted { meta["_deleted"] = true }
-        if let revisions, let first = revisions.first, let start = generation(first) {
-            meta["_revisions"] = ["start": .int(Int64(start)), "ids": .array(revisions.map { .string(suffix($0)) })]
-        }
-        if let conflicts, !conflicts.isEmpty { meta["_conflicts"] = .array(conflicts.map { .string($0) }) }
+        var meta = meta(id: id, rev: rev, deleted: deleted, revisions: revisions, conflicts: conflicts)
         guard hasBlobs(body) else {
             return splice(meta: meta, body: body)
         }
@@ -69,6 +64,17 @@ enum WireDocument {
         return splice(meta: meta, body: DocumentValue.dictionary(values).toJSON())
     }
 
+    /// The `_` members of a revision's wire document, but for `_attachments`.
+    static func meta(id: String, rev: String, deleted: Bool, revisions: [String]?, conflicts: [String]? = nil) -> [String: DocumentValue] {
+        var meta: [String: DocumentValue] = ["_id": .string(id), "_rev": .string(rev)]
+        if deleted { meta["_deleted"] = true }
+        if let revisions, let first = revisions.first, let start = generation(first) {
+            meta["_revisions"] = ["start": .int(Int64(start)), "ids": .array(revisions.map { .string(suffix($0)) })]
+        }
+        if let conflicts, !conflicts.isEmpty { meta["_conflicts"] = .array(conflicts.map { .string($0) }) }
+        return meta
+    }
+
     /// Appends the wire JSON of a revision with no history, conflicts or
     /// attachments; false (nothing written) when it has attachments.
     static func appendSimple(id: String, rev: String, deleted: Bool, body: String?, to out: inout JSONWriter) -> Bool {
@@ -91,7 +97,7 @@ enum WireDocument {
     }
 
     /// `{meta..., body...}` without re-serializing the body.
-    static func splice(meta: [String: DocumentValue], body: String) -> String {
+    private static func splice(meta: [String: DocumentValue], body: String) -> String {
         splice(head: String(DocumentValue.dictionary(meta).toJSON().dropLast()), body: body)
     }
 
@@ -158,7 +164,7 @@ enum WireDocument {
         return .data(known: known)
     }
 
-    private static func hasBlobs(_ body: String) -> Bool {
+    static func hasBlobs(_ body: String) -> Bool {
         contains(body, "\"@type\":\"blob\"") || contains(body, "\"_attachments\"")
     }
 

@@ -11,6 +11,11 @@ struct WireRevision: Sendable {
     /// The other members, canonical.
     let body: CanonicalBody
 
+    init(meta: [String: DocumentValue], body: CanonicalBody) {
+        self.meta = meta
+        self.body = body
+    }
+
     /// Splits a wire document given as JSON text.
     /// - throws: ``StoreError/invalidJSON(_:)`` when it is not a JSON object.
     init(json: String) throws {
@@ -24,16 +29,40 @@ struct WireRevision: Sendable {
         for (key, value) in object {
             if key.hasPrefix("_") { meta[key] = value } else { body[key] = value }
         }
-        self.meta = meta
-        self.body = CanonicalBody(object: body)
+        self.init(meta: meta, body: CanonicalBody(object: body))
+    }
+
+    /// A stored revision with its history, as a peer receives it. Without
+    /// attachments its stored body is used as it is (it is canonical already).
+    init(stored revision: StoredRevision, attachments: WireDocument.AttachmentContent, collection: DocumentCollection) throws {
+        let body = revision.body ?? "{}"
+        guard WireDocument.hasBlobs(body) else {
+            self.init(
+                meta: WireDocument.meta(id: revision.id, rev: revision.rev, deleted: revision.deleted, revisions: revision.history),
+                body: CanonicalBody(storedJSON: body))
+            return
+        }
+        try self.init(json: WireDocument.encode(
+            id: revision.id, rev: revision.rev, deleted: revision.deleted, body: body, revisions: revision.history,
+            attachments: attachments, blobs: { collection.blobContent(digest: $0) }))
     }
 
     var id: String { meta["_id"].wireText }
     var rev: String { meta["_rev"].wireText }
     var deleted: Bool { meta["_deleted"] == .bool(true) }
 
-    /// The wire document as JSON text (its `_` members first).
-    var json: String { WireDocument.splice(meta: meta, body: body.text) }
+    /// Appends the wire document as JSON (its `_` members first).
+    func write(to out: inout JSONWriter) {
+        out.writeObject(meta)
+        guard !meta.isEmpty else {
+            out.bytes.removeLast(2)  // `{}`: the body alone
+            out.bytes.append(contentsOf: body.bytes)
+            return
+        }
+        guard body.bytes.count > 2 else { return }
+        out.bytes[out.bytes.count - 1] = UInt8(ascii: ",")  // the body's own brace closes the object
+        out.bytes.append(contentsOf: body.bytes.dropFirst())
+    }
 
     /// The `_` members interpreted; unknown ones are an error (CouchDB's doc_validation).
     func decoded() throws -> WireDocument.Incoming {

@@ -272,8 +272,14 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
     }
 
     func store(_ docs: [WireRevision]) async throws -> StoredBatch {
-        let body = #"{"new_edits":false,"docs":["# + docs.map(\.json).joined(separator: ",") + "]}"
-        let value = try await expect(.POST, "\(db)/_bulk_docs", json: body)
+        var body = JSONWriter(capacity: docs.reduce(64) { $0 + $1.body.bytes.count + 256 })
+        body.writeRaw(#"{"new_edits":false,"docs":["#)
+        for (i, doc) in docs.enumerated() {
+            if i > 0 { body.writeRaw(",") }
+            doc.write(to: &body)
+        }
+        body.writeRaw("]}")
+        let value = try await expect(.POST, "\(db)/_bulk_docs", json: body.text)
         var outcome = StoredBatch()
         if case .array(let results) = value {
             for result in results {

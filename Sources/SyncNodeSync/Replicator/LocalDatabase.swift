@@ -34,14 +34,14 @@ struct LocalDatabase: ReplicationPeer {
 
     func fetch(_ wanted: [WantedRevisions]) async throws -> [WireRevision] {
         var out: [WireRevision] = []
-        for want in wanted {
-            for rev in want.revs {
-                guard let revision = try collection.revision(id: want.id, rev: rev), revision.body != nil else { continue }
-                let attachments = try WireDocument.attachments(of: revision, attsSince: want.attsSince, collection: collection)
-                let json = try WireDocument.encode(
-                    id: want.id, rev: rev, deleted: revision.deleted, body: revision.body, revisions: revision.history,
-                    attachments: attachments, blobs: { collection.blobContent(digest: $0) })
-                out.append(try WireRevision(json: json))
+        // One read transaction for the batch, not one per revision.
+        try collection.inSnapshot {
+            for want in wanted {
+                for rev in want.revs {
+                    guard let revision = try collection.revision(id: want.id, rev: rev), revision.body != nil else { continue }
+                    let attachments = try WireDocument.attachments(of: revision, attsSince: want.attsSince, collection: collection)
+                    out.append(try WireRevision(stored: revision, attachments: attachments, collection: collection))
+                }
             }
         }
         return out
