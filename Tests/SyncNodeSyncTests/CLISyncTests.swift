@@ -51,49 +51,50 @@ import Testing
     /// then a resumed pull: complete, intact, and at most one batch examined again.
     @Test func aKilledPullResumesFromItsCheckpoint() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
-        let total = 20_000
-        try remote.database.inBatch {
-            for i in 0..<total {
-                try remote.save(try MutableDocument(id: "doc-\(i)", data: ["n": i, "text": String(repeating: "x", count: 300)]))
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            let total = 20_000
+            try remote.database.inBatch {
+                for i in 0..<total {
+                    try remote.save(try MutableDocument(id: "doc-\(i)", data: ["n": i, "text": String(repeating: "x", count: 300)]))
+                }
             }
+            let peer = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-killed-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: peer) }
+            let url = try ReplicatorTests.pairingURL(h)
+
+            let process = Process()
+            process.executableURL = try PythonClientTests.executable(".build/debug/syncnode")
+            process.arguments = ["--dir", peer.path, "sync", url.absoluteString, "--pull"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let wal = peer.appendingPathComponent("default.syncnode/db.sqlite3-wal").path
+            let deadline = Date().addingTimeInterval(120)
+            while process.isRunning, Date() < deadline {
+                let size = ((try? FileManager.default.attributesOfItem(atPath: wal))?[.size] as? Int) ?? 0
+                if size > 1_500_000 { break }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            let killedMidway = process.isRunning
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            #expect(killedMidway, "the pull finished before it could be killed")
+
+            let db = try Database(name: "default", config: DatabaseConfiguration(directory: peer))
+            defer { try? db.close() }
+            #expect(try db.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") } == "ok")
+            let local = try db.defaultCollection()
+            let before = try local.count
+            #expect(before > 0 && before < total, "killed with \(before) documents pulled")
+
+            var config = ReplicatorConfiguration(collection: local, target: .url(url))
+            config.replicatorType = .pull
+            let resumed = Replicator(config: config)
+            #expect(try await resumed.runOnce().pulled == total - before)
+            #expect(try local.count == total)
+            let examined = resumed.status.progress.completed
+            #expect(examined <= total - before + config.batchSize, "examined \(examined) changes again for \(total - before) missing")
         }
-        let peer = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-killed-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: peer) }
-        let url = try ReplicatorTests.pairingURL(h)
-
-        let process = Process()
-        process.executableURL = try PythonClientTests.executable(".build/debug/syncnode")
-        process.arguments = ["--dir", peer.path, "sync", url.absoluteString, "--pull"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let wal = peer.appendingPathComponent("default.syncnode/db.sqlite3-wal").path
-        let deadline = Date().addingTimeInterval(120)
-        while process.isRunning, Date() < deadline {
-            let size = ((try? FileManager.default.attributesOfItem(atPath: wal))?[.size] as? Int) ?? 0
-            if size > 1_500_000 { break }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        let killedMidway = process.isRunning
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        #expect(killedMidway, "the pull finished before it could be killed")
-
-        let db = try Database(name: "default", config: DatabaseConfiguration(directory: peer))
-        defer { try? db.close() }
-        #expect(try db.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") } == "ok")
-        let local = try db.defaultCollection()
-        let before = try local.count
-        #expect(before > 0 && before < total, "killed with \(before) documents pulled")
-
-        var config = ReplicatorConfiguration(collection: local, target: .url(url))
-        config.replicatorType = .pull
-        let resumed = Replicator(config: config)
-        #expect(try await resumed.runOnce().pulled == total - before)
-        #expect(try local.count == total)
-        let examined = resumed.status.progress.completed
-        #expect(examined <= total - before + config.batchSize, "examined \(examined) changes again for \(total - before) missing")
     }
 }

@@ -7,201 +7,207 @@ import Testing
 @Suite struct ListenerEndpointTests {
     @Test func welcomeDatabasesAndDocuments() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        let welcome = try await h.request(.GET, "/")
-        #expect(welcome.status == 200 && welcome["uuid"]?.string == h.node.uuid)
-        #expect(welcome.headers["content-type"] == "application/json")
+        try await withCleanup({ await h.shutdown() }) {
+            let welcome = try await h.request(.GET, "/")
+            #expect(welcome.status == 200 && welcome["uuid"]?.string == h.node.uuid)
+            #expect(welcome.headers["content-type"] == "application/json")
 
-        #expect(try await h.request(.PUT, "/db").status == 201)
-        #expect(try await h.request(.PUT, "/db").status == 412)
-        #expect(try await h.request(.GET, "/nope").status == 404)
-        #expect(try await h.request(.GET, "/_all_dbs").json == ["db"])
+            #expect(try await h.request(.PUT, "/db").status == 201)
+            #expect(try await h.request(.PUT, "/db").status == 412)
+            #expect(try await h.request(.GET, "/nope").status == 404)
+            #expect(try await h.request(.GET, "/_all_dbs").json == ["db"])
 
-        let created = try await h.request(.PUT, "/db/doc%2F1", body: #"{"a":1,"s":"é"}"#)
-        #expect(created.status == 201)
-        let rev1 = try #require(created["rev"]?.string)
-        #expect(created.headers["etag"] == "\"\(rev1)\"")
-        let got = try await h.request(.GET, "/db/doc%2F1")
-        #expect(got["_id"]?.string == "doc/1" && got["s"]?.string == "é" && got["_rev"]?.string == rev1)
-        #expect(try await h.request(.GET, "/db/doc%2F1", headers: [("If-None-Match", "\"\(rev1)\"")]).status == 304)
-        #expect(try await h.request(.HEAD, "/db/doc%2F1").headers["etag"] == "\"\(rev1)\"")
+            let created = try await h.request(.PUT, "/db/doc%2F1", body: #"{"a":1,"s":"é"}"#)
+            #expect(created.status == 201)
+            let rev1 = try #require(created["rev"]?.string)
+            #expect(created.headers["etag"] == "\"\(rev1)\"")
+            let got = try await h.request(.GET, "/db/doc%2F1")
+            #expect(got["_id"]?.string == "doc/1" && got["s"]?.string == "é" && got["_rev"]?.string == rev1)
+            #expect(try await h.request(.GET, "/db/doc%2F1", headers: [("If-None-Match", "\"\(rev1)\"")]).status == 304)
+            #expect(try await h.request(.HEAD, "/db/doc%2F1").headers["etag"] == "\"\(rev1)\"")
 
-        // Conflicts: no rev, stale rev.
-        #expect(try await h.request(.PUT, "/db/doc%2F1", body: #"{"a":2}"#).status == 409)
-        let updated = try await h.request(.PUT, "/db/doc%2F1?rev=\(rev1)", body: #"{"a":2}"#)
-        #expect(updated.status == 201)
-        let rev2 = try #require(updated["rev"]?.string)
-        #expect(try await h.request(.PUT, "/db/doc%2F1", body: #"{"_rev":"\#(rev1)","a":3}"#)["error"]?.string == "conflict")
+            // Conflicts: no rev, stale rev.
+            #expect(try await h.request(.PUT, "/db/doc%2F1", body: #"{"a":2}"#).status == 409)
+            let updated = try await h.request(.PUT, "/db/doc%2F1?rev=\(rev1)", body: #"{"a":2}"#)
+            #expect(updated.status == 201)
+            let rev2 = try #require(updated["rev"]?.string)
+            #expect(try await h.request(.PUT, "/db/doc%2F1", body: #"{"_rev":"\#(rev1)","a":3}"#)["error"]?.string == "conflict")
 
-        let withHistory = try await h.request(.GET, "/db/doc%2F1?revs=true")
-        #expect(withHistory["_revisions"]?["start"]?.int == 2)
-        #expect(withHistory["_revisions"]?["ids"]?.array?.count == 2)
-        #expect(try await h.request(.GET, "/db/doc%2F1?rev=\(rev1)")["a"]?.int == 1)
+            let withHistory = try await h.request(.GET, "/db/doc%2F1?revs=true")
+            #expect(withHistory["_revisions"]?["start"]?.int == 2)
+            #expect(withHistory["_revisions"]?["ids"]?.array?.count == 2)
+            #expect(try await h.request(.GET, "/db/doc%2F1?rev=\(rev1)")["a"]?.int == 1)
 
-        let info = try await h.request(.GET, "/db")
-        #expect(info["doc_count"]?.int == 1 && info["update_seq"]?.int == 2 && info["instance_start_time"]?.string == "0")
+            let info = try await h.request(.GET, "/db")
+            #expect(info["doc_count"]?.int == 1 && info["update_seq"]?.int == 2 && info["instance_start_time"]?.string == "0")
 
-        let deleted = try await h.request(.DELETE, "/db/doc%2F1?rev=\(rev2)")
-        #expect(deleted.status == 200 && deleted["rev"]?.string?.hasPrefix("3-") == true)
-        #expect(try await h.request(.GET, "/db")["doc_del_count"]?.int == 1)
-        #expect(try await h.request(.GET, "/db/doc%2F1").status == 404)
-        #expect(try await h.request(.DELETE, "/db/doc%2F1").status == 409)
+            let deleted = try await h.request(.DELETE, "/db/doc%2F1?rev=\(rev2)")
+            #expect(deleted.status == 200 && deleted["rev"]?.string?.hasPrefix("3-") == true)
+            #expect(try await h.request(.GET, "/db")["doc_del_count"]?.int == 1)
+            #expect(try await h.request(.GET, "/db/doc%2F1").status == 404)
+            #expect(try await h.request(.DELETE, "/db/doc%2F1").status == 409)
 
-        let posted = try await h.request(.POST, "/db", body: #"{"x":true}"#)
-        #expect(posted.status == 201 && posted["id"]?.string?.isEmpty == false)
+            let posted = try await h.request(.POST, "/db", body: #"{"x":true}"#)
+            #expect(posted.status == 201 && posted["id"]?.string?.isEmpty == false)
 
-        #expect(try await h.request(.DELETE, "/db").status == 200)
-        #expect(try await h.request(.GET, "/db").status == 404)
+            #expect(try await h.request(.DELETE, "/db").status == 200)
+            #expect(try await h.request(.GET, "/db").status == 404)
+        }
     }
 
     @Test func badInputGetsCouchErrors() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        _ = try await h.request(.PUT, "/db")
-        let cases: [(HTTPMethod, String, String?, Int, String)] = [
-            (.PUT, "/db/x", "{not json", 400, "bad_request"),
-            (.PUT, "/db/x", "[1,2]", 400, "bad_request"),
-            (.PUT, "/db/x", #"{"_secret":1}"#, 400, "doc_validation"),
-            (.PUT, "/db/_design%2Fx", "{}", 404, "not_found"),
-            (.PUT, "/Bad.Name.Here.Too", nil, 400, "illegal_database_name"),
-            (.GET, "/db/missing", nil, 404, "not_found"),
-            (.PATCH, "/db/x", "{}", 405, "method_not_allowed"),
-            (.GET, "/db/_bulk_docs", nil, 405, "method_not_allowed"),
-            (.POST, "/db/_bulk_docs", #"{"nodocs":1}"#, 400, "bad_request"),
-            (.GET, "/db/_changes?feed=sideways", nil, 400, "bad_request"),
-            (.GET, "/db/_changes?since=abc", nil, 400, "bad_request"),
-            (.GET, "/db/_all_docs?limit=-1", nil, 400, "bad_request"),
-            (.GET, "/db/x/..%2F..%2Fetc%2Fpasswd", nil, 404, "not_found"),
-            (.GET, "/_nothing", nil, 404, "not_found"),
-        ]
-        for (method, path, body, status, error) in cases {
-            let reply = try await h.request(method, path, body: body)
-            #expect(reply.status == status, "\(method) \(path): \(reply.status) \(reply.body)")
-            #expect(reply["error"]?.string == error, "\(method) \(path): \(reply.body)")
-            #expect(reply["reason"]?.string?.isEmpty == false)
-            #expect(reply.headers["content-type"] == "application/json")
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let cases: [(HTTPMethod, String, String?, Int, String)] = [
+                (.PUT, "/db/x", "{not json", 400, "bad_request"),
+                (.PUT, "/db/x", "[1,2]", 400, "bad_request"),
+                (.PUT, "/db/x", #"{"_secret":1}"#, 400, "doc_validation"),
+                (.PUT, "/db/_design%2Fx", "{}", 404, "not_found"),
+                (.PUT, "/Bad.Name.Here.Too", nil, 400, "illegal_database_name"),
+                (.GET, "/db/missing", nil, 404, "not_found"),
+                (.PATCH, "/db/x", "{}", 405, "method_not_allowed"),
+                (.GET, "/db/_bulk_docs", nil, 405, "method_not_allowed"),
+                (.POST, "/db/_bulk_docs", #"{"nodocs":1}"#, 400, "bad_request"),
+                (.GET, "/db/_changes?feed=sideways", nil, 400, "bad_request"),
+                (.GET, "/db/_changes?since=abc", nil, 400, "bad_request"),
+                (.GET, "/db/_all_docs?limit=-1", nil, 400, "bad_request"),
+                (.GET, "/db/x/..%2F..%2Fetc%2Fpasswd", nil, 404, "not_found"),
+                (.GET, "/_nothing", nil, 404, "not_found"),
+            ]
+            for (method, path, body, status, error) in cases {
+                let reply = try await h.request(method, path, body: body)
+                #expect(reply.status == status, "\(method) \(path): \(reply.status) \(reply.body)")
+                #expect(reply["error"]?.string == error, "\(method) \(path): \(reply.body)")
+                #expect(reply["reason"]?.string?.isEmpty == false)
+                #expect(reply.headers["content-type"] == "application/json")
+            }
         }
     }
 
     @Test func replicationEndpoints() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        _ = try await h.request(.PUT, "/db")
-        // A replicator's upload: revisions made elsewhere, with history, creating a conflict.
-        let upload = #"""
-        {"new_edits": false, "docs": [
-          {"_id": "d", "_rev": "1-aaa", "v": 1},
-          {"_id": "d", "_rev": "3-ccc", "_revisions": {"start": 3, "ids": ["ccc", "bbb", "aaa"]}, "v": 3},
-          {"_id": "d", "_rev": "2-zzz", "_revisions": {"start": 2, "ids": ["zzz", "aaa"]}, "v": 2},
-          {"_id": "gone", "_rev": "2-del", "_deleted": true, "_revisions": {"start": 2, "ids": ["del", "one"]}}
-        ]}
-        """#
-        let bulk = try await h.request(.POST, "/db/_bulk_docs", body: upload)
-        #expect(bulk.status == 201 && bulk.json == [])
-        let doc = try await h.request(.GET, "/db/d?conflicts=true")
-        #expect(doc["_rev"]?.string == "3-ccc" && doc["_conflicts"] == ["2-zzz"])
-        let diff = try await h.request(.POST, "/db/_revs_diff", body: #"{"d": ["3-ccc", "4-ddd"], "new": ["1-x"]}"#)
-        #expect(diff["d"]?["missing"] == ["4-ddd"])
-        #expect(diff["new"]?["missing"] == ["1-x"])
-        let get = try await h.request(.POST, "/db/_bulk_get?revs=true&latest=true",
-                                      body: #"{"docs": [{"id": "d", "rev": "2-zzz"}, {"id": "d"}, {"id": "missing"}]}"#)
-        let results = try #require(get["results"]?.array)
-        #expect(results[0]["docs"]?.array?.first?["ok"]?["_revisions"]?["ids"] == ["zzz", "aaa"])
-        #expect(results[1]["docs"]?.array?.first?["ok"]?["_rev"]?.string == "3-ccc")
-        #expect(results[2]["docs"]?.array?.first?["error"]?["error"]?.string == "not_found")
-        let open = try await h.request(.GET, "/db/d?open_revs=all&revs=true")
-        #expect(Set(open.json.array?.compactMap { $0["ok"]?["_rev"]?.string } ?? []) == ["3-ccc", "2-zzz"])
-        let some = try await h.request(.GET, "/db/d?open_revs=%5B%222-zzz%22%2C%229-nope%22%5D")
-        #expect(some.json.array?.count == 2 && some.json.array?[1]["missing"]?.string == "9-nope")
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            // A replicator's upload: revisions made elsewhere, with history, creating a conflict.
+            let upload = #"""
+            {"new_edits": false, "docs": [
+              {"_id": "d", "_rev": "1-aaa", "v": 1},
+              {"_id": "d", "_rev": "3-ccc", "_revisions": {"start": 3, "ids": ["ccc", "bbb", "aaa"]}, "v": 3},
+              {"_id": "d", "_rev": "2-zzz", "_revisions": {"start": 2, "ids": ["zzz", "aaa"]}, "v": 2},
+              {"_id": "gone", "_rev": "2-del", "_deleted": true, "_revisions": {"start": 2, "ids": ["del", "one"]}}
+            ]}
+            """#
+            let bulk = try await h.request(.POST, "/db/_bulk_docs", body: upload)
+            #expect(bulk.status == 201 && bulk.json == [])
+            let doc = try await h.request(.GET, "/db/d?conflicts=true")
+            #expect(doc["_rev"]?.string == "3-ccc" && doc["_conflicts"] == ["2-zzz"])
+            let diff = try await h.request(.POST, "/db/_revs_diff", body: #"{"d": ["3-ccc", "4-ddd"], "new": ["1-x"]}"#)
+            #expect(diff["d"]?["missing"] == ["4-ddd"])
+            #expect(diff["new"]?["missing"] == ["1-x"])
+            let get = try await h.request(.POST, "/db/_bulk_get?revs=true&latest=true",
+                                          body: #"{"docs": [{"id": "d", "rev": "2-zzz"}, {"id": "d"}, {"id": "missing"}]}"#)
+            let results = try #require(get["results"]?.array)
+            #expect(results[0]["docs"]?.array?.first?["ok"]?["_revisions"]?["ids"] == ["zzz", "aaa"])
+            #expect(results[1]["docs"]?.array?.first?["ok"]?["_rev"]?.string == "3-ccc")
+            #expect(results[2]["docs"]?.array?.first?["error"]?["error"]?.string == "not_found")
+            let open = try await h.request(.GET, "/db/d?open_revs=all&revs=true")
+            #expect(Set(open.json.array?.compactMap { $0["ok"]?["_rev"]?.string } ?? []) == ["3-ccc", "2-zzz"])
+            let some = try await h.request(.GET, "/db/d?open_revs=%5B%222-zzz%22%2C%229-nope%22%5D")
+            #expect(some.json.array?.count == 2 && some.json.array?[1]["missing"]?.string == "9-nope")
 
-        let changes = try await h.request(.GET, "/db/_changes?style=all_docs")
-        let rows = try #require(changes["results"]?.array)
-        #expect(rows.count == 2)
-        #expect(Set(rows[0]["changes"]?.array?.compactMap { $0["rev"]?.string } ?? []) == ["3-ccc", "2-zzz"])
-        #expect(rows[1]["deleted"] == true)
-        #expect(changes["last_seq"]?.int == rows.last?["seq"]?.int)
+            let changes = try await h.request(.GET, "/db/_changes?style=all_docs")
+            let rows = try #require(changes["results"]?.array)
+            #expect(rows.count == 2)
+            #expect(Set(rows[0]["changes"]?.array?.compactMap { $0["rev"]?.string } ?? []) == ["3-ccc", "2-zzz"])
+            #expect(rows[1]["deleted"] == true)
+            #expect(changes["last_seq"]?.int == rows.last?["seq"]?.int)
 
-        // Checkpoints are stored verbatim.
-        let checkpoint = #"{"session_id":"s1","source_last_seq":"12-opaque","history":[{"a":1}]}"#
-        #expect(try await h.request(.PUT, "/db/_local/repl%2Fid", body: checkpoint).status == 201)
-        let local = try await h.request(.GET, "/db/_local/repl%2Fid")
-        #expect(local["source_last_seq"]?.string == "12-opaque" && local["_id"]?.string == "_local/repl/id")
-        #expect(try await h.request(.POST, "/db/_ensure_full_commit", body: "{}").status == 201)
-        #expect(try await h.request(.GET, "/db/_changes").body.contains("repl") == false)
+            // Checkpoints are stored verbatim.
+            let checkpoint = #"{"session_id":"s1","source_last_seq":"12-opaque","history":[{"a":1}]}"#
+            #expect(try await h.request(.PUT, "/db/_local/repl%2Fid", body: checkpoint).status == 201)
+            let local = try await h.request(.GET, "/db/_local/repl%2Fid")
+            #expect(local["source_last_seq"]?.string == "12-opaque" && local["_id"]?.string == "_local/repl/id")
+            #expect(try await h.request(.POST, "/db/_ensure_full_commit", body: "{}").status == 201)
+            #expect(try await h.request(.GET, "/db/_changes").body.contains("repl") == false)
+        }
     }
 
     @Test func allDocsRangesAndKeys() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        _ = try await h.request(.PUT, "/db")
-        let docs = (0..<10).map { #"{"_id":"k\#($0)","n":\#($0)}"# }.joined(separator: ",")
-        _ = try await h.request(.POST, "/db/_bulk_docs", body: #"{"docs":[\#(docs)]}"#)
-        let range = try await h.request(.GET, "/db/_all_docs?startkey=%22k2%22&endkey=%22k5%22&inclusive_end=false")
-        #expect(range["rows"]?.array?.compactMap { $0["id"]?.string } == ["k2", "k3", "k4"])
-        #expect(range["total_rows"]?.int == 10)
-        let desc = try await h.request(.GET, "/db/_all_docs?descending=true&limit=2&include_docs=true")
-        #expect(desc["rows"]?.array?.compactMap { $0["id"]?.string } == ["k9", "k8"])
-        #expect(desc["rows"]?.array?.first?["doc"]?["n"]?.int == 9)
-        let keys = try await h.request(.POST, "/db/_all_docs", body: #"{"keys":["k1","zz","k0"]}"#)
-        #expect(keys["rows"]?.array?.map { $0["id"]?.string ?? $0["error"]?.string } == ["k1", "not_found", "k0"])
-        #expect(Set((keys.json["rows"]?.array?.first?.dictionaryKeys) ?? []) == ["id", "key", "value"])
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let docs = (0..<10).map { #"{"_id":"k\#($0)","n":\#($0)}"# }.joined(separator: ",")
+            _ = try await h.request(.POST, "/db/_bulk_docs", body: #"{"docs":[\#(docs)]}"#)
+            let range = try await h.request(.GET, "/db/_all_docs?startkey=%22k2%22&endkey=%22k5%22&inclusive_end=false")
+            #expect(range["rows"]?.array?.compactMap { $0["id"]?.string } == ["k2", "k3", "k4"])
+            #expect(range["total_rows"]?.int == 10)
+            let desc = try await h.request(.GET, "/db/_all_docs?descending=true&limit=2&include_docs=true")
+            #expect(desc["rows"]?.array?.compactMap { $0["id"]?.string } == ["k9", "k8"])
+            #expect(desc["rows"]?.array?.first?["doc"]?["n"]?.int == 9)
+            let keys = try await h.request(.POST, "/db/_all_docs", body: #"{"keys":["k1","zz","k0"]}"#)
+            #expect(keys["rows"]?.array?.map { $0["id"]?.string ?? $0["error"]?.string } == ["k1", "not_found", "k0"])
+            #expect(Set((keys.json["rows"]?.array?.first?.dictionaryKeys) ?? []) == ["id", "key", "value"])
+        }
     }
 
     @Test func queryRunsSQLPlusPlus() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        _ = try await h.request(.PUT, "/db")
-        let docs = (0..<10).map { #"{"_id":"k\#($0)","n":\#($0),"odd":\#($0 % 2 == 1)}"# }.joined(separator: ",")
-        _ = try await h.request(.POST, "/db/_bulk_docs", body: #"{"docs":[\#(docs)]}"#)
-        let result = try await h.request(.POST, "/db/_query",
-                                         body: #"{"query": "SELECT meta().id, n FROM _ WHERE odd AND n > $min ORDER BY n DESC", "params": {"min": 4}}"#)
-        #expect(result.status == 200)
-        #expect(result["results"]?.array?.compactMap { $0["id"]?.string } == ["k9", "k7", "k5"])
-        let bad = try await h.request(.POST, "/db/_query", body: #"{"query": "SELECT n FROM"}"#)
-        #expect(bad.status == 400 && bad["error"]?.string == "query_parse_error")
-        #expect(bad["reason"]?.string?.contains("position 13") == true)
-        let missing = try await h.request(.POST, "/db/_query", body: #"{"sql": "SELECT 1"}"#)
-        #expect(missing.status == 400)
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let docs = (0..<10).map { #"{"_id":"k\#($0)","n":\#($0),"odd":\#($0 % 2 == 1)}"# }.joined(separator: ",")
+            _ = try await h.request(.POST, "/db/_bulk_docs", body: #"{"docs":[\#(docs)]}"#)
+            let result = try await h.request(.POST, "/db/_query",
+                                             body: #"{"query": "SELECT meta().id, n FROM _ WHERE odd AND n > $min ORDER BY n DESC", "params": {"min": 4}}"#)
+            #expect(result.status == 200)
+            #expect(result["results"]?.array?.compactMap { $0["id"]?.string } == ["k9", "k7", "k5"])
+            let bad = try await h.request(.POST, "/db/_query", body: #"{"query": "SELECT n FROM"}"#)
+            #expect(bad.status == 400 && bad["error"]?.string == "query_parse_error")
+            #expect(bad["reason"]?.string?.contains("position 13") == true)
+            let missing = try await h.request(.POST, "/db/_query", body: #"{"sql": "SELECT 1"}"#)
+            #expect(missing.status == 400)
+        }
     }
 
     @Test func attachmentsInlineStubsAndStandalone() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        _ = try await h.request(.PUT, "/db")
-        let data = Data("attachment bytes".utf8).base64EncodedString()
-        let created = try await h.request(.PUT, "/db/d", body: #"{"_attachments":{"a.txt":{"content_type":"text/plain","data":"\#(data)"}},"v":1}"#)
-        #expect(created.status == 201)
-        let rev1 = try #require(created["rev"]?.string)
-        let stub = try await h.request(.GET, "/db/d")
-        #expect(stub["_attachments"]?["a.txt"]?["stub"] == true)
-        #expect(stub["_attachments"]?["a.txt"]?["length"]?.int == 16)
-        let inline = try await h.request(.GET, "/db/d?attachments=true")
-        #expect(inline["_attachments"]?["a.txt"]?["data"]?.string == data)
-        // An update that keeps the attachment by stub.
-        let updated = try await h.request(.PUT, "/db/d?rev=\(rev1)", body: #"{"_attachments":{"a.txt":{"stub":true}},"v":2}"#)
-        #expect(updated.status == 201)
-        let raw = try await h.request(.GET, "/db/d/a.txt")
-        #expect(raw.body == "attachment bytes" && raw.headers["content-type"] == "text/plain")
-        // A stub for an attachment that never existed.
-        let rev2 = try #require(updated["rev"]?.string)
-        #expect(try await h.request(.PUT, "/db/d?rev=\(rev2)", body: #"{"_attachments":{"b.txt":{"stub":true}}}"#).status == 412)
-        // Standalone PUT with a path-like name, then DELETE.
-        let put = try await h.request(.PUT, "/db/d/dir/b.bin?rev=\(rev2)", bytes: [0, 1, 2, 255], headers: [("Content-Type", "application/octet-stream")])
-        #expect(put.status == 201)
-        #expect(try await h.request(.GET, "/db/d/dir/b.bin").bytes == [0, 1, 2, 255])
-        let rev3 = try #require(put["rev"]?.string)
-        #expect(try await h.request(.DELETE, "/db/d/dir/b.bin?rev=\(rev3)").status == 200)
-        #expect(try await h.request(.GET, "/db/d/dir/b.bin").status == 404)
-        #expect(try await h.request(.GET, "/db/d/a.txt").status == 200)
-        #expect(try await h.request(.PUT, "/db/d?rev=\(rev2)", body: #"{"_attachments":{"x":{"data":"!!notbase64"}}}"#).status == 400)
-        // Documents with property blobs, saved through the API, show them as blob_/ attachments.
-        let collection = try #require(try h.node.database("db")?.defaultCollection())
-        let doc = MutableDocument(id: "blobby")
-        doc.setBlob(Blob(contentType: "image/png", data: Data([1, 2, 3])), forKey: "photo")
-        try collection.save(doc)
-        let blobby = try await h.request(.GET, "/db/blobby")
-        #expect(blobby["_attachments"]?["blob_/photo"]?["length"]?.int == 3)
-        #expect(try await h.request(.GET, "/db/blobby/blob_%2Fphoto").body.utf8.count == 3)
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let data = Data("attachment bytes".utf8).base64EncodedString()
+            let created = try await h.request(.PUT, "/db/d", body: #"{"_attachments":{"a.txt":{"content_type":"text/plain","data":"\#(data)"}},"v":1}"#)
+            #expect(created.status == 201)
+            let rev1 = try #require(created["rev"]?.string)
+            let stub = try await h.request(.GET, "/db/d")
+            #expect(stub["_attachments"]?["a.txt"]?["stub"] == true)
+            #expect(stub["_attachments"]?["a.txt"]?["length"]?.int == 16)
+            let inline = try await h.request(.GET, "/db/d?attachments=true")
+            #expect(inline["_attachments"]?["a.txt"]?["data"]?.string == data)
+            // An update that keeps the attachment by stub.
+            let updated = try await h.request(.PUT, "/db/d?rev=\(rev1)", body: #"{"_attachments":{"a.txt":{"stub":true}},"v":2}"#)
+            #expect(updated.status == 201)
+            let raw = try await h.request(.GET, "/db/d/a.txt")
+            #expect(raw.body == "attachment bytes" && raw.headers["content-type"] == "text/plain")
+            // A stub for an attachment that never existed.
+            let rev2 = try #require(updated["rev"]?.string)
+            #expect(try await h.request(.PUT, "/db/d?rev=\(rev2)", body: #"{"_attachments":{"b.txt":{"stub":true}}}"#).status == 412)
+            // Standalone PUT with a path-like name, then DELETE.
+            let put = try await h.request(.PUT, "/db/d/dir/b.bin?rev=\(rev2)", bytes: [0, 1, 2, 255], headers: [("Content-Type", "application/octet-stream")])
+            #expect(put.status == 201)
+            #expect(try await h.request(.GET, "/db/d/dir/b.bin").bytes == [0, 1, 2, 255])
+            let rev3 = try #require(put["rev"]?.string)
+            #expect(try await h.request(.DELETE, "/db/d/dir/b.bin?rev=\(rev3)").status == 200)
+            #expect(try await h.request(.GET, "/db/d/dir/b.bin").status == 404)
+            #expect(try await h.request(.GET, "/db/d/a.txt").status == 200)
+            #expect(try await h.request(.PUT, "/db/d?rev=\(rev2)", body: #"{"_attachments":{"x":{"data":"!!notbase64"}}}"#).status == 400)
+            // Documents with property blobs, saved through the API, show them as blob_/ attachments.
+            let collection = try #require(try h.node.database("db")?.defaultCollection())
+            let doc = MutableDocument(id: "blobby")
+            doc.setBlob(Blob(contentType: "image/png", data: Data([1, 2, 3])), forKey: "photo")
+            try collection.save(doc)
+            let blobby = try await h.request(.GET, "/db/blobby")
+            #expect(blobby["_attachments"]?["blob_/photo"]?["length"]?.int == 3)
+            #expect(try await h.request(.GET, "/db/blobby/blob_%2Fphoto").body.utf8.count == 3)
+        }
     }
 }
 

@@ -10,98 +10,102 @@ import Testing
 @Suite struct ListenerFeedTests {
     @Test func longpollWakesOnAWrite() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        _ = try await h.request(.PUT, "/db")
-        let collection = try #require(try h.node.database("db")?.defaultCollection())
-        let started = ContinuousClock.now
-        // `since` from before the write: the write may land before the request does.
-        let since = try collection.lastSequence()
-        let poll = Task { try await h.request(.GET, "/db/_changes?feed=longpoll&since=\(since)&timeout=20000&include_docs=true") }
-        try await Task.sleep(for: .milliseconds(300))
-        try collection.save(try MutableDocument(id: "late", data: ["v": 7]))
-        let reply = try await poll.value
-        #expect(started.duration(to: .now) < .seconds(10), "the long poll waited for its timeout instead of the write")
-        let results = try #require(reply["results"]?.array)
-        #expect(results.count == 1 && results[0]["id"]?.string == "late" && results[0]["doc"]?["v"]?.int == 7)
-        // Nothing new: the long poll answers empty at its timeout.
-        let empty = try await h.request(.GET, "/db/_changes?feed=longpoll&since=now&timeout=200")
-        #expect(empty["results"]?.array?.isEmpty == true)
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let collection = try #require(try h.node.database("db")?.defaultCollection())
+            let started = ContinuousClock.now
+            // `since` from before the write: the write may land before the request does.
+            let since = try collection.lastSequence()
+            let poll = Task { try await h.request(.GET, "/db/_changes?feed=longpoll&since=\(since)&timeout=20000&include_docs=true") }
+            try await Task.sleep(for: .milliseconds(300))
+            try collection.save(try MutableDocument(id: "late", data: ["v": 7]))
+            let reply = try await poll.value
+            #expect(started.duration(to: .now) < .seconds(10), "the long poll waited for its timeout instead of the write")
+            let results = try #require(reply["results"]?.array)
+            #expect(results.count == 1 && results[0]["id"]?.string == "late" && results[0]["doc"]?["v"]?.int == 7)
+            // Nothing new: the long poll answers empty at its timeout.
+            let empty = try await h.request(.GET, "/db/_changes?feed=longpoll&since=now&timeout=200")
+            #expect(empty["results"]?.array?.isEmpty == true)
+        }
     }
 
     @Test func continuousFeedStreamsHeartbeatsAndEndsAtTimeout() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        _ = try await h.request(.PUT, "/db")
-        let collection = try #require(try h.node.database("db")?.defaultCollection())
-        try collection.save(MutableDocument(id: "first"))
-        let feed = Task { try await h.request(.GET, "/db/_changes?feed=continuous&timeout=1200&heartbeat=200") }
-        try await Task.sleep(for: .milliseconds(400))
-        try collection.save(MutableDocument(id: "second"))
-        let reply = try await feed.value
-        let lines = reply.body.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        let changes = lines.compactMap { try? DocumentValue(json: $0) }.compactMap { $0["id"]?.string }
-        #expect(changes == ["first", "second"])
-        // The body ends with a newline (one empty piece after it); heartbeats are empty lines before that.
-        #expect(lines.dropLast().contains(""), "no heartbeat line")
-        #expect(lines.last(where: { !$0.isEmpty })?.contains("last_seq") == true)
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let collection = try #require(try h.node.database("db")?.defaultCollection())
+            try collection.save(MutableDocument(id: "first"))
+            let feed = Task { try await h.request(.GET, "/db/_changes?feed=continuous&timeout=1200&heartbeat=200") }
+            try await Task.sleep(for: .milliseconds(400))
+            try collection.save(MutableDocument(id: "second"))
+            let reply = try await feed.value
+            let lines = reply.body.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            let changes = lines.compactMap { try? DocumentValue(json: $0) }.compactMap { $0["id"]?.string }
+            #expect(changes == ["first", "second"])
+            // The body ends with a newline (one empty piece after it); heartbeats are empty lines before that.
+            #expect(lines.dropLast().contains(""), "no heartbeat line")
+            #expect(lines.last(where: { !$0.isEmpty })?.contains("last_seq") == true)
 
-        let events = try await h.request(.GET, "/db/_changes?feed=eventsource&timeout=200")
-        #expect(events.headers["content-type"] == "text/event-stream")
-        #expect(events.body.contains("data: {") && events.body.contains("id: 2"))
+            let events = try await h.request(.GET, "/db/_changes?feed=eventsource&timeout=200")
+            #expect(events.headers["content-type"] == "text/event-stream")
+            #expect(events.body.contains("data: {") && events.body.contains("id: 2"))
 
-        let filtered = try await h.request(.POST, "/db/_changes?filter=_doc_ids", body: #"{"doc_ids":["second"]}"#)
-        #expect(filtered["results"]?.array?.compactMap { $0["id"]?.string } == ["second"])
-        let limited = try await h.request(.GET, "/db/_changes?limit=1")
-        #expect(limited["results"]?.array?.count == 1 && limited["last_seq"]?.int == 1 && limited["pending"]?.int == 1)
+            let filtered = try await h.request(.POST, "/db/_changes?filter=_doc_ids", body: #"{"doc_ids":["second"]}"#)
+            #expect(filtered["results"]?.array?.compactMap { $0["id"]?.string } == ["second"])
+            let limited = try await h.request(.GET, "/db/_changes?limit=1")
+            #expect(limited["results"]?.array?.count == 1 && limited["last_seq"]?.int == 1 && limited["pending"]?.int == 1)
+        }
     }
 
     @Test func statusCountsOpenConnectionsAndRequests() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        _ = try await h.request(.PUT, "/db")
-        let before = h.listener.status
-        #expect(before.activeRequests == 0 && before.totalRequests >= 1)
-        #expect(before.activeConnections >= 1, "the harness client's kept-alive connection is open")
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let before = h.listener.status
+            #expect(before.activeRequests == 0 && before.totalRequests >= 1)
+            #expect(before.activeConnections >= 1, "the harness client's kept-alive connection is open")
 
-        // A second client holds one more connection, busy with a feed for a second.
-        var configuration = HTTPClient.Configuration()
-        configuration.tlsConfiguration = try h.node.tlsIdentity().pinningClientConfiguration()
-        let other = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
-        var request = HTTPClientRequest(url: h.base + "/db/_changes?feed=continuous&timeout=1000")
-        request.headers.add(name: "Authorization", value: ListenerHarness.authorization)
-        let feed = Task { try await other.execute(request, timeout: .seconds(30)).body.collect(upTo: 1 << 20) }
-        func status(until condition: (ListenerStatus) -> Bool) async -> ListenerStatus {
-            let deadline = ContinuousClock.now.advanced(by: .seconds(10))
-            while !condition(h.listener.status), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
-            return h.listener.status
+            // A second client holds one more connection, busy with a feed for a second.
+            var configuration = HTTPClient.Configuration()
+            configuration.tlsConfiguration = try h.node.tlsIdentity().pinningClientConfiguration()
+            let other = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+            var request = HTTPClientRequest(url: h.base + "/db/_changes?feed=continuous&timeout=1000")
+            request.headers.add(name: "Authorization", value: ListenerHarness.authorization)
+            let feed = Task { try await other.execute(request, timeout: .seconds(30)).body.collect(upTo: 1 << 20) }
+            func status(until condition: (ListenerStatus) -> Bool) async -> ListenerStatus {
+                let deadline = ContinuousClock.now.advanced(by: .seconds(10))
+                while !condition(h.listener.status), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+                return h.listener.status
+            }
+            let during = await status { $0.activeRequests == 1 }
+            #expect(during.activeRequests == 1)
+            #expect(during.activeConnections == before.activeConnections + 1)
+            _ = try await feed.value
+            try await other.shutdown()
+            let after = await status { $0.activeConnections == before.activeConnections }
+            #expect(after.activeConnections == before.activeConnections, "the closed connection is still counted")
+            #expect(after.activeRequests == 0)
+            #expect(after.totalConnections == before.totalConnections + 1 && after.totalRequests == before.totalRequests + 1)
         }
-        let during = await status { $0.activeRequests == 1 }
-        #expect(during.activeRequests == 1)
-        #expect(during.activeConnections == before.activeConnections + 1)
-        _ = try await feed.value
-        try await other.shutdown()
-        let after = await status { $0.activeConnections == before.activeConnections }
-        #expect(after.activeConnections == before.activeConnections, "the closed connection is still counted")
-        #expect(after.activeRequests == 0)
-        #expect(after.totalConnections == before.totalConnections + 1 && after.totalRequests == before.totalRequests + 1)
     }
 
     /// Continuous feeds read in pages of 1000: every change arrives, also when
     /// a doc_ids filter leaves whole pages empty.
     @Test func continuousFeedPagesThroughALargeDatabase() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        _ = try await h.request(.PUT, "/db")
-        let collection = try #require(try h.node.database("db")?.defaultCollection())
-        try collection.database.inBatch {
-            for i in 0..<2500 { try collection.save(MutableDocument(id: "d\(i)")) }
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let collection = try #require(try h.node.database("db")?.defaultCollection())
+            try collection.database.inBatch {
+                for i in 0..<2500 { try collection.save(MutableDocument(id: "d\(i)")) }
+            }
+            let all = try await h.request(.GET, "/db/_changes?feed=continuous&timeout=300")
+            let ids = all.body.split(separator: "\n").compactMap { try? DocumentValue(json: String($0)) }.compactMap { $0["id"]?.string }
+            #expect(ids.count == 2500 && ids.first == "d0" && ids.last == "d2499")
+            let filtered = try await h.request(.POST, "/db/_changes?feed=continuous&timeout=300&filter=_doc_ids", body: #"{"doc_ids":["d2400"]}"#)
+            let lines = filtered.body.split(separator: "\n").compactMap { try? DocumentValue(json: String($0)) }
+            #expect(lines.compactMap { $0["id"]?.string } == ["d2400"])
+            #expect(lines.last?["last_seq"]?.int == 2500)
         }
-        let all = try await h.request(.GET, "/db/_changes?feed=continuous&timeout=300")
-        let ids = all.body.split(separator: "\n").compactMap { try? DocumentValue(json: String($0)) }.compactMap { $0["id"]?.string }
-        #expect(ids.count == 2500 && ids.first == "d0" && ids.last == "d2499")
-        let filtered = try await h.request(.POST, "/db/_changes?feed=continuous&timeout=300&filter=_doc_ids", body: #"{"doc_ids":["d2400"]}"#)
-        let lines = filtered.body.split(separator: "\n").compactMap { try? DocumentValue(json: String($0)) }
-        #expect(lines.compactMap { $0["id"]?.string } == ["d2400"])
-        #expect(lines.last?["last_seq"]?.int == 2500)
     }
 }

@@ -82,6 +82,18 @@ final class ListenerHarness: @unchecked Sendable {
     }
 }
 
+/// Runs `body`, then `cleanup`, also when `body` throws: a `defer` that can
+/// await (a `defer { Task { ... } }` would leave listeners running into the next tests).
+func withCleanup(_ cleanup: () async -> Void, _ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch {
+        await cleanup()
+        throw error
+    }
+    await cleanup()
+}
+
 extension DocumentValue {
     var string: String? { if case .string(let s) = self { return s } else { return nil } }
     var int: Int64? { if case .int(let i) = self { return i } else { return nil } }

@@ -10,34 +10,36 @@ import Testing
 @Suite struct ListenerSecurityTests {
     @Test func everyEndpointWantsCredentials() async throws {
         let h = try await ListenerHarness(authFailuresPerMinute: 1000)
-        defer { Task { await h.shutdown() } }
-        _ = try await h.request(.PUT, "/db")
-        let wrong = "Basic " + Data("\(ListenerHarness.user):wrong".utf8).base64EncodedString()
-        let endpoints: [(HTTPMethod, String)] = [
-            (.GET, "/"), (.GET, "/_all_dbs"), (.GET, "/db"), (.PUT, "/db2"), (.DELETE, "/db"), (.GET, "/db/x"),
-            (.PUT, "/db/x"), (.GET, "/db/_changes"), (.POST, "/db/_bulk_docs"), (.POST, "/db/_revs_diff"),
-            (.GET, "/db/_local/x"), (.GET, "/db/x/att"), (.POST, "/db/_all_docs"),
-        ]
-        for (method, path) in endpoints {
-            for auth in [nil, wrong, "Bearer x", "Basic !!!"] as [String?] {
-                let reply = try await h.request(method, path, body: method == .GET ? nil : "{}", auth: auth)
-                #expect(reply.status == 401, "\(method) \(path) with \(auth ?? "no credentials")")
-                #expect(reply.headers["www-authenticate"] == #"Basic realm="syncnode""#)
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let wrong = "Basic " + Data("\(ListenerHarness.user):wrong".utf8).base64EncodedString()
+            let endpoints: [(HTTPMethod, String)] = [
+                (.GET, "/"), (.GET, "/_all_dbs"), (.GET, "/db"), (.PUT, "/db2"), (.DELETE, "/db"), (.GET, "/db/x"),
+                (.PUT, "/db/x"), (.GET, "/db/_changes"), (.POST, "/db/_bulk_docs"), (.POST, "/db/_revs_diff"),
+                (.GET, "/db/_local/x"), (.GET, "/db/x/att"), (.POST, "/db/_all_docs"),
+            ]
+            for (method, path) in endpoints {
+                for auth in [nil, wrong, "Bearer x", "Basic !!!"] as [String?] {
+                    let reply = try await h.request(method, path, body: method == .GET ? nil : "{}", auth: auth)
+                    #expect(reply.status == 401, "\(method) \(path) with \(auth ?? "no credentials")")
+                    #expect(reply.headers["www-authenticate"] == #"Basic realm="syncnode""#)
+                }
             }
+            // Nothing was changed by the refused requests.
+            #expect(try await h.request(.GET, "/db").status == 200)
+            #expect(try await h.request(.GET, "/_all_dbs").json == ["db"])
         }
-        // Nothing was changed by the refused requests.
-        #expect(try await h.request(.GET, "/db").status == 200)
-        #expect(try await h.request(.GET, "/_all_dbs").json == ["db"])
     }
 
     @Test func repeatedFailuresAreRateLimited() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        let wrong = "Basic " + Data("ann:nope".utf8).base64EncodedString()
-        var statuses: [Int] = []
-        for _ in 0..<12 { statuses.append(try await h.request(.GET, "/", auth: wrong).status) }
-        #expect(statuses.prefix(10).allSatisfy { $0 == 401 })
-        #expect(statuses.suffix(2).allSatisfy { $0 == 429 })
+        try await withCleanup({ await h.shutdown() }) {
+            let wrong = "Basic " + Data("ann:nope".utf8).base64EncodedString()
+            var statuses: [Int] = []
+            for _ in 0..<12 { statuses.append(try await h.request(.GET, "/", auth: wrong).status) }
+            #expect(statuses.prefix(10).allSatisfy { $0 == 401 })
+            #expect(statuses.suffix(2).allSatisfy { $0 == 429 })
+        }
     }
 
     @Test func identitySurvivesRestartAndPlaintextIsRefused() async throws {
@@ -63,24 +65,27 @@ import Testing
         await first.shutdown(removeDirectory: false)
 
         let second = try await ListenerHarness(directory: first.directory)
-        defer { Task { await second.shutdown() } }
-        #expect(second.listener.tlsIdentity?.fingerprint == fingerprint)
-        #expect(second.node.uuid == uuid)
-        #expect(try await second.request(.GET, "/")["uuid"]?.string == uuid)
+        try await withCleanup({ await second.shutdown() }) {
+            #expect(second.listener.tlsIdentity?.fingerprint == fingerprint)
+            #expect(second.node.uuid == uuid)
+            let root = try await second.request(.GET, "/")
+            #expect(root["uuid"]?.string == uuid)
+        }
     }
 
     @Test func aClientPinnedToAnotherCertificateIsRefused() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        let other = try TLSIdentity.makeSelfSigned(commonName: "other")
-        #expect(other.fingerprint != h.listener.tlsIdentity?.fingerprint)
-        var configuration = HTTPClient.Configuration(timeout: .init(connect: .milliseconds(500), read: .seconds(5)))
-        configuration.tlsConfiguration = try other.pinningClientConfiguration()
-        let pinned = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
-        await #expect(throws: (any Error).self) {
-            _ = try await pinned.execute(HTTPClientRequest(url: h.base + "/"), timeout: .seconds(5))
+        try await withCleanup({ await h.shutdown() }) {
+            let other = try TLSIdentity.makeSelfSigned(commonName: "other")
+            #expect(other.fingerprint != h.listener.tlsIdentity?.fingerprint)
+            var configuration = HTTPClient.Configuration(timeout: .init(connect: .milliseconds(500), read: .seconds(5)))
+            configuration.tlsConfiguration = try other.pinningClientConfiguration()
+            let pinned = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+            await #expect(throws: (any Error).self) {
+                _ = try await pinned.execute(HTTPClientRequest(url: h.base + "/"), timeout: .seconds(5))
+            }
+            try await pinned.shutdown()
         }
-        try await pinned.shutdown()
     }
 
     @Test func importedPEMIdentityIsServed() async throws {

@@ -20,132 +20,137 @@ import Testing
 
     @Test func aRemoteDeletionWinsOverALocalEdit() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        let (peer, remote, config) = try await Self.syncedDocument(h)
-        try peer.collection.save(try #require(try peer.collection.document(id: "d")).toMutable().then { $0.setInt(5, forKey: "likes") })
-        try peer.collection.save(try #require(try peer.collection.document(id: "d")).toMutable().then { $0.setInt(6, forKey: "likes") })
-        try remote.delete(id: "d")
-        _ = try await Replicator(config: config).runOnce()
-        #expect(try peer.collection.document(id: "d") == nil, "deletion wins, even over a longer branch")
-        #expect(try remote.document(id: "d") == nil)
-        #expect(try ReplicatorTests.state(peer.collection) == ReplicatorTests.state(remote))
+        try await withCleanup({ await h.shutdown() }) {
+            let (peer, remote, config) = try await Self.syncedDocument(h)
+            try peer.collection.save(try #require(try peer.collection.document(id: "d")).toMutable().then { $0.setInt(5, forKey: "likes") })
+            try peer.collection.save(try #require(try peer.collection.document(id: "d")).toMutable().then { $0.setInt(6, forKey: "likes") })
+            try remote.delete(id: "d")
+            _ = try await Replicator(config: config).runOnce()
+            #expect(try peer.collection.document(id: "d") == nil, "deletion wins, even over a longer branch")
+            #expect(try remote.document(id: "d") == nil)
+            #expect(try ReplicatorTests.state(peer.collection) == ReplicatorTests.state(remote))
+        }
     }
 
     @Test func aCustomResolversMergeReplicates() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        let (peer, remote, baseConfig) = try await Self.syncedDocument(h)
-        try peer.collection.save(try #require(try peer.collection.document(id: "d")).toMutable().then { $0.setInt(3, forKey: "likes") })
-        try remote.save(try #require(try remote.document(id: "d")).toMutable().then { $0.setInt(10, forKey: "likes") })
-        var config = baseConfig
-        let calls = Collector<String>()
-        config.conflictResolver = ConflictResolver { conflict in
-            calls.append(conflict.documentID)
-            guard let local = conflict.localDocument, let remote = conflict.remoteDocument else { return .delete }
-            let merged = remote.toMutable()
-            merged.setInt(local.int(forKey: "likes") + remote.int(forKey: "likes"), forKey: "likes")
-            return .merge(merged)
+        try await withCleanup({ await h.shutdown() }) {
+            let (peer, remote, baseConfig) = try await Self.syncedDocument(h)
+            try peer.collection.save(try #require(try peer.collection.document(id: "d")).toMutable().then { $0.setInt(3, forKey: "likes") })
+            try remote.save(try #require(try remote.document(id: "d")).toMutable().then { $0.setInt(10, forKey: "likes") })
+            var config = baseConfig
+            let calls = Collector<String>()
+            config.conflictResolver = ConflictResolver { conflict in
+                calls.append(conflict.documentID)
+                guard let local = conflict.localDocument, let remote = conflict.remoteDocument else { return .delete }
+                let merged = remote.toMutable()
+                merged.setInt(local.int(forKey: "likes") + remote.int(forKey: "likes"), forKey: "likes")
+                return .merge(merged)
+            }
+            _ = try await Replicator(config: config).runOnce()
+            #expect(calls.values == ["d"])
+            #expect(try peer.collection.document(id: "d")?.int(forKey: "likes") == 13)
+            #expect(try remote.document(id: "d")?.int(forKey: "likes") == 13, "the merge was pushed")
+            #expect(try remote.conflictingRevisions(id: "d").isEmpty)
+            #expect(try ReplicatorTests.state(peer.collection) == ReplicatorTests.state(remote))
         }
-        _ = try await Replicator(config: config).runOnce()
-        #expect(calls.values == ["d"])
-        #expect(try peer.collection.document(id: "d")?.int(forKey: "likes") == 13)
-        #expect(try remote.document(id: "d")?.int(forKey: "likes") == 13, "the merge was pushed")
-        #expect(try remote.conflictingRevisions(id: "d").isEmpty)
-        #expect(try ReplicatorTests.state(peer.collection) == ReplicatorTests.state(remote))
     }
 
     @Test func filtersDecidePerDocument() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
-        for i in 0..<10 { try remote.save(try MutableDocument(id: "r\(i)", data: ["public": i % 2 == 0])) }
-        let peer = try Peer()
-        for i in 0..<6 { try peer.collection.save(try MutableDocument(id: "l\(i)", data: ["draft": i < 2])) }
-        var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
-        config.pullFilter = { doc, _ in doc.boolean(forKey: "public") }
-        config.pushFilter = { doc, flags in flags.contains(.deleted) || !doc.boolean(forKey: "draft") }
-        let replicator = Replicator(config: config)
-        #expect(try await replicator.pendingDocumentIDs() == ["l2", "l3", "l4", "l5"])
-        #expect(try await replicator.runOnce() == ReplicationResult(pushed: 4, pulled: 5))
-        #expect(try await replicator.pendingDocumentIDs().isEmpty)
-        #expect(try peer.collection.document(id: "r1") == nil && peer.collection.document(id: "r2") != nil)
-        #expect(try remote.document(id: "l0") == nil && remote.document(id: "l5") != nil)
-        try peer.collection.delete(id: "l5")
-        #expect(try await replicator.isDocumentPending(id: "l5"))
-        #expect(try await replicator.runOnce().pushed == 1, "deletions pass this push filter")
-        #expect(try remote.document(id: "l5") == nil)
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            for i in 0..<10 { try remote.save(try MutableDocument(id: "r\(i)", data: ["public": i % 2 == 0])) }
+            let peer = try Peer()
+            for i in 0..<6 { try peer.collection.save(try MutableDocument(id: "l\(i)", data: ["draft": i < 2])) }
+            var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
+            config.pullFilter = { doc, _ in doc.boolean(forKey: "public") }
+            config.pushFilter = { doc, flags in flags.contains(.deleted) || !doc.boolean(forKey: "draft") }
+            let replicator = Replicator(config: config)
+            #expect(try await replicator.pendingDocumentIDs() == ["l2", "l3", "l4", "l5"])
+            #expect(try await replicator.runOnce() == ReplicationResult(pushed: 4, pulled: 5))
+            #expect(try await replicator.pendingDocumentIDs().isEmpty)
+            #expect(try peer.collection.document(id: "r1") == nil && peer.collection.document(id: "r2") != nil)
+            #expect(try remote.document(id: "l0") == nil && remote.document(id: "l5") != nil)
+            try peer.collection.delete(id: "l5")
+            #expect(try await replicator.isDocumentPending(id: "l5"))
+            #expect(try await replicator.runOnce().pushed == 1, "deletions pass this push filter")
+            #expect(try remote.document(id: "l5") == nil)
+        }
     }
 
     @Test func anUnchangedAttachmentIsSentOnce() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
-        let content = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
-        let doc = MutableDocument(id: "photo")
-        doc.setBlob(Blob(contentType: "application/octet-stream", data: content), forKey: "image")
-        doc.setInt(1, forKey: "version")
-        try remote.save(doc)
-        let peer = try Peer()
-        var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
-        config.replicatorType = .pull
-        var before = h.listener.status.bytesSent
-        #expect(try await Replicator(config: config).runOnce().pulled == 1)
-        let first = h.listener.status.bytesSent - before
-        #expect(first > 400_000, "base64 of 300 KB went over the wire")
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            let content = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+            let doc = MutableDocument(id: "photo")
+            doc.setBlob(Blob(contentType: "application/octet-stream", data: content), forKey: "image")
+            doc.setInt(1, forKey: "version")
+            try remote.save(doc)
+            let peer = try Peer()
+            var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
+            config.replicatorType = .pull
+            var before = h.listener.status.bytesSent
+            #expect(try await Replicator(config: config).runOnce().pulled == 1)
+            let first = h.listener.status.bytesSent - before
+            #expect(first > 400_000, "base64 of 300 KB went over the wire")
 
-        // A new revision with the same blob: only the changed property travels.
-        try remote.save(try #require(try remote.document(id: "photo")).toMutable().then { $0.setInt(2, forKey: "version") })
-        before = h.listener.status.bytesSent
-        #expect(try await Replicator(config: config).runOnce().pulled == 1)
-        let second = h.listener.status.bytesSent - before
-        #expect(second < 20_000, "the attachment was sent again: \(second) bytes")
-        let pulled = try #require(try peer.collection.document(id: "photo"))
-        #expect(pulled.int(forKey: "version") == 2 && pulled.blob(forKey: "image")?.content == content)
+            // A new revision with the same blob: only the changed property travels.
+            try remote.save(try #require(try remote.document(id: "photo")).toMutable().then { $0.setInt(2, forKey: "version") })
+            before = h.listener.status.bytesSent
+            #expect(try await Replicator(config: config).runOnce().pulled == 1)
+            let second = h.listener.status.bytesSent - before
+            #expect(second < 20_000, "the attachment was sent again: \(second) bytes")
+            let pulled = try #require(try peer.collection.document(id: "photo"))
+            #expect(pulled.int(forKey: "version") == 2 && pulled.blob(forKey: "image")?.content == content)
 
-        // Push the same way: a local edit keeps the blob, the listener gets a stub.
-        try peer.collection.save(pulled.toMutable().then { $0.setInt(3, forKey: "version") })
-        config.replicatorType = .push
-        #expect(try await Replicator(config: config).runOnce().pushed == 1)
-        #expect(try remote.document(id: "photo")?.blob(forKey: "image")?.content == content)
-        #expect(try remote.document(id: "photo")?.int(forKey: "version") == 3)
+            // Push the same way: a local edit keeps the blob, the listener gets a stub.
+            try peer.collection.save(pulled.toMutable().then { $0.setInt(3, forKey: "version") })
+            config.replicatorType = .push
+            #expect(try await Replicator(config: config).runOnce().pushed == 1)
+            #expect(try remote.document(id: "photo")?.blob(forKey: "image")?.content == content)
+            #expect(try remote.document(id: "photo")?.int(forKey: "version") == 3)
+        }
     }
 
     @Test func statusListenersAndAsyncSequencesReportActivityAndProgress() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
-        for i in 0..<25 { try remote.save(try MutableDocument(id: "r\(i)", data: ["i": i])) }
-        let peer = try Peer()
-        var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
-        config.batchSize = 10
-        let replicator = Replicator(config: config)
-        #expect(replicator.status.activity == .stopped)
-        let changes = Collector<ReplicatorStatus>()
-        let documents = Collector<DocumentReplication>()
-        let t1 = replicator.addChangeListener { changes.append($0.status) }
-        let t2 = replicator.addDocumentReplicationListener { documents.append($0) }
-        defer { t1.remove(); t2.remove() }
-        let statusChanges = replicator.statusChanges()  // registered now, before the start
-        let stream = Task { () -> [ReplicatorActivity] in
-            var seen: [ReplicatorActivity] = []
-            for await change in statusChanges {
-                seen.append(change.status.activity)
-                if change.status.activity == .stopped { break }
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            for i in 0..<25 { try remote.save(try MutableDocument(id: "r\(i)", data: ["i": i])) }
+            let peer = try Peer()
+            var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
+            config.batchSize = 10
+            let replicator = Replicator(config: config)
+            #expect(replicator.status.activity == .stopped)
+            let changes = Collector<ReplicatorStatus>()
+            let documents = Collector<DocumentReplication>()
+            let t1 = replicator.addChangeListener { changes.append($0.status) }
+            let t2 = replicator.addDocumentReplicationListener { documents.append($0) }
+            defer { t1.remove(); t2.remove() }
+            let statusChanges = replicator.statusChanges()  // registered now, before the start
+            let stream = Task { () -> [ReplicatorActivity] in
+                var seen: [ReplicatorActivity] = []
+                for await change in statusChanges {
+                    seen.append(change.status.activity)
+                    if change.status.activity == .stopped { break }
+                }
+                return seen
             }
-            return seen
+            replicator.start()
+            await replicator.waitUntilStopped()
+            let final = replicator.status
+            #expect(final.activity == .stopped && final.error == nil)
+            #expect(final.result == ReplicationResult(pushed: 0, pulled: 25))
+            #expect(final.progress.completed == final.progress.total && final.progress.total >= 25)
+            let activities = await stream.value
+            #expect(activities.first == .connecting && activities.contains(.busy) && activities.last == .stopped)
+            let all = await changes.wait(count: activities.count)
+            #expect(all.map(\.progress.completed) == all.map(\.progress.completed).sorted(), "progress never goes back")
+            let pulledIDs = await documents.wait(count: 3).filter { !$0.isPush }.flatMap { $0.documents.map(\.id) }
+            #expect(Set(pulledIDs) == Set((0..<25).map { "r\($0)" }))
         }
-        replicator.start()
-        await replicator.waitUntilStopped()
-        let final = replicator.status
-        #expect(final.activity == .stopped && final.error == nil)
-        #expect(final.result == ReplicationResult(pushed: 0, pulled: 25))
-        #expect(final.progress.completed == final.progress.total && final.progress.total >= 25)
-        let activities = await stream.value
-        #expect(activities.first == .connecting && activities.contains(.busy) && activities.last == .stopped)
-        let all = await changes.wait(count: activities.count)
-        #expect(all.map(\.progress.completed) == all.map(\.progress.completed).sorted(), "progress never goes back")
-        let pulledIDs = await documents.wait(count: 3).filter { !$0.isPush }.flatMap { $0.documents.map(\.id) }
-        #expect(Set(pulledIDs) == Set((0..<25).map { "r\($0)" }))
     }
 
     @Test func serviceUnavailableIsRetriedAndUnauthorizedStops() async throws {
@@ -157,55 +162,57 @@ import Testing
                 return left > 0 ? 503 : nil
             }
         })
-        defer { Task { await h.shutdown() } }
-        let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
-        for i in 0..<5 { try remote.save(MutableDocument(id: "r\(i)")) }
-        let peer = try Peer()
-        var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
-        config.replicatorType = .pull
-        config.maxAttemptWaitTime = .milliseconds(300)
-        let offline = Collector<ReplicatorActivity>()
-        let replicator = Replicator(config: config)
-        let token = replicator.addChangeListener { if $0.status.activity == .offline { offline.append(.offline) } }
-        defer { token.remove() }
-        #expect(try await replicator.runOnce().pulled == 5, "completed after three 503 answers")
-        #expect(await offline.wait(count: 3).count == 3)
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            for i in 0..<5 { try remote.save(MutableDocument(id: "r\(i)")) }
+            let peer = try Peer()
+            var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
+            config.replicatorType = .pull
+            config.maxAttemptWaitTime = .milliseconds(300)
+            let offline = Collector<ReplicatorActivity>()
+            let replicator = Replicator(config: config)
+            let token = replicator.addChangeListener { if $0.status.activity == .offline { offline.append(.offline) } }
+            defer { token.remove() }
+            #expect(try await replicator.runOnce().pulled == 5, "completed after three 503 answers")
+            #expect(await offline.wait(count: 3).count == 3)
 
-        // Always 503 with few attempts: the status keeps the HTTP status.
-        failures.withLock { $0 = 1000 }
-        try remote.save(MutableDocument(id: "late"))
-        config.maxAttempts = 2
-        let giving = Replicator(config: config)
-        await #expect(throws: CouchError.self) { try await giving.runOnce() }
-        #expect((giving.status.error as? CouchError)?.status == 503)
+            // Always 503 with few attempts: the status keeps the HTTP status.
+            failures.withLock { $0 = 1000 }
+            try remote.save(MutableDocument(id: "late"))
+            config.maxAttempts = 2
+            let giving = Replicator(config: config)
+            await #expect(throws: CouchError.self) { try await giving.runOnce() }
+            #expect((giving.status.error as? CouchError)?.status == 503)
 
-        // Wrong password: stopped at once, 401 kept, continuous or not.
-        var wrong = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h, password: "nope")))
-        wrong.continuous = true
-        let refused = Replicator(config: wrong)
-        refused.start()
-        await refused.waitUntilStopped()
-        #expect(refused.status.activity == .stopped)
-        #expect((refused.status.error as? CouchError)?.status == 401)
+            // Wrong password: stopped at once, 401 kept, continuous or not.
+            var wrong = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h, password: "nope")))
+            wrong.continuous = true
+            let refused = Replicator(config: wrong)
+            refused.start()
+            await refused.waitUntilStopped()
+            #expect(refused.status.activity == .stopped)
+            #expect((refused.status.error as? CouchError)?.status == 401)
+        }
     }
 
     @Test func trustOnFirstUsePinsTheSelfSignedCertificateItSaw() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
-        try remote.save(MutableDocument(id: "x"))
-        let peer = try Peer()
-        // No fp in the URL: the system trust store refuses a self-signed certificate...
-        let plain = try #require(URL(string: "https://\(ListenerHarness.user):s3cret%3Apa$$@127.0.0.1:\(h.listener.port ?? 0)/db"))
-        var config = ReplicatorConfiguration(collection: peer.collection, target: .url(plain))
-        let started = ContinuousClock.now
-        await #expect(throws: SyncError.self) { try await Replicator(config: config).runOnce() }
-        #expect(started.duration(to: .now) < .seconds(5), "a certificate failure is not retried")
-        // ...unless told to trust it on first use; then it is pinned.
-        config.acceptOnlySelfSignedServerCertificate = true
-        let replicator = Replicator(config: config)
-        #expect(try await replicator.runOnce().pulled == 1)
-        #expect(replicator.serverCertificateFingerprint == h.listener.tlsIdentity?.fingerprint)
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            try remote.save(MutableDocument(id: "x"))
+            let peer = try Peer()
+            // No fp in the URL: the system trust store refuses a self-signed certificate...
+            let plain = try #require(URL(string: "https://\(ListenerHarness.user):s3cret%3Apa$$@127.0.0.1:\(h.listener.port ?? 0)/db"))
+            var config = ReplicatorConfiguration(collection: peer.collection, target: .url(plain))
+            let started = ContinuousClock.now
+            await #expect(throws: SyncError.self) { try await Replicator(config: config).runOnce() }
+            #expect(started.duration(to: .now) < .seconds(5), "a certificate failure is not retried")
+            // ...unless told to trust it on first use; then it is pinned.
+            config.acceptOnlySelfSignedServerCertificate = true
+            let replicator = Replicator(config: config)
+            #expect(try await replicator.runOnce().pulled == 1)
+            #expect(replicator.serverCertificateFingerprint == h.listener.tlsIdentity?.fingerprint)
+        }
     }
 }
 

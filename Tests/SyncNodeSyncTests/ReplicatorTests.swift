@@ -34,58 +34,60 @@ import Testing
 
     @Test func pullThenPushThenNothingToDo() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
-        for i in 0..<30 { try remote.save(try MutableDocument(id: "r\(i)", data: ["i": i])) }
-        try remote.delete(id: "r0")
-        let attached = MutableDocument(id: "att")
-        attached.setBlob(Blob(contentType: "text/plain", data: Data("blob over the wire".utf8)), forKey: "file")
-        try remote.save(attached)
-        let peer = try Peer()
-        var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try Self.pairingURL(h)))
-        config.batchSize = 7
-        config.replicatorType = .pull
-        let pulled = try await Replicator(config: config).runOnce()
-        #expect(pulled == ReplicationResult(pushed: 0, pulled: 31))
-        #expect(try Self.state(peer.collection) == Self.state(remote))
-        #expect(try peer.collection.document(id: "att")?.blob(forKey: "file")?.content == Data("blob over the wire".utf8))
-        #expect(try peer.collection.document(id: "r0") == nil)
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            for i in 0..<30 { try remote.save(try MutableDocument(id: "r\(i)", data: ["i": i])) }
+            try remote.delete(id: "r0")
+            let attached = MutableDocument(id: "att")
+            attached.setBlob(Blob(contentType: "text/plain", data: Data("blob over the wire".utf8)), forKey: "file")
+            try remote.save(attached)
+            let peer = try Peer()
+            var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try Self.pairingURL(h)))
+            config.batchSize = 7
+            config.replicatorType = .pull
+            let pulled = try await Replicator(config: config).runOnce()
+            #expect(pulled == ReplicationResult(pushed: 0, pulled: 31))
+            #expect(try Self.state(peer.collection) == Self.state(remote))
+            #expect(try peer.collection.document(id: "att")?.blob(forKey: "file")?.content == Data("blob over the wire".utf8))
+            #expect(try peer.collection.document(id: "r0") == nil)
 
-        for i in 0..<5 { try peer.collection.save(try MutableDocument(id: "l\(i)", data: ["local": true])) }
-        config.replicatorType = .pushAndPull
-        let pushed = try await Replicator(config: config).runOnce()
-        #expect(pushed == ReplicationResult(pushed: 5, pulled: 0))
-        #expect(try remote.document(id: "l3")?.boolean(forKey: "local") == true)
-        // Checkpoints: a re-run moves nothing.
-        #expect(try await Replicator(config: config).runOnce() == ReplicationResult())
+            for i in 0..<5 { try peer.collection.save(try MutableDocument(id: "l\(i)", data: ["local": true])) }
+            config.replicatorType = .pushAndPull
+            let pushed = try await Replicator(config: config).runOnce()
+            #expect(pushed == ReplicationResult(pushed: 5, pulled: 0))
+            #expect(try remote.document(id: "l3")?.boolean(forKey: "local") == true)
+            // Checkpoints: a re-run moves nothing.
+            #expect(try await Replicator(config: config).runOnce() == ReplicationResult())
+        }
     }
 
     @Test func conflictingEditsConvergeToOneWinner() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
-        try remote.save(try MutableDocument(id: "d", data: ["v": "base"]))
-        let peer = try Peer()
-        let config = ReplicatorConfiguration(collection: peer.collection, target: .url(try Self.pairingURL(h)))
-        _ = try await Replicator(config: config).runOnce()
-        // Both sides edit offline.
-        let mine = try #require(try peer.collection.document(id: "d")).toMutable()
-        mine.setString("local", forKey: "v")
-        try peer.collection.save(mine)
-        let theirs = try #require(try remote.document(id: "d")).toMutable()
-        theirs.setString("remote", forKey: "v")
-        try remote.save(theirs)
-        theirs.setString("remote again", forKey: "v")
-        try remote.save(theirs)
-        let result = try await Replicator(config: config).runOnce()
-        // Pulled: theirs (gen 3); pushed: the tombstone closing our losing branch (with its history).
-        #expect(result.pulled == 1 && result.pushed == 1)
-        #expect(try Self.state(peer.collection) == Self.state(remote), "the same revision tree on both nodes")
-        let winner = try #require(try peer.collection.document(id: "d"))
-        #expect(winner.string(forKey: "v") == "remote again")  // the higher generation wins (CBL's default)
-        #expect(try remote.document(id: "d")?.revisionID == winner.revisionID)
-        #expect(try peer.collection.conflictingRevisions(id: "d").isEmpty && remote.conflictingRevisions(id: "d").isEmpty)
-        #expect(try await Replicator(config: config).runOnce() == ReplicationResult(), "nothing left to move")
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            try remote.save(try MutableDocument(id: "d", data: ["v": "base"]))
+            let peer = try Peer()
+            let config = ReplicatorConfiguration(collection: peer.collection, target: .url(try Self.pairingURL(h)))
+            _ = try await Replicator(config: config).runOnce()
+            // Both sides edit offline.
+            let mine = try #require(try peer.collection.document(id: "d")).toMutable()
+            mine.setString("local", forKey: "v")
+            try peer.collection.save(mine)
+            let theirs = try #require(try remote.document(id: "d")).toMutable()
+            theirs.setString("remote", forKey: "v")
+            try remote.save(theirs)
+            theirs.setString("remote again", forKey: "v")
+            try remote.save(theirs)
+            let result = try await Replicator(config: config).runOnce()
+            // Pulled: theirs (gen 3); pushed: the tombstone closing our losing branch (with its history).
+            #expect(result.pulled == 1 && result.pushed == 1)
+            #expect(try Self.state(peer.collection) == Self.state(remote), "the same revision tree on both nodes")
+            let winner = try #require(try peer.collection.document(id: "d"))
+            #expect(winner.string(forKey: "v") == "remote again")  // the higher generation wins (CBL's default)
+            #expect(try remote.document(id: "d")?.revisionID == winner.revisionID)
+            #expect(try peer.collection.conflictingRevisions(id: "d").isEmpty && remote.conflictingRevisions(id: "d").isEmpty)
+            #expect(try await Replicator(config: config).runOnce() == ReplicationResult(), "nothing left to move")
+        }
     }
 
     @Test func resumesByUUIDAfterThePeerMovesToAnotherPort() async throws {
@@ -100,43 +102,45 @@ import Testing
 
         // Same data directory, new port: the pairing URL differs only in the port.
         let second = try await ListenerHarness(directory: first.directory)
-        defer { Task { await second.shutdown() } }
-        #expect(second.base != first.base)
-        let moved = try #require(try second.node.database("db")?.defaultCollection())
-        try moved.save(try MutableDocument(id: "new", data: ["i": 99]))
-        config = ReplicatorConfiguration(collection: peer.collection, target: .url(try Self.pairingURL(second)))
-        config.replicatorType = .pull
-        #expect(try await Replicator(config: config).runOnce().pulled == 1, "only the new document moves")
-        // A remoteUUID override names a different peer: everything is examined again (but nothing is missing).
-        config.remoteUUID = "some-other-identity"
-        let renamed = Replicator(config: config)
-        #expect(try await renamed.runOnce().pulled == 0)
-        #expect(renamed.status.progress.completed >= 21, "a fresh checkpoint: every change examined again")
+        try await withCleanup({ await second.shutdown() }) {
+            #expect(second.base != first.base)
+            let moved = try #require(try second.node.database("db")?.defaultCollection())
+            try moved.save(try MutableDocument(id: "new", data: ["i": 99]))
+            config = ReplicatorConfiguration(collection: peer.collection, target: .url(try Self.pairingURL(second)))
+            config.replicatorType = .pull
+            #expect(try await Replicator(config: config).runOnce().pulled == 1, "only the new document moves")
+            // A remoteUUID override names a different peer: everything is examined again (but nothing is missing).
+            config.remoteUUID = "some-other-identity"
+            let renamed = Replicator(config: config)
+            #expect(try await renamed.runOnce().pulled == 0)
+            #expect(renamed.status.progress.completed >= 21, "a fresh checkpoint: every change examined again")
+        }
     }
 
     @Test func wrongPinFailsFastAndBadCredentialsStop() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
-        try remote.save(MutableDocument(id: "secret"))
-        let peer = try Peer()
-        let other = try TLSIdentity.makeSelfSigned(commonName: "impostor")
-        var url = URLComponents(url: try Self.pairingURL(h), resolvingAgainstBaseURL: false)
-        url?.queryItems = [URLQueryItem(name: "fp", value: other.fingerprint)]
-        let config = ReplicatorConfiguration(collection: peer.collection, target: .url(try #require(url?.url)))
-        let started = ContinuousClock.now
-        do {
-            _ = try await Replicator(config: config).runOnce()
-            Issue.record("a wrong pin must fail")
-        } catch let error as SyncError {
-            #expect(error.description.contains(other.fingerprint) && error.description.contains(h.listener.tlsIdentity?.fingerprint ?? "?"))
-        }
-        #expect(started.duration(to: .now) < .seconds(1))
-        #expect(try peer.collection.count == 0)
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            try remote.save(MutableDocument(id: "secret"))
+            let peer = try Peer()
+            let other = try TLSIdentity.makeSelfSigned(commonName: "impostor")
+            var url = URLComponents(url: try Self.pairingURL(h), resolvingAgainstBaseURL: false)
+            url?.queryItems = [URLQueryItem(name: "fp", value: other.fingerprint)]
+            let config = ReplicatorConfiguration(collection: peer.collection, target: .url(try #require(url?.url)))
+            let started = ContinuousClock.now
+            do {
+                _ = try await Replicator(config: config).runOnce()
+                Issue.record("a wrong pin must fail")
+            } catch let error as SyncError {
+                #expect(error.description.contains(other.fingerprint) && error.description.contains(h.listener.tlsIdentity?.fingerprint ?? "?"))
+            }
+            #expect(started.duration(to: .now) < .seconds(1))
+            #expect(try peer.collection.count == 0)
 
-        let wrong = ReplicatorConfiguration(collection: peer.collection, target: .url(try Self.pairingURL(h, password: "nope")))
-        await #expect(throws: CouchError.self) { _ = try await Replicator(config: wrong).runOnce() }
-        #expect(try peer.collection.count == 0)
+            let wrong = ReplicatorConfiguration(collection: peer.collection, target: .url(try Self.pairingURL(h, password: "nope")))
+            await #expect(throws: CouchError.self) { _ = try await Replicator(config: wrong).runOnce() }
+            #expect(try peer.collection.count == 0)
+        }
     }
 
     @Test func localToLocalWithDocumentIDs() async throws {
@@ -165,15 +169,16 @@ import Testing
 
     @Test func hostileRevisionHistoriesAndEncodedAttachmentsAreRefused() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        _ = try await h.request(.PUT, "/db")
-        let overflow = #"{"docs":[{"_id":"x","_rev":"1-a","_revisions":{"start":-9223372036854775808,"ids":["a","b"]}}],"new_edits":false}"#
-        let reply = try await h.request(.POST, "/db/_bulk_docs", body: overflow)
-        #expect(reply.status == 201 && reply.json.array?.first?["error"]?.string == "bad_request")
-        #expect(try await h.request(.PUT, "/db/y", body: #"{"_revisions":{"start":1,"ids":["a","b"]},"_rev":"1-a"}"#).status == 400)
-        let gzip = #"{"_attachments":{"a.txt":{"content_type":"text/plain","encoding":"gzip","data":"H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAAAA=="}}}"#
-        #expect(try await h.request(.PUT, "/db/z", body: gzip).status == 415)
-        #expect(try await h.request(.GET, "/")["uuid"] != nil)
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let overflow = #"{"docs":[{"_id":"x","_rev":"1-a","_revisions":{"start":-9223372036854775808,"ids":["a","b"]}}],"new_edits":false}"#
+            let reply = try await h.request(.POST, "/db/_bulk_docs", body: overflow)
+            #expect(reply.status == 201 && reply.json.array?.first?["error"]?.string == "bad_request")
+            #expect(try await h.request(.PUT, "/db/y", body: #"{"_revisions":{"start":1,"ids":["a","b"]},"_rev":"1-a"}"#).status == 400)
+            let gzip = #"{"_attachments":{"a.txt":{"content_type":"text/plain","encoding":"gzip","data":"H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAAAA=="}}}"#
+            #expect(try await h.request(.PUT, "/db/z", body: gzip).status == 415)
+            #expect(try await h.request(.GET, "/")["uuid"] != nil)
+        }
     }
 }
 
@@ -189,21 +194,22 @@ import Testing
 
     @Test func writesOnEitherSideArriveWithoutPolling() async throws {
         let h = try await ListenerHarness()
-        defer { Task { await h.shutdown() } }
-        let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
-        try remote.save(MutableDocument(id: "before"))
-        let peer = try ReplicatorTests.Peer()
-        let config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
-        let replication = Task { try await Replicator(config: config).runContinuously() }
-        #expect(try await Self.eventually { try peer.collection.document(id: "before") != nil })
-        try remote.save(try MutableDocument(id: "remote-write", data: ["v": 1]))
-        #expect(try await Self.eventually { try peer.collection.document(id: "remote-write") != nil })
-        try peer.collection.save(try MutableDocument(id: "local-write", data: ["v": 2]))
-        #expect(try await Self.eventually { try remote.document(id: "local-write") != nil })
-        // Cancelling ends it promptly.
-        let stopping = ContinuousClock.now
-        replication.cancel()
-        _ = try? await replication.value
-        #expect(stopping.duration(to: .now) < .seconds(5))
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            try remote.save(MutableDocument(id: "before"))
+            let peer = try ReplicatorTests.Peer()
+            let config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
+            let replication = Task { try await Replicator(config: config).runContinuously() }
+            #expect(try await Self.eventually { try peer.collection.document(id: "before") != nil })
+            try remote.save(try MutableDocument(id: "remote-write", data: ["v": 1]))
+            #expect(try await Self.eventually { try peer.collection.document(id: "remote-write") != nil })
+            try peer.collection.save(try MutableDocument(id: "local-write", data: ["v": 2]))
+            #expect(try await Self.eventually { try remote.document(id: "local-write") != nil })
+            // Cancelling ends it promptly.
+            let stopping = ContinuousClock.now
+            replication.cancel()
+            _ = try? await replication.value
+            #expect(stopping.duration(to: .now) < .seconds(5))
+        }
     }
 }
