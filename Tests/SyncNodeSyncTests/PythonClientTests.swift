@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import SyncNodeSync
 
@@ -13,6 +14,23 @@ import Testing
             throw SyncError.invalidConfiguration("\(relative) is missing: run scripts/test.sh (it builds syncnode and installs the Python clients)")
         }
         return url
+    }
+
+    /// The first line a child process writes to `output`, or what it wrote before
+    /// ending or before `seconds` passed (then it is terminated: a blocked read ends).
+    static func firstLine(of process: Process, output: Pipe, within seconds: Double = 30) -> String {
+        let done = Mutex(false)
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+            if !done.withLock({ $0 }) { process.terminate() }
+        }
+        defer { done.withLock { $0 = true } }
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        return String(String(decoding: line, as: UTF8.self).prefix { $0 != "\n" })
     }
 
     /// A `syncnode serve` child process.
@@ -32,15 +50,8 @@ import Testing
             }
             process.standardError = try FileHandle(forWritingTo: stderr)
             try process.run()
-            // The contract: exactly one line "syncnode: listening on <pairing URL>" when ready.
-            var line = Data()
-            let deadline = Date().addingTimeInterval(30)
-            while !line.contains(UInt8(ascii: "\n")), Date() < deadline {
-                let chunk = out.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                line.append(chunk)
-            }
-            let text = String(decoding: line, as: UTF8.self)
+            // The contract: a first line "syncnode: listening on <pairing URL>" when ready.
+            let text = PythonClientTests.firstLine(of: process, output: out)
             guard text.hasPrefix("syncnode: listening on "),
                   let url = URLComponents(string: String(text.dropFirst(23)).trimmingCharacters(in: .whitespacesAndNewlines)),
                   let port = url.port else {
