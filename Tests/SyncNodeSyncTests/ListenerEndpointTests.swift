@@ -161,6 +161,9 @@ import Testing
                                              body: #"{"query": "SELECT meta().id, n FROM _ WHERE odd AND n > $min ORDER BY n DESC", "params": {"min": 4}}"#)
             #expect(result.status == 200)
             #expect(result["results"]?.array?.compactMap { $0["id"]?.string } == ["k9", "k7", "k5"])
+            // Parameter names as the query spells them work too.
+            let dollar = try await h.request(.POST, "/db/_query", body: #"{"query": "SELECT n FROM _ WHERE n > $min", "params": {"$min": 7}}"#)
+            #expect(dollar["results"]?.array?.compactMap { $0["n"]?.int }.sorted() == [8, 9])
             let bad = try await h.request(.POST, "/db/_query", body: #"{"query": "SELECT n FROM"}"#)
             #expect(bad.status == 400 && bad["error"]?.string == "query_parse_error")
             #expect(bad["reason"]?.string?.contains("position 13") == true)

@@ -19,7 +19,7 @@ struct QueryCommand: ParsableCommand {
             guard let equals = parameter.firstIndex(of: "="), equals != parameter.startIndex else {
                 throw CLIError.user("--param '\(parameter)' is not NAME=JSON")
             }
-            let name = String(parameter[..<equals]).trimmingPrefix("$")
+            let name = String(parameter[..<equals])
             do {
                 values[String(name)] = try DocumentValue(json: String(parameter[parameter.index(after: equals)...]))
             } catch {

@@ -6,16 +6,23 @@ import Foundation
 /// let query = try db.createQuery("SELECT name FROM hotels WHERE city = $city")
 /// query.parameters = Parameters().setString("Paris", forName: "city")
 /// ```
-/// A parameter left unset reads as MISSING.
+/// A parameter left unset reads as MISSING. Names may be given with or
+/// without the `$` they have in the query (`"city"` or `"$city"`).
 public struct Parameters: Sendable, Hashable {
     private(set) var values: [String: DocumentValue] = [:]
 
     public init() {}
 
-    public init(_ values: [String: DocumentValue]) { self.values = values }
+    public init(_ values: [String: DocumentValue]) {
+        for (name, value) in values { self.values[Self.bare(name)] = value }
+    }
 
     /// The value set for `name`.
-    public func value(forName name: String) -> DocumentValue? { values[name] }
+    public func value(forName name: String) -> DocumentValue? { values[Self.bare(name)] }
+
+    private static func bare(_ name: String) -> String {
+        name.hasPrefix("$") ? String(name.dropFirst()) : name
+    }
 
     /// Sets a value of any JSON-compatible type (nil means null).
     /// - throws: ``StoreError/invalidValue(_:)`` for a value with no JSON form.
@@ -35,7 +42,7 @@ public struct Parameters: Sendable, Hashable {
 
     private func with(_ name: String, _ value: DocumentValue) -> Parameters {
         var copy = self
-        copy.values[name] = value
+        copy.values[Self.bare(name)] = value
         return copy
     }
 }
