@@ -61,6 +61,17 @@ import Testing
         #expect(try db.createQuery("SELECT n FROM _ WHERE \(ands)").execute().count == 10)
     }
 
+    @Test func longBuilderChainsWork() throws {
+        // Built one `or` at a time: a 20,000-deep tree, which the compiler must not hand to SQLite as such.
+        var ors = Expression.property("n").equalTo(Expression.int(0))
+        for i in 1..<20_000 { ors = ors.or(Expression.property("n").equalTo(Expression.int(i % 3))) }
+        let query = QueryBuilder.select(SelectResult.property("n")).from(DataSource.database(db)).where(ors)
+        #expect(try query.execute().count == 3)
+        var ands = Expression.property("n").greaterThanOrEqualTo(Expression.int(0))
+        for _ in 1..<20_000 { ands = Expression.property("n").lessThan(Expression.int(100)).and(ands) }
+        #expect(try QueryBuilder.select(SelectResult.property("n")).from(DataSource.database(db)).where(ands).execute().count == 10)
+    }
+
     @Test func hugeInListsWork() throws {
         let strings = (0..<20_000).map { "'v\($0)'" }.joined(separator: ", ")
         #expect(try db.createQuery("SELECT n FROM _ WHERE s IN (\(strings))").execute().count == 10)

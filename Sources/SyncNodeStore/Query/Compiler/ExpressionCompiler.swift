@@ -82,6 +82,12 @@ struct ExpressionCompiler {
         case .unary(.negate, let a):
             let v = try compile(a)
             return .computed("(- \(v.asNumber))", kind: .number, from: [v])
+        case .binary(let op, _, _) where op == .and || op == .or:
+            // However the chain was built (a builder adds one term at a time), it compiles as a
+            // balanced tree: SQLite and this recursion both have depth limits.
+            var terms: [SQLValue] = []
+            for term in Self.chain(op, e) { terms.append(try compile(term)) }
+            return try balanced(terms, op)
         case .binary(let op, let a, let b):
             return try binary(op, compile(a), compile(b))
         case .between(let a, let lower, let upper):
@@ -341,6 +347,21 @@ struct ExpressionCompiler {
         try Self.checkSize(of: a, copies: others.count + 1)
         terms += others.map { compare(.equal, a, $0) }
         return try balanced(terms, .or)
+    }
+
+    /// The operands of a chain of `op` in order, found without recursion.
+    static func chain(_ op: BinaryOperator, _ e: QueryExpression) -> [QueryExpression] {
+        var terms: [QueryExpression] = []
+        var pending = [e]
+        while let next = pending.popLast() {
+            if case .binary(op, let left, let right) = next {
+                pending.append(right)
+                pending.append(left)
+            } else {
+                terms.append(next)
+            }
+        }
+        return terms
     }
 
     /// Joins terms with AND/OR as a balanced tree, so long lists stay shallow.

@@ -38,7 +38,7 @@ enum QueryCompiler {
         // WHERE: MATCH conditions become joins with the full-text tables.
         var conditions = ["s0.deleted = 0"]
         var fullTextJoins: [String] = []
-        for conjunct in statement.whereClause.map(Self.conjuncts) ?? [] {
+        for conjunct in statement.whereClause.map({ ExpressionCompiler.chain(.and, $0) }) ?? [] {
             if case .match(let indexName, let pattern) = conjunct {
                 guard compiler.fullText[indexName] == nil else {
                     throw .invalidQuery("MATCH(\(indexName), ...) appears twice; combine the patterns with AND in one MATCH")
@@ -169,12 +169,6 @@ enum QueryCompiler {
         if conditions.count <= 2 { return conditions.joined(separator: " AND ") }
         let middle = conditions.count / 2
         return "(\(allOf(Array(conditions[..<middle])))) AND (\(allOf(Array(conditions[middle...]))))"
-    }
-
-    /// The top-level AND terms of a condition.
-    static func conjuncts(_ e: QueryExpression) -> [QueryExpression] {
-        if case .binary(.and, let a, let b) = e { return conjuncts(a) + conjuncts(b) }
-        return [e]
     }
 
     /// The value SQL of `x` in a WHERE term `x OP constant`, which holds only
