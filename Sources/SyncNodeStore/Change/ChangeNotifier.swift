@@ -22,6 +22,10 @@ final class ChangeNotifier: Sendable {
         var hooked = false
     }
 
+    /// The `collectionID` of listeners told when collections are created or
+    /// deleted in this process (live queries subscribe again then).
+    static let collectionsChanged: Int64 = -1
+
     private let listeners = Mutex<(next: UInt64, all: [UInt64: Listener])>((0, [:]))
     private let pending = Mutex(Pending())
 
@@ -62,6 +66,11 @@ final class ChangeNotifier: Sendable {
             return p.order.compactMap { id in p.ids[id].map { (id, $0) } }
         }
         for (collectionID, ids) in batch { deliver(collectionID: collectionID, documentIDs: ids) }
+    }
+
+    /// Tells the ``collectionsChanged`` listeners.
+    func collectionsDidChange() {
+        deliver(collectionID: Self.collectionsChanged, documentIDs: [])
     }
 
     /// Hands changed document IDs to the collection's listeners.

@@ -184,6 +184,7 @@ public final class Database: Sendable {
             throw StoreError.storage("collection \(scope).\(name) vanished after creation")
         }
         logger.info("created collection", metadata: ["collection": "\(scope).\(name)"])
+        notifier.collectionsDidChange()
         return created
     }
 
@@ -222,6 +223,7 @@ public final class Database: Sendable {
         collection.markDeleted()
         _ = state.withLock { $0.collections.removeValue(forKey: "\(scope).\(name)") }
         logger.info("deleted collection", metadata: ["collection": "\(scope).\(name)"])
+        notifier.collectionsDidChange()
     }
 
     /// The scopes that hold at least one collection (`_default` always).

@@ -4,6 +4,35 @@ import Testing
 @testable import SyncNodeStore
 
 @Suite struct LiveQueryTests {
+    /// A live query on a collection that does not exist yet reports the error,
+    /// then results once it is created; and it follows a collection deleted and made again.
+    @Test func followsCollectionsCreatedAndDeletedLater() async throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let query = try db.createQuery("SELECT meta().id FROM later ORDER BY meta().id")
+        let seen = Collector<[String]>()
+        let token = query.addChangeListener { change in
+            seen.append(change.results?.compactMap { $0.string(forKey: "id") } ?? ["error"])
+        }
+        defer { token.remove() }
+        // The latest results reach `expected` (a created collection is first seen empty).
+        func settles(to expected: [String]) async -> Bool {
+            let deadline = ContinuousClock.now.advanced(by: .seconds(10))
+            while seen.values.last != expected, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+            return seen.values.last == expected
+        }
+        #expect(await seen.wait(count: 1) == [["error"]])
+        try db.createCollection(name: "later").save(MutableDocument(id: "a"))
+        #expect(await settles(to: ["a"]), "\(seen.values)")
+        try db.deleteCollection(name: "later")
+        #expect(await settles(to: ["error"]), "\(seen.values)")
+        try db.createCollection(name: "later").save(MutableDocument(id: "b"))
+        #expect(await settles(to: ["b"]), "\(seen.values)")
+        try db.collection(name: "later")?.save(MutableDocument(id: "c"))
+        #expect(await settles(to: ["b", "c"]), "\(seen.values)")
+    }
+
     @Test func notifiesFirstResultsThenOnlyChanges() async throws {
         let dir = try TempDirectory()
         let db = try dir.open()

@@ -71,7 +71,9 @@ final class LiveQueryObserver: Sendable {
         var delivered = false
         var last: ResultSet?
         var lastError: String?
-        var tokens: [UInt64] = []
+        /// Collection ID -> notifier token, for the collections the query reads.
+        var tokens: [Int64: UInt64] = [:]
+        var collectionsToken: UInt64?
     }
 
     init(query: Query, queue: DispatchQueue, listener: @escaping @Sendable (QueryChange) -> Void) {
@@ -81,16 +83,33 @@ final class LiveQueryObserver: Sendable {
     }
 
     func start() {
+        // Collections created or deleted later can change what the query reads (one it
+        // names may not exist yet): subscribe again then.
+        let token = query.database.notifier.add(
+            .init(collectionID: ChangeNotifier.collectionsChanged, documentID: nil, queue: work) { [weak self] _ in self?.subscribe() })
+        state.withLock { $0.collectionsToken = token }
+        work.async { [self] in subscribe() }
+    }
+
+    /// Listens to the collections the query reads now, then re-runs it. A
+    /// query that does not compile listens to none; its run reports the error.
+    private func subscribe() {
         let notifier = query.database.notifier
-        do {
-            let ids = try query.collectionIDs()
-            let tokens = ids.map { id in
-                notifier.add(.init(collectionID: id, documentID: nil, queue: work) { [weak self] _ in self?.schedule() })
+        let ids = (try? query.collectionIDs()) ?? []
+        let (added, removed) = state.withLock { s -> ([Int64], [UInt64]) in
+            guard !s.stopped else { return ([], []) }
+            let removed = s.tokens.filter { !ids.contains($0.key) }
+            for (id, _) in removed { s.tokens[id] = nil }
+            return (ids.filter { s.tokens[$0] == nil }, removed.map(\.value))
+        }
+        for token in removed { notifier.remove(token) }
+        for id in added {
+            let token = notifier.add(.init(collectionID: id, documentID: nil, queue: work) { [weak self] _ in self?.schedule() })
+            let stopped = state.withLock { s -> Bool in
+                if !s.stopped { s.tokens[id] = token }
+                return s.stopped
             }
-            state.withLock { $0.tokens = tokens }
-        } catch {
-            report(QueryChange(query: query, results: nil, error: error))
-            return
+            if stopped { notifier.remove(token) }
         }
         schedule()
     }
@@ -98,8 +117,8 @@ final class LiveQueryObserver: Sendable {
     func stop() {
         let tokens = state.withLock { s -> [UInt64] in
             s.stopped = true
-            defer { s.tokens = [] }
-            return s.tokens
+            defer { s.tokens = [:]; s.collectionsToken = nil }
+            return Array(s.tokens.values) + (s.collectionsToken.map { [$0] } ?? [])
         }
         for token in tokens { query.database.notifier.remove(token) }
         // Let a run in progress finish, so closing the database right after is safe.
