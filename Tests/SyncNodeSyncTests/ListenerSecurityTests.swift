@@ -97,4 +97,20 @@ import Testing
         #expect(throws: SyncError.self) { try TLSIdentity(certificatePEM: made.certificatePEM, privateKeyPEM: other.privateKeyPEM) }
         #expect(throws: (any Error).self) { try TLSIdentity(certificatePEM: "garbage", privateKeyPEM: "garbage") }
     }
+
+    /// A peer that closes before any certificate (here: plain HTTP on the port) is a
+    /// connection failure a replicator retries, not a permanent identity error.
+    @Test func probingAPortWithoutTLSIsAConnectionFailure() async throws {
+        let h = try await ListenerHarness(tls: false)
+        try await withCleanup({ await h.shutdown() }) {
+            let port = try #require(h.listener.port)
+            do {
+                _ = try await CertificateProbe.certificate(host: "127.0.0.1", port: port, timeout: .seconds(10))
+                Issue.record("a plain HTTP port presented a certificate")
+            } catch let error as SyncError {
+                guard case .connectionFailed = error else { throw error }
+                #expect(!Replicator.isPermanent(error))
+            }
+        }
+    }
 }

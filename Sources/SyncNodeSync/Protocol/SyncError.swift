@@ -6,12 +6,15 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     case listenerFailed(String)
     /// A configuration value is wrong.
     case invalidConfiguration(String)
+    /// A peer could not be reached or dropped the connection; a replicator retries.
+    case connectionFailed(String)
 
     public var description: String {
         switch self {
         case .invalidIdentity(let r): return "TLS identity: \(r)"
         case .listenerFailed(let r): return "listener: \(r)"
         case .invalidConfiguration(let r): return "configuration: \(r)"
+        case .connectionFailed(let r): return "connection: \(r)"
         }
     }
 }

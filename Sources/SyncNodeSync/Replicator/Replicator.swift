@@ -310,6 +310,7 @@ public final class Replicator: Sendable {
     static func isPermanent(_ error: any Error) -> Bool {
         switch error {
         case let error as CouchError: return ![408, 429].contains(error.status) && error.status < 500
+        case SyncError.connectionFailed: return false
         case is SyncError, is StoreError, is CancellationError: return true
         default: return false
         }

@@ -8,17 +8,27 @@ import Synchronization
 /// trip, not after HTTP-client retries), and so trust-on-first-use can pin it.
 enum CertificateProbe {
     /// The DER certificate `host:port` presents.
+    /// - throws: ``SyncError/connectionFailed(_:)`` (or NIO's error when connecting fails)
+    ///   when the connection closes or times out before a certificate arrives: a
+    ///   replicator retries these. ``SyncError/invalidIdentity(_:)`` when the server
+    ///   presents no usable certificate.
     static func certificate(host: String, port: Int, timeout: Duration) async throws -> [UInt8] {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.certificateVerification = .noHostnameVerification  // must not be .none, or the callback never runs
         let context = try NIOSSLContext(configuration: tls)
-        let seen = Mutex<[UInt8]?>(nil)
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connectTimeout(.nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000))
+        let limit = TimeAmount.nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+        let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
+        let seen = Outcome(eventLoop.makePromise(of: [UInt8].self))
+        let channel = try await ClientBootstrap(group: eventLoop)
+            .connectTimeout(limit)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let handler = try NIOSSLClientHandler(context: context, serverHostname: nil) { chain, promise in
-                        seen.withLock { $0 = try? chain.first?.toDERBytes() }
+                        if let der = try? chain.first?.toDERBytes() {
+                            seen.succeed(der)
+                        } else {
+                            seen.fail(SyncError.invalidIdentity("\(host):\(port) presented no usable certificate"))
+                        }
                         promise.succeed(.certificateVerified)
                     }
                     try channel.pipeline.syncOperations.addHandler(handler)
@@ -26,12 +36,34 @@ enum CertificateProbe {
             }
             .connect(host: host, port: port).get()
         defer { channel.close(promise: nil) }
-        // Wait for the handshake to deliver the chain.
-        let deadline = ContinuousClock.now.advanced(by: timeout)
-        while ContinuousClock.now < deadline {
-            if let der = seen.withLock({ $0 }) { return der }
-            try await Task.sleep(for: .milliseconds(2))
+        // The handshake delivers the chain; a connection that closes first, or the deadline, ends the wait.
+        channel.closeFuture.whenComplete { _ in
+            seen.fail(SyncError.connectionFailed("\(host):\(port) closed the connection before presenting a TLS certificate (is it an https peer?)"))
         }
-        throw SyncError.invalidIdentity("no TLS certificate from \(host):\(port) within \(timeout)")
+        let deadline = eventLoop.scheduleTask(in: limit) {
+            seen.fail(SyncError.connectionFailed("no TLS certificate from \(host):\(port) within \(timeout)"))
+        }
+        defer { deadline.cancel() }
+        return try await seen.result.get()
+    }
+
+    /// A promise completed by whichever outcome comes first (NIO forbids completing one twice).
+    private final class Outcome: Sendable {
+        private let promise: EventLoopPromise<[UInt8]>
+        private let done = Mutex(false)
+
+        init(_ promise: EventLoopPromise<[UInt8]>) { self.promise = promise }
+
+        var result: EventLoopFuture<[UInt8]> { promise.futureResult }
+
+        func succeed(_ der: [UInt8]) { if first() { promise.succeed(der) } }
+        func fail(_ error: any Error) { if first() { promise.fail(error) } }
+
+        private func first() -> Bool {
+            done.withLock { done in
+                defer { done = true }
+                return !done
+            }
+        }
     }
 }
