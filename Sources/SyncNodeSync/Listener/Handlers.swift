@@ -37,12 +37,10 @@ struct Handlers: Sendable {
 
     /// `NAME` or `NAME.SCOPE.COLLECTION`.
     static func parse(keyspace: String) throws -> (database: String, scope: String?, collection: String?) {
-        let parts = keyspace.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        switch parts.count {
-        case 1: return (parts[0], nil, nil)
-        case 3: return (parts[0], parts[1], parts[2])
-        default: throw CouchError(status: 400, error: "illegal_database_name", reason: "'\(keyspace)' is not NAME or NAME.SCOPE.COLLECTION")
+        guard let parsed = Keyspace(keyspace) else {
+            throw CouchError(status: 400, error: "illegal_database_name", reason: "'\(keyspace)' is not NAME or NAME.SCOPE.COLLECTION")
         }
+        return (parsed.database, parsed.scope, parsed.collection)
     }
 
     func isServed(_ database: String) -> Bool {

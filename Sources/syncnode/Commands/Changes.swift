@@ -1,5 +1,6 @@
 import ArgumentParser
 import SyncNodeStore
+import SyncNodeSync
 
 struct Changes: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Print the changes feed as JSON lines {\"seq\",\"id\",\"rev\",\"deleted\"}.")
@@ -9,7 +10,7 @@ struct Changes: ParsableCommand {
     @Option(help: "Only changes after this sequence.") var since: Int64 = 0
 
     func run() throws {
-        let keyspace = try Keyspace(keyspace)
+        let keyspace = try Keyspace.parse(keyspace)
         let (db, collection) = try node.collection(keyspace, create: false)
         defer { try? db.close() }
         var since = since

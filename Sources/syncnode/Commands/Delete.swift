@@ -1,5 +1,6 @@
 import ArgumentParser
 import SyncNodeStore
+import SyncNodeSync
 
 struct Delete: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Delete a document (a tombstone that replicates); prints {\"id\",\"rev\"}.")
@@ -9,7 +10,7 @@ struct Delete: ParsableCommand {
     @Argument(help: "The document ID.") var id: String
 
     func run() throws {
-        let (db, collection, doc) = try node.document(try Keyspace(keyspace), id: id)
+        let (db, collection, doc) = try node.document(try Keyspace.parse(keyspace), id: id)
         defer { try? db.close() }
         try collection.delete(doc)
         let rev = try collection.revisionAfterDelete(id: id)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import SyncNodeStore
+import SyncNodeSync
 
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Print every document as JSON lines (with _id and _rev), in ID order.")
@@ -8,7 +9,7 @@ struct Export: ParsableCommand {
     @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
 
     func run() throws {
-        let keyspace = try Keyspace(keyspace)
+        let keyspace = try Keyspace.parse(keyspace)
         let (db, collection) = try node.collection(keyspace, create: false)
         defer { try? db.close() }
         var after: String? = nil

@@ -1,5 +1,6 @@
 import ArgumentParser
 import SyncNodeStore
+import SyncNodeSync
 
 struct Get: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Print a document's current body with _id and _rev.")
@@ -9,7 +10,7 @@ struct Get: ParsableCommand {
     @Argument(help: "The document ID.") var id: String
 
     func run() throws {
-        let (db, _, doc) = try node.document(try Keyspace(keyspace), id: id)
+        let (db, _, doc) = try node.document(try Keyspace.parse(keyspace), id: id)
         defer { try? db.close() }
         Output.line(doc.withMetadata())
     }

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import SyncNodeStore
+import SyncNodeSync
 
 struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -14,7 +15,7 @@ struct Import: ParsableCommand {
     @Option(help: "Documents per transaction.") var batchSize: Int = 1000
 
     func run() throws {
-        let keyspace = try Keyspace(keyspace)
+        let keyspace = try Keyspace.parse(keyspace)
         guard batchSize > 0 else { throw CLIError.usage("--batch-size must be positive") }
         let handle: FileHandle
         if file == "-" {

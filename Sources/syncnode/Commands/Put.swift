@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SyncNodeStore
+import SyncNodeSync
 
 struct Put: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Create or update a document (last write wins); prints {\"id\",\"rev\"}.")
@@ -11,7 +12,7 @@ struct Put: ParsableCommand {
     @Argument(help: "The body as a JSON object, or - to read it from stdin.") var json: String
 
     func run() throws {
-        let keyspace = try Keyspace(keyspace)
+        let keyspace = try Keyspace.parse(keyspace)
         let text = json == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : json
         let doc = MutableDocument(id: id)
         try doc.setJSON(text)

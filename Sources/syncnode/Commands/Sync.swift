@@ -23,7 +23,7 @@ struct Sync: AsyncParsableCommand {
 
     func run() async throws {
         let target = try PeerURL.parse(url, option: "URL")
-        let (db, collection) = try node.collection(try Keyspace(keyspace), create: true)
+        let (db, collection) = try node.collection(try Keyspace.parse(keyspace), create: true)
         defer { try? db.close() }
         var config = ReplicatorConfiguration(collection: collection, target: .url(target))
         config.replicatorType = push ? .push : pull ? .pull : .pushAndPull

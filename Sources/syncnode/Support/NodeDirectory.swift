@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SyncNodeStore
+import SyncNodeSync
 
 /// The `--dir` option shared by every command: the node's data directory.
 struct NodeOptions: ParsableArguments {
@@ -33,11 +34,11 @@ struct NodeOptions: ParsableArguments {
     func collection(_ keyspace: Keyspace, create: Bool) throws -> (Database, DocumentCollection) {
         let db = try open(database: keyspace.database, create: create)
         if create {
-            return (db, try db.createCollection(name: keyspace.collection, scope: keyspace.scope))
+            return (db, try db.createCollection(name: keyspace.collectionName, scope: keyspace.scopeName))
         }
-        guard let c = try db.collection(name: keyspace.collection, scope: keyspace.scope) else {
+        guard let c = try db.collection(name: keyspace.collectionName, scope: keyspace.scopeName) else {
             try? db.close()
-            throw CLIError.user("no collection '\(keyspace.scope).\(keyspace.collection)' in database '\(keyspace.database)'")
+            throw CLIError.user("no collection '\(keyspace.scopeName).\(keyspace.collectionName)' in database '\(keyspace.database)'")
         }
         return (db, c)
     }

@@ -1,0 +1,23 @@
+/// What a URL's first path segment (or the CLI's keyspace argument) names:
+/// `NAME`, a database's default collection, or `NAME.SCOPE.COLLECTION`.
+package struct Keyspace: Sendable, Equatable, CustomStringConvertible {
+    package let database: String
+    /// Nil when only a database is named.
+    package let scope: String?
+    /// Nil when only a database is named.
+    package let collection: String?
+
+    /// Nil when `text` is neither form.
+    package init?(_ text: String) {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        switch parts.count {
+        case 1: (database, scope, collection) = (parts[0], nil, nil)
+        case 3: (database, scope, collection) = (parts[0], parts[1], parts[2])
+        default: return nil
+        }
+    }
+
+    package var scopeName: String { scope ?? "_default" }
+    package var collectionName: String { collection ?? "_default" }
+    package var description: String { "\(database).\(scopeName).\(collectionName)" }
+}
