@@ -64,8 +64,10 @@ import Testing
         #expect(try found.map { try DocumentValue(json: $0) }.count == 2)
         #expect(try JSONSkimmer.values(at: [.each], in: "[1, -2.5e3, true, null, \"x\"]") == ["1", "-2.5e3", "true", "null", #""x""#])
         #expect(try JSONSkimmer.values(at: [.member("missing")], in: #"{"a":1}"#).isEmpty)
+        #expect(try JSONSkimmer.values(at: [.member("a")], in: #"{"b":"\u00e9\n\"\\","a":"\uD83D\uDE00"}"#) == [#""\uD83D\uDE00""#])
         // Malformed input anywhere is an error, also outside the path.
-        for bad in [#"{"results":[{"docs":[{"ok":{"a":}}]}]}"#, #"{"x":[1,2}"#, #"{"results":[]"#, #"{"a":"\#u{01}"}"#, "[1] 2"] {
+        for bad in [#"{"results":[{"docs":[{"ok":{"a":}}]}]}"#, #"{"x":[1,2}"#, #"{"results":[]"#, #"{"a":"\#u{01}"}"#, "[1] 2",
+                    #"{"x":"\q"}"#, #"{"x":"\u12"}"#, #"{"x":"\u12g4"}"#, #"{"x":"ab\"#] {
             #expect(throws: StoreError.self, "\(bad)") { try JSONSkimmer.values(at: path, in: bad) }
         }
     }

@@ -105,6 +105,13 @@ import Testing
             let lines = filtered.body.split(separator: "\n").compactMap { try? DocumentValue(json: String($0)) }
             #expect(lines.compactMap { $0["id"]?.string } == ["d2400"])
             #expect(lines.last?["last_seq"]?.int == 2500)
+            // A limit above the page size ends the feed at the limit, not at the end of a page.
+            let limited = try await h.request(.GET, "/db/_changes?feed=continuous&timeout=300&limit=1500")
+            let rows = limited.body.split(separator: "\n").compactMap { try? DocumentValue(json: String($0)) }
+            #expect(rows.compactMap { $0["id"]?.string }.count == 1500)
+            #expect(rows.last?["last_seq"]?.int == 1500)
+            let normal = try await h.request(.GET, "/db/_changes?limit=1500")
+            #expect(normal["results"]?.array?.count == 1500 && normal["last_seq"]?.int == 1500 && normal["pending"]?.int == 1000)
         }
     }
 }

@@ -41,6 +41,18 @@ public final class Database: Sendable {
     private struct State {
         var isClosed = false
         var collections: [String: DocumentCollection] = [:]
+        var schemaGeneration = 0
+    }
+
+    /// Counts collection and index creations and deletions in this process:
+    /// compiled queries made before a change compile again (a collection made
+    /// again may have another table, or, reusing an ID, another's).
+    var schemaGeneration: Int { state.withLock { $0.schemaGeneration } }
+
+    /// Called after a collection or index is created or deleted.
+    func schemaDidChange() {
+        state.withLock { $0.schemaGeneration += 1 }
+        notifier.collectionsDidChange()
     }
 
     static let fileName = "db.sqlite3"
@@ -184,7 +196,7 @@ public final class Database: Sendable {
             throw StoreError.storage("collection \(scope).\(name) vanished after creation")
         }
         logger.info("created collection", metadata: ["collection": "\(scope).\(name)"])
-        notifier.collectionsDidChange()
+        schemaDidChange()
         return created
     }
 
@@ -223,7 +235,7 @@ public final class Database: Sendable {
         collection.markDeleted()
         _ = state.withLock { $0.collections.removeValue(forKey: "\(scope).\(name)") }
         logger.info("deleted collection", metadata: ["collection": "\(scope).\(name)"])
-        notifier.collectionsDidChange()
+        schemaDidChange()
     }
 
     /// The scopes that hold at least one collection (`_default` always).

@@ -33,6 +33,7 @@ extension DocumentCollection {
         }
         // Open reader connections keep planning with the schema they loaded; new ones see the index.
         database.pool.invalidateReadOnlyConnections()
+        database.schemaDidChange()
         database.logger.info("created index", metadata: ["collection": "\(fullName)", "index": "\(name)"])
     }
 
@@ -46,6 +47,7 @@ extension DocumentCollection {
             try IndexCatalog.delete(db, collectionID: tableID, entry: entry)
         }
         database.pool.invalidateReadOnlyConnections()
+        database.schemaDidChange()
     }
 
     /// The names of the collection's indexes, sorted.

@@ -1,7 +1,10 @@
 /// Finds values inside a large JSON text without building them: the texts
 /// at a path such as `results[*].docs[*].ok` (a `_bulk_get` answer's
-/// documents), each checked for well-formedness but left as text, so a
-/// caller can canonicalize them straight from it.
+/// documents), left as text, so a caller can canonicalize them straight from
+/// it. The whole text is checked for structure, strings and escapes; numbers'
+/// ranges and surrogate pairs are left to whoever parses the values. Object
+/// members are matched by their raw names (an escaped name never matches),
+/// every occurrence of a repeated name counts.
 package struct JSONSkimmer: JSONScanning {
     /// One step of a path.
     package enum Step: Sendable {
@@ -86,6 +89,23 @@ package struct JSONSkimmer: JSONScanning {
         }
     }
 
+    /// Steps over `\x` or `\uXXXX`.
+    private mutating func skipEscape() throws(StoreError) {
+        guard pos + 1 < input.count else { throw error("unterminated string") }
+        switch input[pos + 1] {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+             UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+            pos += 2
+        case UInt8(ascii: "u"):
+            guard pos + 6 <= input.count, input[(pos + 2)..<(pos + 6)].allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) }) else {
+                throw error("invalid \\u escape")
+            }
+            pos += 6
+        default:
+            throw error("invalid escape")
+        }
+    }
+
     private mutating func skipString() throws(StoreError) {
         pos += 1
         while pos < input.count {
@@ -93,7 +113,7 @@ package struct JSONSkimmer: JSONScanning {
             guard pos < input.count else { break }
             switch input[pos] {
             case UInt8(ascii: "\""): pos += 1; return
-            case UInt8(ascii: "\\"): pos += 2
+            case UInt8(ascii: "\\"): try skipEscape()
             default: throw error("control character in string")
             }
         }

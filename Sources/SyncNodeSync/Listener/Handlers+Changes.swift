@@ -40,7 +40,7 @@ extension Handlers {
                 }
             }
             // Descending needs the whole range first; ascending feeds are read page by page.
-            let descending = spec.descending ? try page(collection, spec, since: spec.since, pageSize: nil) : nil
+            let descending = spec.descending ? try page(collection, spec, since: spec.since, pageSize: nil, sent: 0) : nil
             return streamedFeed(collection, spec, descending: descending.map { ($0.entries, $0.last) })
         case .continuous, .eventsource:
             let contentType = spec.feed == .eventsource ? "text/event-stream" : HTTP.json
@@ -52,7 +52,7 @@ extension Handlers {
                 var lastWrite = ContinuousClock.now
                 while !Task.isShuttingDownGracefully {
                     // In pages, so a feed from the start of a large database does not read it all at once.
-                    let (entries, last, more) = try page(collection, spec, since: since, pageSize: 1000)
+                    let (entries, last, more) = try page(collection, spec, since: since, pageSize: 1000, sent: sent)
                     for entry in entries {
                         let line = try changeJSON(entry, collection: collection, spec)
                         let framed = spec.feed == .eventsource ? "data: \(line)\nid: \(entry.sequence)\n\n" : line + "\n"
@@ -111,10 +111,11 @@ extension Handlers {
             }
             var batch = try descending?.entries ?? page(after: since)
             paging: while true {
-                // The next page is read while this one is being written out.
                 let more = descending == nil && batch.count == pageSize
                 let nextSince = batch.last?.sequence ?? since
-                async let next = more ? page(after: nextSince) : []
+                // The next page is read while this one is written out, when it will surely be needed.
+                let needed = more && spec.limit.map { sent + batch.count < $0 } ?? more
+                async let prefetched = needed ? page(after: nextSince) : nil
                 for entry in batch where spec.docIDs?.contains(entry.id) ?? true {
                     if let limit = spec.limit, sent >= limit {
                         limitReached = true
@@ -131,7 +132,7 @@ extension Handlers {
                 }
                 since = nextSince
                 guard more else { break }
-                batch = try await next
+                batch = try await prefetched ?? page(after: nextSince)
             }
             let lastSeq = descending?.last ?? (limitReached ? lastSent : max(since, spec.feed == .normal ? end : since))
             let pending = limitReached ? try collection.changeCount(since: lastSeq) : 0
@@ -146,13 +147,15 @@ extension Handlers {
         return Response(status: .ok, headers: [.contentType: HTTP.json], body: body)
     }
 
-    /// The changes after `since` that the request wants, at most `pageSize` read (nil: all), the
-    /// sequence to go on from, and whether the read was cut at `pageSize` (more may follow).
+    /// The changes after `since` that the request wants, `sent` having been sent already: at
+    /// most `pageSize` read (nil: all), the sequence to go on from, and whether the read was
+    /// cut at `pageSize` (more may follow).
     private func page(
-        _ c: DocumentCollection, _ spec: ChangesRequest, since: Int64, pageSize: Int?
+        _ c: DocumentCollection, _ spec: ChangesRequest, since: Int64, pageSize: Int?, sent: Int
     ) throws -> (entries: [ChangeEntry], last: Int64, more: Bool) {
+        let remaining = spec.limit.map { max(0, $0 - sent) }
         // Descending: the newest first, so the limit applies after reversing.
-        let wanted = spec.docIDs == nil && !spec.descending ? spec.limit : nil
+        let wanted = spec.docIDs == nil && !spec.descending ? remaining : nil
         let readLimit = [wanted, pageSize].compactMap { $0 }.min()
         var entries = try c.changes(since: since, limit: readLimit, allLeaves: spec.allLeaves, includeBodies: spec.includeDocs)
         let more = pageSize.map { entries.count == $0 } ?? false
@@ -160,7 +163,7 @@ extension Handlers {
         let last = entries.last?.sequence ?? max(since, current)
         if let ids = spec.docIDs { entries = entries.filter { ids.contains($0.id) } }
         if spec.descending { entries.reverse() }
-        if let limit = spec.limit, entries.count > limit { entries = Array(entries.prefix(limit)) }
+        if let remaining, entries.count > remaining { entries = Array(entries.prefix(remaining)) }
         let lastSent = spec.limit != nil && !spec.descending ? (entries.last?.sequence ?? last) : last
         return (entries, lastSent, more)
     }

@@ -147,15 +147,15 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         CouchError(status: 502, error: "bad_gateway", reason: "\(method) \(path) answered HTTP \(status) with a body that is not JSON")
     }
 
-    /// The documents at `path` in a 2xx answer, split and canonicalized from its text.
+    /// The documents at `path` in a 2xx answer, split and canonicalized from
+    /// its text; entries that are not objects are skipped. Malformed JSON is a
+    /// bad gateway (retried), not a store error (which would stop the replicator).
     private static func documents(at path: [JSONSkimmer.Step], in text: String, _ method: HTTPMethod, _ url: String, _ status: Int) throws -> [WireRevision] {
-        let texts: [String]
         do {
-            texts = try JSONSkimmer.values(at: path, in: text)
-        } catch {
+            return try JSONSkimmer.values(at: path, in: text).filter { $0.hasPrefix("{") }.map { try WireRevision(json: $0) }
+        } catch is StoreError {
             throw notJSON(method, url, status)
         }
-        return try texts.map { try WireRevision(json: $0) }
     }
 
     /// A 2xx answer's body, or the peer's error.

@@ -104,7 +104,13 @@ struct ReplicationRun: Sendable {
                     pulled[doc.id, default: []].insert(doc.rev)
                 }
                 for (id, revs) in pulled {
-                    try resolver.resolveConflicts(of: id, pulled: revs, in: config.collection)
+                    do {
+                        try resolver.resolveConflicts(of: id, pulled: revs, in: config.collection)
+                    } catch StoreError.conflict {
+                        // The document kept changing under the resolver: its revisions are stored, the
+                        // conflict stays for the app (`conflictingRevisions`); replication goes on.
+                        replicator.logger.warning("a conflict was left unresolved: the document kept changing", metadata: ["id": "\(id)"])
+                    }
                 }
             }
         }

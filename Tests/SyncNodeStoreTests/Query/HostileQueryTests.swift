@@ -46,7 +46,11 @@ import Testing
             subjects = "CASE \(subjects) WHEN 1 THEN n WHEN n THEN 2 ELSE n END"
             ranges = "((\(ranges)) BETWEEN n AND 5)"
         }
-        for query in [inLists, subjects, ranges] {
+        // Each term under the limit, a hundred of them over it together.
+        var term = "n"
+        for _ in 0..<11 { term = "((\(term)) BETWEEN n AND 5)" }
+        let manyTerms = Array(repeating: "(\(term))", count: 100).joined(separator: " OR ")
+        for query in [inLists, subjects, ranges, manyTerms] {
             #expect(throws: StoreError.self) { try db.createQuery("SELECT \(query) FROM _").execute() }
         }
         // Within the limit it runs.

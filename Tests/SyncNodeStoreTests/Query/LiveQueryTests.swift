@@ -31,6 +31,11 @@ import Testing
         #expect(await settles(to: ["b"]), "\(seen.values)")
         try db.collection(name: "later")?.save(MutableDocument(id: "c"))
         #expect(await settles(to: ["b", "c"]), "\(seen.values)")
+        // Deleted and made again at once (it may get the same table ID): the query compiles again.
+        try db.deleteCollection(name: "later")
+        try db.createCollection(name: "later").save(MutableDocument(id: "d"))
+        #expect(await settles(to: ["d"]), "\(seen.values)")
+        #expect(try query.execute().compactMap { $0.string(forKey: "id") } == ["d"])
     }
 
     @Test func notifiesFirstResultsThenOnlyChanges() async throws {

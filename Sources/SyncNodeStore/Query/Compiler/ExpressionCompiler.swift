@@ -47,16 +47,16 @@ struct ExpressionCompiler {
         return value
     }
 
-    /// Before a node copies an operand `copies` times. Type tags count a quarter:
-    /// long AND/OR chains and IN lists build large tags that no clause uses
-    /// (a 20,000-item IN list of 0/1/TRUE has one of ~60 MB), but nested, they
-    /// are what grows fastest.
+    /// Before a node copies an operand `copies` times, type tag included (nested,
+    /// tags are what grows fastest). A chain of AND/OR terms counts their tags at a
+    /// quarter: long ones build large tags that no clause uses (a 20,000-item IN
+    /// list of 0/1/TRUE has one of ~60 MB).
     private static func checkSize(of value: SQLValue, copies: Int) throws(StoreError) {
-        let (size, overflow) = (value.sql.utf8.count + value.tag.utf8.count / 4).multipliedReportingOverflow(by: copies)
+        let (size, overflow) = (value.sql.utf8.count + value.tag.utf8.count).multipliedReportingOverflow(by: copies)
         try checkSize(overflow ? .max : size)
     }
 
-    private static func checkSize(_ size: Int) throws(StoreError) {
+    static func checkSize(_ size: Int) throws(StoreError) {
         guard size <= maximumSQLSize else {
             throw .invalidQuery("the query is too complex: it compiles to more than \(maximumSQLSize >> 20) MB of SQL")
         }
@@ -86,7 +86,13 @@ struct ExpressionCompiler {
             // However the chain was built (a builder adds one term at a time), it compiles as a
             // balanced tree: SQLite and this recursion both have depth limits.
             var terms: [SQLValue] = []
-            for term in Self.chain(op, e) { terms.append(try compile(term)) }
+            var size = 0
+            for term in Self.chain(op, e) {
+                let value = try compile(term)
+                size += value.sql.utf8.count + value.tag.utf8.count / 4
+                try Self.checkSize(size)
+                terms.append(value)
+            }
             return try balanced(terms, op)
         case .binary(let op, let a, let b):
             return try binary(op, compile(a), compile(b))

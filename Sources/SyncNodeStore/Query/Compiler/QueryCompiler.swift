@@ -37,6 +37,7 @@ enum QueryCompiler {
 
         // WHERE: MATCH conditions become joins with the full-text tables.
         var conditions = ["s0.deleted = 0"]
+        var conditionsSize = 0
         var fullTextJoins: [String] = []
         for conjunct in statement.whereClause.map({ ExpressionCompiler.chain(.and, $0) }) ?? [] {
             if case .match(let indexName, let pattern) = conjunct {
@@ -54,6 +55,8 @@ enum QueryCompiler {
             let value = try compiler.compile(conjunct)
             if let subject = try typedSubject(conjunct, compiler: &compiler) { knownKinds.insert(subject) }
             conditions.append(value.asBoolean)
+            conditionsSize += conditions[conditions.count - 1].utf8.count
+            try ExpressionCompiler.checkSize(conditionsSize)
         }
 
         // FROM and JOINs.

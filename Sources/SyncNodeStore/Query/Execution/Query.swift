@@ -19,6 +19,8 @@ public final class Query: Sendable, CustomStringConvertible {
 
     private struct State {
         var compiled: CompiledQuery?
+        /// The database's schema generation `compiled` was made at.
+        var generation = 0
         var parameters: Parameters?
     }
 
@@ -71,9 +73,13 @@ public final class Query: Sendable, CustomStringConvertible {
     }
 
     func compiledQuery(_ db: GRDB.Database) throws(StoreError) -> CompiledQuery {
-        if let compiled = state.withLock({ $0.compiled }) { return compiled }
+        let generation = database.schemaGeneration
+        if let compiled = state.withLock({ $0.generation == generation ? $0.compiled : nil }) { return compiled }
         let compiled = try QueryCompiler.compile(statement, database: database, db: db)
-        state.withLock { $0.compiled = compiled }
+        state.withLock { s in
+            s.compiled = compiled
+            s.generation = generation
+        }
         return compiled
     }
 
