@@ -101,4 +101,21 @@ import Testing
         #expect(try c.lastSequence() == 800)
         #expect(Set(try c.changes(since: 0).map(\.sequence)).count == 800)
     }
+
+    /// A collection made after the newest one was deleted gets a new ID (its
+    /// tables, listeners and compiled queries are keyed by it).
+    @Test func collectionIDsAreNeverReused() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        _ = try db.createCollection(name: "a")
+        let newest = try db.createCollection(name: "b").tableID
+        try db.deleteCollection(name: "b")
+        #expect(try db.createCollection(name: "c").tableID > newest)
+        try db.close()
+        let reopened = try dir.open()
+        defer { try? reopened.close() }
+        try reopened.deleteCollection(name: "c")
+        #expect(try reopened.createCollection(name: "d").tableID > newest + 1)
+    }
 }

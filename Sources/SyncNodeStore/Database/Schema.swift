@@ -4,9 +4,9 @@ import GRDB
 /// The SQLite schema.
 ///
 /// - `meta(key, value)`: the database UUID.
-/// - `collections(id, scope, name, last_seq)`: one row per collection; its
-///   sequence counter lives here so it survives purges and is shared by every
-///   connection and process.
+/// - `collections(id, scope, name, last_seq)`: one row per collection (IDs
+///   never reused); its sequence counter lives here so it survives purges and
+///   is shared by every connection and process.
 /// - per collection `c<id>_docs`: one row per document (winner revision's body,
 ///   revision tree, latest sequence, expiration); `c<id>_revs`: bodies of the
 ///   other revisions (conflicting leaves, and ancestors until compaction);
@@ -31,6 +31,21 @@ enum Schema {
             try createCollection(db, scope: Names.defaultScope, name: Names.defaultCollection)
         }
         migrator.registerMigration("v2-indexes") { db in try IndexCatalog.createTable(db) }
+        migrator.registerMigration("v3-collection-ids") { db in
+            // A collection's ID names its tables and keys listeners, compiled queries and the
+            // change watcher's counters: one made after the newest was deleted must not get its ID.
+            try db.execute(sql: """
+                CREATE TABLE collections_v3(
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    scope TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    last_seq INTEGER NOT NULL DEFAULT 0,
+                    UNIQUE(scope, name));
+                INSERT INTO collections_v3(id, scope, name, last_seq) SELECT id, scope, name, last_seq FROM collections;
+                DROP TABLE collections;
+                ALTER TABLE collections_v3 RENAME TO collections;
+                """)
+        }
         try migrator.migrate(pool)
         return try pool.read { db in
             guard let uuid = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'uuid'") else {
