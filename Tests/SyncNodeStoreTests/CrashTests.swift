@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import SyncNodeStore
 
@@ -24,20 +25,29 @@ import Testing
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        // Wait until the transaction is writing pages (the WAL grows), then kill.
+        // Kill as soon as the transaction is writing pages (the WAL grows), early in the spill.
+        // The watch runs on a thread of its own: on a loaded machine the test's task could wait
+        // on the busy cooperative pool for longer than the whole write phase takes.
         let wal = dir.url.appendingPathComponent("crash.syncnode/db.sqlite3-wal").path
-        let deadline = Date().addingTimeInterval(60)
-        var walSize = 0
-        while process.isRunning, Date() < deadline {
-            walSize = ((try? FileManager.default.attributesOfItem(atPath: wal))?[.size] as? Int) ?? 0
-            // Early in the spill: the whole write phase can be shorter than a scheduling delay on a loaded machine.
-            if walSize > 256 * 1024 { break }
-            try await Task.sleep(for: .milliseconds(2))
+        let pid = process.processIdentifier
+        let killedMidway = Mutex(false)
+        let watcher = Thread {
+            let deadline = Date().addingTimeInterval(60)
+            while process.isRunning, Date() < deadline {
+                var info = stat()
+                if stat(wal, &info) == 0, info.st_size > 256 * 1024 {
+                    killedMidway.withLock { $0 = process.isRunning }
+                    break
+                }
+                usleep(200)
+            }
+            kill(pid, SIGKILL)
         }
-        let killedMidway = process.isRunning
-        kill(process.processIdentifier, SIGKILL)
+        watcher.start()
         process.waitUntilExit()
-        #expect(killedMidway, "the import finished before it could be killed; make the batch larger")
+        let killedMidwayValue = killedMidway.withLock { $0 }
+        #expect(killedMidwayValue && process.terminationReason == .uncaughtSignal,
+                "the import finished before it could be killed; make the batch larger")
 
         let db = try Database(name: "crash", config: DatabaseConfiguration(directory: dir.url))
         defer { try? db.close() }
