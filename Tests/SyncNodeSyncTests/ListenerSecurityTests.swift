@@ -111,6 +111,14 @@ import Testing
                 guard case .connectionFailed = error else { throw error }
                 #expect(!Replicator.isPermanent(error))
             }
+            // Nobody listening: the connection error, retried too (and no trap for an unfulfilled promise).
+            await h.listener.stop()
+            do {
+                _ = try await CertificateProbe.certificate(host: "127.0.0.1", port: port, timeout: .seconds(10))
+                Issue.record("a closed port presented a certificate")
+            } catch {
+                #expect(!Replicator.isPermanent(error), "\(error)")
+            }
         }
     }
 }

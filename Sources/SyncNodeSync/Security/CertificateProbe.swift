@@ -19,7 +19,7 @@ enum CertificateProbe {
         let limit = TimeAmount.nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
         let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
         let seen = Outcome(eventLoop.makePromise(of: [UInt8].self))
-        let channel = try await ClientBootstrap(group: eventLoop)
+        let connecting = ClientBootstrap(group: eventLoop)
             .connectTimeout(limit)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -34,7 +34,14 @@ enum CertificateProbe {
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }
-            .connect(host: host, port: port).get()
+            .connect(host: host, port: port)
+        let channel: any Channel
+        do {
+            channel = try await connecting.get()
+        } catch {
+            seen.fail(error)  // NIO traps on a promise never completed
+            throw error
+        }
         defer { channel.close(promise: nil) }
         // The handshake delivers the chain; a connection that closes first, or the deadline, ends the wait.
         channel.closeFuture.whenComplete { _ in
