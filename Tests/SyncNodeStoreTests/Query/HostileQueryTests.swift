@@ -76,6 +76,18 @@ import Testing
         #expect(try QueryBuilder.select(SelectResult.property("n")).from(DataSource.database(db)).where(ands).execute().count == 10)
     }
 
+    /// A pattern that backtracks catastrophically on a value gives up with an error
+    /// after a bounded time (2^40 steps would otherwise hold the query for hours).
+    @Test func aRunawayRegularExpressionStops() throws {
+        let c = try db.defaultCollection()
+        let doc = MutableDocument(id: "runaway")
+        doc.setString(String(repeating: "a", count: 40) + "b", forKey: "s")
+        try c.save(doc)
+        #expect(throws: StoreError.self) { try db.createQuery("SELECT meta().id FROM _ WHERE REGEXP_LIKE(s, '(a+)+$')").execute() }
+        // Ordinary patterns still match.
+        #expect(try db.createQuery("SELECT meta().id FROM _ WHERE REGEXP_LIKE(s, '^v[1-3]$')").execute().count == 3)
+    }
+
     @Test func hugeInListsWork() throws {
         let strings = (0..<20_000).map { "'v\($0)'" }.joined(separator: ", ")
         #expect(try db.createQuery("SELECT n FROM _ WHERE s IN (\(strings))").execute().count == 10)

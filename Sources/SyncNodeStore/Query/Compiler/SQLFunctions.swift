@@ -32,8 +32,28 @@ final class RegexCache: Sendable {
         // NSRegularExpression is immutable after creation and documented as thread-safe.
         let expression: NSRegularExpression
 
-        func matches(_ text: String) -> Bool {
-            expression.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+        /// How long one match may take: a pattern that backtracks catastrophically
+        /// (`(a+)+$` on a long run of a's) would otherwise hold the query for hours.
+        static let timeLimit = Duration.milliseconds(100)
+
+        func matches(_ text: String) throws -> Bool {
+            let started = ContinuousClock.now
+            var found = false
+            var timedOut = false
+            // `.reportProgress` calls back during a long match, so it can be stopped.
+            expression.enumerateMatches(in: text, options: [.reportProgress], range: NSRange(text.startIndex..., in: text)) { result, _, stop in
+                if result != nil {
+                    found = true
+                    stop.pointee = true
+                } else if started.duration(to: .now) > Self.timeLimit {
+                    timedOut = true
+                    stop.pointee = true
+                }
+            }
+            guard !timedOut else {
+                throw StoreError.invalidQuery("the regular expression '\(expression.pattern)' took over \(Self.timeLimit) on one value; simplify it")
+            }
+            return found
         }
     }
 
