@@ -49,10 +49,14 @@ public final class Database: Sendable {
     /// again may have another table, or, reusing an ID, another's).
     var schemaGeneration: Int { state.withLock { $0.schemaGeneration } }
 
-    /// Called after a collection or index is created or deleted.
-    func schemaDidChange() {
-        state.withLock { $0.schemaGeneration += 1 }
-        notifier.collectionsDidChange()
+    /// Called in the transaction that creates or deletes a collection or index:
+    /// once it commits (inside a batch, the batch), compiled queries are
+    /// outdated and live queries subscribe again; a rollback changes nothing.
+    func schemaChanges(_ db: GRDB.Database) {
+        db.afterNextTransaction(onCommit: { [self] _ in
+            state.withLock { $0.schemaGeneration += 1 }
+            notifier.collectionsDidChange()
+        })
     }
 
     static let fileName = "db.sqlite3"
@@ -191,12 +195,14 @@ public final class Database: Sendable {
         try Names.validateCollectionOrScope(name, kind: "collection")
         try Names.validateCollectionOrScope(scope, kind: "scope")
         if let existing = try collection(name: name, scope: scope) { return existing }
-        try write { db in try Schema.createCollection(db, scope: scope, name: name) }
+        try write { db in
+            try Schema.createCollection(db, scope: scope, name: name)
+            schemaChanges(db)
+        }
         guard let created = try collection(name: name, scope: scope) else {
             throw StoreError.storage("collection \(scope).\(name) vanished after creation")
         }
         logger.info("created collection", metadata: ["collection": "\(scope).\(name)"])
-        schemaDidChange()
         return created
     }
 
@@ -231,11 +237,13 @@ public final class Database: Sendable {
         guard let collection = try collection(name: name, scope: scope) else {
             throw StoreError.notFound("collection \(scope).\(name)")
         }
-        try write { db in try Schema.dropCollection(db, id: collection.tableID) }
+        try write { db in
+            try Schema.dropCollection(db, id: collection.tableID)
+            schemaChanges(db)
+        }
         collection.markDeleted()
         _ = state.withLock { $0.collections.removeValue(forKey: "\(scope).\(name)") }
         logger.info("deleted collection", metadata: ["collection": "\(scope).\(name)"])
-        schemaDidChange()
     }
 
     /// The scopes that hold at least one collection (`_default` always).

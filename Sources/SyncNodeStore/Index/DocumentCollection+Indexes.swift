@@ -21,6 +21,7 @@ extension DocumentCollection {
                 return
             }
             let entry = try IndexCatalog.insert(db, collectionID: tableID, name: name, definition: definition)
+            database.schemaChanges(db)
             let sqlName = entry.sqlName(collectionID: tableID)
             switch definition {
             case .value:
@@ -33,7 +34,6 @@ extension DocumentCollection {
         }
         // Open reader connections keep planning with the schema they loaded; new ones see the index.
         database.pool.invalidateReadOnlyConnections()
-        database.schemaDidChange()
         database.logger.info("created index", metadata: ["collection": "\(fullName)", "index": "\(name)"])
     }
 
@@ -45,9 +45,9 @@ extension DocumentCollection {
                 throw StoreError.notFound("index '\(name)' on \(fullName)")
             }
             try IndexCatalog.delete(db, collectionID: tableID, entry: entry)
+            database.schemaChanges(db)
         }
         database.pool.invalidateReadOnlyConnections()
-        database.schemaDidChange()
     }
 
     /// The names of the collection's indexes, sorted.

@@ -36,6 +36,11 @@ import Testing
         try db.createCollection(name: "later").save(MutableDocument(id: "d"))
         #expect(await settles(to: ["d"]), "\(seen.values)")
         #expect(try query.execute().compactMap { $0.string(forKey: "id") } == ["d"])
+        // Made inside a batch: told once the batch commits (before, the new collection was not visible yet).
+        try db.deleteCollection(name: "later")
+        #expect(await settles(to: ["error"]), "\(seen.values)")
+        try db.inBatch { try db.createCollection(name: "later").save(MutableDocument(id: "e")) }
+        #expect(await settles(to: ["e"]), "\(seen.values)")
     }
 
     @Test func notifiesFirstResultsThenOnlyChanges() async throws {
