@@ -28,6 +28,16 @@ public final class Advertiser: @unchecked Sendable, AvahiConnectionUser {
         self.logger = logger
         connection = try AvahiConnection(logger: logger, onStatus: onStatus)
         connection.user = self
+        warnIfDatabasesOmitted()
+    }
+
+    /// Peers learn which databases to sync from `dbs`: say when some did not fit.
+    private func warnIfDatabasesOmitted() {
+        let omitted = record.databases.count - record.listedDatabases.count
+        if omitted > 0 {
+            logger.warning("the TXT record lists only some databases (255 bytes); peers will not auto-sync the others",
+                           metadata: ["omitted": "\(omitted)"])
+        }
     }
 
     /// Starts publishing (now, or when the daemon appears).
@@ -35,6 +45,9 @@ public final class Advertiser: @unchecked Sendable, AvahiConnectionUser {
 
     /// Withdraws the service and disconnects.
     public func stop() { connection.stop() }
+
+    // Avahi's callbacks hold this object unretained: the poll thread stops before it goes.
+    deinit { connection.stop() }
 
     /// The instance name in use: the configured one, or the one a collision led to.
     public var name: String { connection.withLock { record.name } }
@@ -47,6 +60,7 @@ public final class Advertiser: @unchecked Sendable, AvahiConnectionUser {
         connection.withLock {
             guard databases != record.databases else { return }
             record.databases = databases
+            warnIfDatabasesOmitted()
             guard let group, published else { return }
             let status = withTXT(record.txt) { txt in
                 avahi_entry_group_update_service_txt_strlst(

@@ -31,14 +31,21 @@ public struct ServiceRecord: Sendable, Equatable {
     /// The TXT record's `key=value` strings, in order. A TXT string holds at
     /// most 255 bytes (RFC 6763 §6.1): `dbs` lists the databases that fit.
     public var txt: [String] {
-        var dbs = "dbs="
-        for name in databases where dbs.utf8.count + name.utf8.count + 1 <= 255 {
-            dbs += (dbs == "dbs=" ? "" : ",") + name
-        }
-        var entries = ["v=1", "uuid=\(uuid)", dbs, "tls=\(tls ? 1 : 0)"]
+        var entries = ["v=1", "uuid=\(uuid)", "dbs=" + listedDatabases.joined(separator: ","), "tls=\(tls ? 1 : 0)"]
         if let fingerprint { entries.append("fp=\(fingerprint)") }
         entries.append("auth=\(requiresAuth ? "basic" : "none")")
         return entries
+    }
+
+    /// The databases `dbs` lists: those that fit in its 255 bytes, in order.
+    public var listedDatabases: [String] {
+        var size = "dbs=".utf8.count
+        var listed: [String] = []
+        for name in databases where size + name.utf8.count + (listed.isEmpty ? 0 : 1) <= 255 {
+            size += name.utf8.count + (listed.isEmpty ? 0 : 1)
+            listed.append(name)
+        }
+        return listed
     }
 
     /// Reads a record from a resolved service's TXT strings (any order; unknown keys ignored).

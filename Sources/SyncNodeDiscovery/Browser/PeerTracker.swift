@@ -98,10 +98,12 @@ actor PeerTracker {
     private func probes(for uuid: String) -> [(Sighting, NodeProbe)] {
         guard var candidate = candidates[uuid] else { return [] }
         var kept: [String: NodeProbe] = [:]
-        let pairs = candidate.sightings.values.sorted(by: Self.preferred).map { sighting in
+        // One pair per address, port and certificate: the same address seen on two interfaces is tried once.
+        let pairs = candidate.sightings.values.sorted(by: Self.preferred).compactMap { sighting -> (Sighting, NodeProbe)? in
             let record = sighting.record
             let key = "\(sighting.address) \(record.port) \(record.fingerprint ?? "-")"
-            let probe = kept[key] ?? candidate.probes[key] ?? NodeProbe(
+            guard kept[key] == nil else { return nil }
+            let probe = candidate.probes[key] ?? NodeProbe(
                 scheme: record.tls ? "https" : "http", host: sighting.address, port: record.port, fingerprint: record.fingerprint,
                 authenticator: options.authenticator, timeout: options.probeTimeout)
             kept[key] = probe

@@ -42,6 +42,9 @@ final class ServiceBrowser: @unchecked Sendable, AvahiConnectionUser {
     func start() { connection.start() }
     func stop() { connection.stop() }
 
+    // Avahi's callbacks hold this object unretained: the poll thread stops before it goes.
+    deinit { connection.stop() }
+
     private var context: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
     // MARK: - AvahiConnectionUser (on the poll thread)
@@ -51,9 +54,10 @@ final class ServiceBrowser: @unchecked Sendable, AvahiConnectionUser {
         browser = avahi_service_browser_new(
             client, AvahiConnection.anyInterface, AvahiConnection.anyProtocol, ServiceRecord.serviceType, nil, AvahiLookupFlags(0),
             { _, interface, proto, event, name, _, _, _, context in
-                guard let context, let name else { return }
+                // Avahi gives no name with FAILURE, ALL_FOR_NOW and CACHE_EXHAUSTED.
+                guard let context else { return }
                 Unmanaged<ServiceBrowser>.fromOpaque(context).takeUnretainedValue()
-                    .browsed(event, Sighting.Key(interface: interface, proto: proto, name: String(cString: name)))
+                    .browsed(event, name.map { Sighting.Key(interface: interface, proto: proto, name: String(cString: $0)) })
             }, context)
         if browser == nil {
             logger.error("cannot browse", metadata: ["error": "\(String(cString: avahi_strerror(avahi_client_errno(client))))"])
@@ -68,16 +72,21 @@ final class ServiceBrowser: @unchecked Sendable, AvahiConnectionUser {
         resolvers = [:]
     }
 
-    private func browsed(_ event: AvahiBrowserEvent, _ key: Sighting.Key) {
-        switch event {
-        case AVAHI_BROWSER_NEW:
+    private func browsed(_ event: AvahiBrowserEvent, _ key: Sighting.Key?) {
+        switch (event, key) {
+        case (AVAHI_BROWSER_NEW, let key?):
             guard resolvers[key] == nil else { return }
             resolve(key)
-        case AVAHI_BROWSER_REMOVE:
+        case (AVAHI_BROWSER_REMOVE, let key?):
             if let resolver = resolvers.removeValue(forKey: key) { avahi_service_resolver_free(resolver) }
             emit(.removed(key))
-        case AVAHI_BROWSER_FAILURE:
-            logger.error("browsing failed")
+        case (AVAHI_BROWSER_FAILURE, _):
+            // A failed browser reports nothing more: browse again on the same client.
+            guard let failed = browser, let client = avahi_service_browser_get_client(failed) else { return }
+            logger.error("browsing failed; browsing again", metadata: ["error": "\(String(cString: avahi_strerror(avahi_client_errno(client))))"])
+            avahi_service_browser_free(failed)
+            browser = nil
+            avahiClientRunning(client)
         default:
             break
         }

@@ -27,7 +27,11 @@ struct Peers: AsyncParsableCommand {
         let browser = try Browser(
             ignoring: own, authenticator: BasicAuthenticator(user: user, password: password),
             onStatus: { status in
-                if case .unavailable(let reason) = status { unavailable.withLock { $0 = reason } }
+                // The latest status counts: a daemon that came up meanwhile answered, even with no peers.
+                switch status {
+                case .unavailable(let reason): unavailable.withLock { $0 = reason }
+                case .running: unavailable.withLock { $0 = nil }
+                }
             })
         browser.start()
         let stopper = Task {

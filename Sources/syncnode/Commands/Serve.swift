@@ -59,6 +59,8 @@ struct Serve: AsyncParsableCommand {
         let served = databases.isEmpty ? ["default"] : databases
         for name in served { _ = try directory.database(name, create: true) }
         let credentials = try readCredentials()
+        // Files that can be wrong are read before the node says it is listening.
+        let trust = autoSync && !noBrowse ? try TrustedPeers(directory: directory.url, trusted: trusted, trustOnFirstUse: trustOnFirstUse) : nil
         let listener = Listener(config: ListenerConfiguration(
             directory: directory, databases: databases.isEmpty ? nil : databases, port: port, host: host,
             disableTLS: noTls, authenticator: credentials.isEmpty ? nil : .users(credentials)))
@@ -99,10 +101,9 @@ struct Serve: AsyncParsableCommand {
             let made = try Browser(
                 ignoring: directory.uuid, authenticator: BasicAuthenticator(user: user, password: password),
                 onStatus: status.report)
-            let watched = PeerWatcher(autoSync: autoSync ? PeerWatcher.AutoSync(
-                directory: directory, databases: advertised,
-                trust: try TrustedPeers(directory: directory.url, trusted: trusted, trustOnFirstUse: trustOnFirstUse),
-                user: user, password: password) : nil)
+            let watched = PeerWatcher(autoSync: trust.map {
+                PeerWatcher.AutoSync(directory: directory, databases: advertised, trust: $0, user: user, password: password)
+            })
             made.start()
             watching = Task { await watched.run(made.events) }
             browser = made
@@ -123,8 +124,10 @@ struct Serve: AsyncParsableCommand {
         }
 
         await termination.wait()
-        advertiser?.stop()
+        // The follower may be updating the advertiser: it ends first.
         following?.cancel()
+        await following?.value
+        advertiser?.stop()
         await browser?.stop()
         await watching?.value
         for sync in explicit { await sync.stop() }
