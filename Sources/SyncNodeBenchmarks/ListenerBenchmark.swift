@@ -9,7 +9,7 @@ import SyncNodeSync
 /// `SyncNodeBenchmarks listener [N]`: documents/s through `POST _bulk_docs`
 /// (batches of 500) and `GET _changes?include_docs=true` over loopback HTTPS
 /// with Basic auth, against the store doing the same writes and reads directly.
-/// Reads are the best of five on both sides (single reads of the same data vary by half here); writes happen once.
+/// Reads are the best of five on both sides (with three, the 100k ratio still ranged from 1.4 to 2.6 between runs); writes happen once.
 enum ListenerBenchmark {
     static func run(count: Int) async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-bench-\(UUID().uuidString)")
@@ -67,9 +67,9 @@ enum ListenerBenchmark {
             }
             return response
         }
-        let start = ContinuousClock.now
-        for batch in batches { _ = try await send(.POST, "/bench/_bulk_docs", batch).body.collect(upTo: 1 << 24) }
-        let listenerWrite = seconds(start.duration(to: .now))
+        let listenerWrite = try await Report.timeAsync {
+            for batch in batches { _ = try await send(.POST, "/bench/_bulk_docs", batch).body.collect(upTo: 1 << 24) }
+        }
         // Timed reads consume the feed as it streams in, as the store side reads
         // page by page without keeping the bodies; an untimed read checks it.
         var streamed = 0
@@ -92,10 +92,6 @@ enum ListenerBenchmark {
         Report.compare("_bulk_docs write", count: count, ours: listenerWrite, baseline: storeWrite, target: 2.0, labels: ("listener", "store"))
         Report.compare("_changes read", count: count, ours: listenerRead, baseline: storeRead, target: 2.0, labels: ("listener", "store"))
         print(String(format: "peak RSS %.0f MB", Report.peakRSSMegabytes()))
-    }
-
-    static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 }
 

@@ -15,8 +15,8 @@ enum Report {
         return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
     }
 
-    /// The fastest of `runs` timings: reads repeat without changing the data,
-    /// and single samples on this shared machine swing by a third.
+    /// The fastest of `runs` timings: on this shared machine one sample swung
+    /// the store's insert ratio from 2.6 to 6.0 for the same code.
     static func best(of runs: Int, _ body: () throws -> Void) rethrows -> Double {
         var best = Double.infinity
         for _ in 0..<runs { best = min(best, try time(body)) }

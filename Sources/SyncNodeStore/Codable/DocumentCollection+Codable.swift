@@ -43,7 +43,10 @@ extension DocumentCollection {
         var handled = false
         let identity = try Self.identity(of: model, for: "save")
         let isClass = type(of: model as Any) is AnyClass
-        return try commitModel(identity, deleting: false, values: { try ModelEncoder.encode(edited).values }, keepsBase: { handled && !isClass }) { _, stored in
+        // Encoded before the write transaction; again inside only when the handler edited it.
+        let encoded = try ModelEncoder.encode(model).values
+        return try commitModel(identity, deleting: false, values: { handled ? try ModelEncoder.encode(edited).values : encoded },
+                               keepsBase: { handled && !isClass }) { _, stored in
             handled = true
             let existing = try stored.map { try $0.data(as: Model.self) }
             return try conflictHandler(&edited, existing)

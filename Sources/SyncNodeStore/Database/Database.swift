@@ -46,7 +46,7 @@ public final class Database: Sendable {
 
     /// Counts collection and index creations and deletions in this process:
     /// compiled queries made before a change compile again (a collection made
-    /// again may have another table, or, reusing an ID, another's).
+    /// again has another table; an index changes the plan or the FTS join).
     var schemaGeneration: Int { state.withLock { $0.schemaGeneration } }
 
     /// Called in the transaction that creates or deletes a collection or index:
@@ -239,10 +239,12 @@ public final class Database: Sendable {
         }
         try write { db in
             try Schema.dropCollection(db, id: collection.tableID)
+            // Uncached before the commit announces it, so queries compiling then do not find it
+            // (after a rollback the next lookup only reads it again).
+            _ = state.withLock { $0.collections.removeValue(forKey: "\(scope).\(name)") }
             schemaChanges(db)
         }
         collection.markDeleted()
-        _ = state.withLock { $0.collections.removeValue(forKey: "\(scope).\(name)") }
         logger.info("deleted collection", metadata: ["collection": "\(scope).\(name)"])
     }
 

@@ -31,7 +31,7 @@ import Testing
         #expect(await settles(to: ["b"]), "\(seen.values)")
         try db.collection(name: "later")?.save(MutableDocument(id: "c"))
         #expect(await settles(to: ["b", "c"]), "\(seen.values)")
-        // Deleted and made again at once (it may get the same table ID): the query compiles again.
+        // Deleted and made again at once (a new table ID): the query compiles again and follows it.
         try db.deleteCollection(name: "later")
         try db.createCollection(name: "later").save(MutableDocument(id: "d"))
         #expect(await settles(to: ["d"]), "\(seen.values)")

@@ -74,6 +74,8 @@ final class LiveQueryObserver: Sendable {
         /// Collection ID -> notifier token, for the collections the query reads.
         var tokens: [Int64: UInt64] = [:]
         var collectionsToken: UInt64?
+        /// Whether the query compiled at the last subscription; nil before the first.
+        var compiled: Bool?
     }
 
     init(query: Query, queue: DispatchQueue, listener: @escaping @Sendable (QueryChange) -> Void) {
@@ -91,16 +93,21 @@ final class LiveQueryObserver: Sendable {
         work.async { [self] in subscribe() }
     }
 
-    /// Listens to the collections the query reads now, then re-runs it. A
-    /// query that does not compile listens to none; its run reports the error.
+    /// Listens to the collections the query reads now, then re-runs it when
+    /// that changed (a schema change elsewhere leaves it alone). A query that
+    /// does not compile listens to none; its run reports the error.
     private func subscribe() {
         let notifier = query.database.notifier
-        let ids = (try? query.collectionIDs()) ?? []
-        let (added, removed) = state.withLock { s -> ([Int64], [UInt64]) in
-            guard !s.stopped else { return ([], []) }
+        let compiledIDs = try? query.collectionIDs()
+        let ids = compiledIDs ?? []
+        let (added, removed, changed) = state.withLock { s -> ([Int64], [UInt64], Bool) in
+            guard !s.stopped else { return ([], [], false) }
             let removed = s.tokens.filter { !ids.contains($0.key) }
             for (id, _) in removed { s.tokens[id] = nil }
-            return (ids.filter { s.tokens[$0] == nil }, removed.map(\.value))
+            let added = Array(ids.filter { s.tokens[$0] == nil })
+            let changed = s.compiled != (compiledIDs != nil) || !added.isEmpty || !removed.isEmpty
+            s.compiled = compiledIDs != nil
+            return (added, removed.map(\.value), changed)
         }
         for token in removed { notifier.remove(token) }
         for id in added {
@@ -111,7 +118,7 @@ final class LiveQueryObserver: Sendable {
             }
             if stopped { notifier.remove(token) }
         }
-        schedule()
+        if changed { schedule() }
     }
 
     func stop() {

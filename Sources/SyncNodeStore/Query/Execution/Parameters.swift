@@ -13,8 +13,10 @@ public struct Parameters: Sendable, Hashable {
 
     public init() {}
 
+    /// When a name is given both ways (`"city"` and `"$city"`), the one without `$` wins.
     public init(_ values: [String: DocumentValue]) {
-        for (name, value) in values { self.values[Self.bare(name)] = value }
+        for (name, value) in values where name.hasPrefix("$") { self.values[Self.bare(name)] = value }
+        for (name, value) in values where !name.hasPrefix("$") { self.values[name] = value }
     }
 
     /// The value set for `name`.

@@ -1,4 +1,9 @@
 /// The rows a query returned, in order. Iterate it, or take ``allResults()``.
+///
+/// Two result sets are equal when their columns and the documents and
+/// revisions their rows come from are: a live query tells of a saved
+/// document even when the columns it selects did not change, so models
+/// decoded from its rows carry the revision they would save against.
 public struct ResultSet: Sequence, Sendable, Equatable {
     let layout: ResultLayout
     /// Each row: the result columns, then `(id, rev)` of each source when known.
