@@ -22,7 +22,7 @@ extension Handlers {
                 object = try await request.jsonObject(limit: bodyLimit)
             }
             if object["_rev"] == nil, let rev = query["rev"] ?? request.headers[.ifMatch].map(unquote) { object["_rev"] = .string(rev) }
-            if let bodyID = try WireDocument.decode(object).id, bodyID != id {
+            if let bodyID = object["_id"], bodyID != .string(id) {
                 throw CouchError.badRequest("_id in the body does not match the URL")
             }
             object["_id"] = .string(id)

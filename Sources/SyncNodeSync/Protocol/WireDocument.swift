@@ -178,8 +178,8 @@ enum WireDocument {
         return String(rev[rev.index(after: dash)...])
     }
 
-    /// A document received from a client or peer.
-    struct Incoming {
+    /// What the `_` members of a document received from a client or peer say.
+    struct Incoming: Sendable {
         var id: String?
         var rev: String?
         var deleted: Bool
@@ -187,18 +187,14 @@ enum WireDocument {
         var history: [String]?
         /// The raw `_attachments` object.
         var attachments: [String: DocumentValue]
-        /// The body without `_` members.
-        var body: [String: DocumentValue]
     }
 
-    /// Splits a wire document into its parts; unknown `_` members are an error (CouchDB's doc_validation).
+    /// Reads a wire document's `_` members (others are ignored); unknown ones
+    /// are an error (CouchDB's doc_validation).
     static func decode(_ object: [String: DocumentValue]) throws -> Incoming {
-        var incoming = Incoming(id: nil, rev: nil, deleted: false, history: nil, attachments: [:], body: [:])
+        var incoming = Incoming(id: nil, rev: nil, deleted: false, history: nil, attachments: [:])
         for (key, value) in object {
-            guard key.hasPrefix("_") else {
-                incoming.body[key] = value
-                continue
-            }
+            guard key.hasPrefix("_") else { continue }
             switch key {
             case "_id":
                 guard case .string(let s) = value else { throw CouchError.badRequest("_id must be a string") }

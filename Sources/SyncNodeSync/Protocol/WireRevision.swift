@@ -10,16 +10,20 @@ struct WireRevision: Sendable {
     let meta: [String: DocumentValue]
     /// The other members, canonical.
     let body: CanonicalBody
+    /// `meta` interpreted once; its error (an unknown `_` member) is the document's, thrown when read.
+    private let interpreted: Swift.Result<WireDocument.Incoming, any Error>
 
     init(meta: [String: DocumentValue], body: CanonicalBody) {
         self.meta = meta
         self.body = body
+        interpreted = Swift.Result { try WireDocument.decode(meta) }
     }
 
     /// Splits a wire document given as JSON text.
     /// - throws: ``StoreError/invalidJSON(_:)`` when it is not a JSON object.
     init(json: String) throws {
-        (body, meta) = try CanonicalBody.parse(objectJSON: json)
+        let (body, meta) = try CanonicalBody.parse(objectJSON: json)
+        self.init(meta: meta, body: body)
     }
 
     /// Splits a wire document already parsed (request bodies, `open_revs` answers).
@@ -66,7 +70,7 @@ struct WireRevision: Sendable {
 
     /// The `_` members interpreted; unknown ones are an error (CouchDB's doc_validation).
     func decoded() throws -> WireDocument.Incoming {
-        try WireDocument.decode(meta)
+        try interpreted.get()
     }
 
     /// The body as values, for filters and for resolving attachments.
