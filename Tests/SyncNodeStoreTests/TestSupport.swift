@@ -74,18 +74,25 @@ func runCLI(_ arguments: [String], stdin: String? = nil) throws -> ProcessResult
         stderr: String(decoding: errData, as: UTF8.self))
 }
 
-/// A database in a temporary directory with a `tasks` collection; suites
-/// subclass it (one fresh instance per test) and it closes the database.
-class TasksFixture {
+/// A database in a temporary directory with one collection; suites subclass
+/// it (one fresh instance per test) and it closes the database.
+class CollectionFixture {
     let dir: TempDirectory
     let db: Database
-    let tasks: DocumentCollection
+    let collection: DocumentCollection
 
-    init() throws {
+    init(collection name: String, scope: String? = nil) throws {
         dir = try TempDirectory()
         db = try dir.open()
-        tasks = try db.createCollection(name: "tasks")
+        collection = try db.createCollection(name: name, scope: scope)
     }
 
     deinit { try? db.close() }
+}
+
+/// The fixture with a `tasks` collection.
+class TasksFixture: CollectionFixture {
+    var tasks: DocumentCollection { collection }
+
+    init() throws { try super.init(collection: "tasks") }
 }

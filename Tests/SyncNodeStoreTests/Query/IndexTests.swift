@@ -2,15 +2,11 @@ import Foundation
 import Testing
 @testable import SyncNodeStore
 
-@Suite final class IndexTests {
-    let dir: TempDirectory
-    let db: Database
-    let hotels: DocumentCollection
+@Suite final class IndexTests: CollectionFixture {
+    var hotels: DocumentCollection { collection }
 
     init() throws {
-        dir = try TempDirectory()
-        db = try dir.open()
-        hotels = try db.createCollection(name: "hotels", scope: "travel")
+        try super.init(collection: "hotels", scope: "travel")
         let rows: [(String, String, String, Int)] = [
             ("h1", "Linux applications for hotels", "A café near the station serving rides", 3),
             ("h2", "Database replication guide", "Couchbase database sync for mobile", 5),
@@ -28,8 +24,6 @@ import Testing
             }
         }
     }
-
-    deinit { try? db.close() }
 
     func ids(_ sql: String) throws -> [String] {
         try db.createQuery(sql).execute().compactMap { $0.string(at: 0) }
