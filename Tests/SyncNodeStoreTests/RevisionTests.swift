@@ -71,6 +71,37 @@ import Testing
         #expect(winner(u) == "2-a")
     }
 
+    @Test func newRevisionIDsHave32HexDigits() {
+        let rev = RevisionID.make(parent: nil, deleted: false, body: CanonicalBody(json: Array(#"{"a":1}"#.utf8)))
+        let suffix = rev.dropFirst(2)
+        #expect(rev.hasPrefix("1-"))
+        #expect(suffix.count == 32)
+        #expect(suffix.allSatisfy { "0123456789abcdef".contains($0) })
+    }
+
+    /// CouchDB stores a 32-hex-digit suffix as its 16 bytes and anything else
+    /// as text, and compares those: the winner must be the one CouchDB picks.
+    @Test func suffixesCompareAsCouchDBStoresThem() {
+        let hex32 = "2-" + String(repeating: "0", count: 31) + "1"  // bytes 00 .. 01
+        let hex40 = "2-" + String(repeating: "0", count: 40)        // ASCII '0' = 0x30
+        // As text the 32-digit one is bigger (its 32nd character is '1', the other's '0'); as
+        // CouchDB keeps them, bytes 0x00 ... are below characters 0x30 ...: the 40-digit one wins.
+        #expect(RevisionID.wins((hex40, false), over: (hex32, false)))
+        #expect(!RevisionID.wins((hex32, false), over: (hex40, false)))
+        // A 32-digit suffix starting with f spells byte 0xff, above any ASCII character.
+        let high32 = "2-f" + String(repeating: "0", count: 31)
+        #expect(RevisionID.wins((high32, false), over: ("2-zzz", false)))
+        // Uppercase hex is binary to CouchDB too; 32 characters that are not all hex stay text.
+        #expect(RevisionID.suffixKey("1-" + String(repeating: "A", count: 32)) == [UInt8](repeating: 0xAA, count: 16))
+        #expect(RevisionID.suffixKey("1-" + String(repeating: "g", count: 32)) == Array(String(repeating: "g", count: 32).utf8))
+        // Between two 32-digit lowercase suffixes the byte order is the text order.
+        let a = "3-" + String(repeating: "9", count: 32), b = "3-" + String(repeating: "a", count: 32)
+        #expect(RevisionID.wins((b, false), over: (a, false)))
+        // Deleted and generation still come first.
+        #expect(RevisionID.wins((hex32, false), over: (hex40, true)))
+        #expect(RevisionID.wins(("3-" + String(repeating: "0", count: 32), false), over: (high32, false)))
+    }
+
     @Test func pruningKeepsRevsLimitGenerations() throws {
         let dir = try TempDirectory()
         let db = try dir.open(revsLimit: 5)

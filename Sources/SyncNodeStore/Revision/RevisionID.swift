@@ -1,8 +1,10 @@
 import Crypto
 import Foundation
 
-/// Revision IDs: `<generation>-<suffix>`. Ours have a hex SHA-1 suffix; those
-/// made by other replicators are kept as they are and never renumbered.
+/// Revision IDs: `<generation>-<suffix>`. Ours have a 32-hex-digit (128-bit)
+/// suffix, the shape CouchDB makes and stores as 16 bytes; those made by other
+/// replicators (older nodes' 40-digit ones among them) are kept as they are
+/// and never renumbered.
 enum RevisionID {
     /// The generation, or nil when `rev` is malformed.
     static func generation(of rev: String) -> Int? {
@@ -31,10 +33,12 @@ enum RevisionID {
     }
 
     /// The revision ID of a new revision: generation one more than the
-    /// parent's; the suffix is the hex SHA-1 of the canonical JSON body, a
-    /// NUL, the deleted flag (`1`/`0`), a NUL and the parent revision ID
-    /// (empty for a first revision). The same edit on two nodes yields the
-    /// same ID. The body comes first so its hashing can happen early (see
+    /// parent's; the suffix is the first 128 bits, in lowercase hex, of the
+    /// SHA-1 of the canonical JSON body, a NUL, the deleted flag (`1`/`0`), a
+    /// NUL and the parent revision ID (empty for a first revision). The same
+    /// edit on two nodes yields the same ID. 32 hex digits is the length
+    /// CouchDB reads as binary, so CouchDB, PouchDB and nodes order these
+    /// suffixes alike (see ``wins(_:over:)``). The body comes first so its hashing can happen early (see
     /// ``CanonicalBody``).
     static func make(parent: String?, deleted: Bool, body: CanonicalBody) -> String {
         var hasher = body.digestState
@@ -42,14 +46,14 @@ enum RevisionID {
         suffix.append(contentsOf: (parent ?? "").utf8)
         hasher.update(data: suffix)
         let gen = (parent.flatMap(generation(of:)) ?? 0) + 1
-        return "\(gen)-" + hex(hasher.finalize())
+        return "\(gen)-" + hex(hasher.finalize().prefix(16))
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     private static func hex<D: Sequence>(_ bytes: D) -> String where D.Element == UInt8 {
         var out = [UInt8]()
-        out.reserveCapacity(40)
+        out.reserveCapacity(32)
         for b in bytes {
             out.append(hexDigits[Int(b >> 4)])
             out.append(hexDigits[Int(b & 0xF)])
@@ -57,12 +61,48 @@ enum RevisionID {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// The winner order of DESIGN.md §3: a live revision beats a deleted one,
-    /// then the higher generation, then the higher ID in byte order.
+    /// The winner order, CouchDB's: a live revision beats a deleted one, then
+    /// the higher generation, then the higher suffix in CouchDB's byte order
+    /// (``suffixKey(_:)``).
     static func wins(_ a: (rev: String, deleted: Bool), over b: (rev: String, deleted: Bool)) -> Bool {
         if a.deleted != b.deleted { return !a.deleted }
         let ga = generation(of: a.rev) ?? 0, gb = generation(of: b.rev) ?? 0
         if ga != gb { return ga > gb }
-        return b.rev.utf8.lexicographicallyPrecedes(a.rev.utf8)
+        return suffixKey(b.rev).lexicographicallyPrecedes(suffixKey(a.rev))
+    }
+
+    /// The bytes CouchDB compares a suffix by: a suffix of exactly 32 hex
+    /// digits (either case) is stored by CouchDB as the 16 bytes they spell,
+    /// anything else as its own characters. Two 32-digit lowercase suffixes
+    /// therefore compare as their text does (PouchDB's order too); a 32-digit
+    /// suffix against another shape compares raw bytes against characters,
+    /// exactly as CouchDB does, so every node picks CouchDB's winner.
+    static func suffixKey(_ rev: String) -> [UInt8] {
+        let utf8 = rev.utf8
+        let start = utf8.firstIndex(of: UInt8(ascii: "-")).map { utf8.index(after: $0) } ?? utf8.startIndex
+        let suffix = utf8[start...]
+        guard suffix.count == 32 else { return Array(suffix) }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(16)
+        var high: UInt8?
+        for c in suffix {
+            guard let nibble = hexValue(c) else { return Array(suffix) }
+            if let h = high {
+                bytes.append(h << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        return bytes
+    }
+
+    private static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
     }
 }
