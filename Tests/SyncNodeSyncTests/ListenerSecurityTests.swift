@@ -31,6 +31,63 @@ import Testing
         }
     }
 
+    /// CouchDB's cookie login, as its replicator and browser clients use it.
+    @Test func sessionCookiesLogInAuthenticateAndLogOut() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            let form = "name=\(ListenerHarness.user)&password=" + ListenerHarness.password.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            let login = try await h.request(.POST, "/_session", bytes: Array(form.utf8),
+                                            headers: [("Content-Type", "application/x-www-form-urlencoded")], auth: nil)
+            #expect(login.status == 200)
+            #expect(login["name"]?.string == ListenerHarness.user)
+            let setCookie = try #require(login.headers["set-cookie"])
+            #expect(setCookie.hasPrefix("AuthSession="))
+            for attribute in ["Path=/", "HttpOnly", "Max-Age=600", "Secure"] { #expect(setCookie.contains(attribute), "\(attribute)") }
+            let cookie = String(setCookie.prefix { $0 != ";" })
+
+            // The cookie alone authenticates any endpoint, and /_session says so.
+            #expect(try await h.request(.PUT, "/db", headers: [("Cookie", cookie)], auth: nil).status == 201)
+            let me = try await h.request(.GET, "/_session", headers: [("Cookie", cookie)], auth: nil)
+            #expect(me["userCtx"]?["name"] == .string(ListenerHarness.user))
+            #expect(me["info"]?["authenticated"] == "cookie")
+
+            // JSON logins work too; a wrong password is refused without a cookie.
+            let json = try await h.request(.POST, "/_session", body: #"{"name":"ann","password":"s3cret:pa$$"}"#, auth: nil)
+            #expect(json.status == 200 && json.headers["set-cookie"] != nil)
+            let wrong = try await h.request(.POST, "/_session", body: #"{"name":"ann","password":"nope"}"#, auth: nil)
+            #expect(wrong.status == 401 && wrong.headers["set-cookie"] == nil)
+            #expect(wrong["error"] == "unauthorized")
+
+            // Forged, tampered and garbage cookies are refused; no login answers with a null name.
+            let value = String(cookie.dropFirst("AuthSession=".count))
+            let tampered = "AuthSession=" + String(value.dropLast()) + (value.last == "A" ? "B" : "A")
+            for bad in [tampered, "AuthSession=bm9ib2R5OjA6MA", "AuthSession=%%%"] {
+                let reply = try await h.request(.GET, "/_all_dbs", headers: [("Cookie", bad)], auth: nil)
+                #expect(reply.status == 401, "\(bad)")
+            }
+            let anonymous = try await h.request(.GET, "/_session", auth: nil)
+            #expect(anonymous.status == 200 && anonymous["userCtx"]?["name"] == .null)
+
+            // Logging out clears the cookie in the client.
+            let logout = try await h.request(.DELETE, "/_session", headers: [("Cookie", cookie)], auth: nil)
+            #expect(logout.status == 200)
+            #expect(logout.headers["set-cookie"]?.hasPrefix("AuthSession=;") == true)
+        }
+    }
+
+    @Test func sessionCookiesExpireAndRefresh() throws {
+        let cookies = SessionCookies(secret: Data(repeating: 7, count: 32), timeout: 600)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let value = cookies.value(user: "ann:x", now: start)
+        #expect(cookies.verify(value, now: start.addingTimeInterval(30))?.user == "ann:x")
+        #expect(cookies.verify(value, now: start.addingTimeInterval(599)) != nil)
+        #expect(cookies.verify(value, now: start.addingTimeInterval(601)) == nil)
+        #expect(!cookies.needsRefresh(issued: start, now: start.addingTimeInterval(30)))
+        #expect(cookies.needsRefresh(issued: start, now: start.addingTimeInterval(61)))
+        // Another node's secret does not verify this node's cookies.
+        #expect(SessionCookies(secret: Data(repeating: 8, count: 32), timeout: 600).verify(value, now: start) == nil)
+    }
+
     @Test func repeatedFailuresAreRateLimited() async throws {
         let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {

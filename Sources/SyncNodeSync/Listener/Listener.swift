@@ -62,10 +62,13 @@ public final class Listener: Sendable {
     public func start() async throws {
         guard state.withLock({ $0.task == nil }) else { return }
         let identity = config.disableTLS ? nil : try (config.tlsIdentity ?? config.directory.tlsIdentity())
+        let authentication = Authentication(
+            authenticator: config.authenticator,
+            cookies: SessionCookies(secret: try config.directory.sessionSecret(), timeout: config.sessionTimeout),
+            rateLimiter: AuthRateLimiter(limit: config.authFailuresPerMinute), secure: identity != nil, logger: logger)
         let responder = ListenerResponder(
-            handlers: Handlers(config: config, replications: replications, logger: logger), authenticator: config.authenticator,
-            allowedOrigins: config.allowedOrigins, rateLimiter: AuthRateLimiter(limit: config.authFailuresPerMinute), stats: stats,
-            faultInjector: config.faultInjector, logger: logger)
+            handlers: Handlers(config: config, replications: replications, logger: logger), authentication: authentication,
+            allowedOrigins: config.allowedOrigins, stats: stats, faultInjector: config.faultInjector, logger: logger)
         let stats = self.stats
         let http1 = HTTP1Channel.Configuration(
             additionalChannelHandlers: [ConnectionCounter(stats: stats)],

@@ -58,7 +58,7 @@ public struct ListenerConfiguration: Sendable {
     public var disableTLS: Bool
     /// The TLS identity; nil uses the node's persistent anonymous identity.
     public var tlsIdentity: TLSIdentity?
-    /// Basic-auth check; nil lets everyone in.
+    /// Checks passwords (HTTP Basic, and `POST /_session` logins); nil lets everyone in.
     public var authenticator: ListenerAuthenticator?
     /// Refuse every write.
     public var readOnly: Bool
@@ -70,6 +70,10 @@ public struct ListenerConfiguration: Sendable {
     public var idleTimeout: Duration
     /// Failed logins an address may make per minute before it gets 429.
     public var authFailuresPerMinute: Int
+    /// How long, in seconds, an `AuthSession` cookie from `POST /_session`
+    /// authenticates (CouchDB's default, 600). A client that keeps using it
+    /// gets a fresh one after a tenth of that.
+    public var sessionTimeout: Int
     /// Tests only: answers chosen requests with an error status instead of serving them.
     package var faultInjector: FaultInjector?
 
@@ -77,7 +81,7 @@ public struct ListenerConfiguration: Sendable {
         directory: NodeDirectory, databases: [String]? = nil, port: Int = 0, host: String = "0.0.0.0",
         disableTLS: Bool = false, tlsIdentity: TLSIdentity? = nil, authenticator: ListenerAuthenticator? = nil,
         readOnly: Bool = false, allowedOrigins: [String] = [], maxRequestBodySize: Int = 64 << 20,
-        idleTimeout: Duration = .seconds(300), authFailuresPerMinute: Int = 10
+        idleTimeout: Duration = .seconds(300), authFailuresPerMinute: Int = 10, sessionTimeout: Int = 600
     ) {
         self.directory = directory
         self.databases = databases
@@ -91,5 +95,6 @@ public struct ListenerConfiguration: Sendable {
         self.maxRequestBodySize = maxRequestBodySize
         self.idleTimeout = idleTimeout
         self.authFailuresPerMinute = authFailuresPerMinute
+        self.sessionTimeout = sessionTimeout
     }
 }

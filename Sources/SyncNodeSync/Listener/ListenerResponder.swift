@@ -14,9 +14,8 @@ struct ListenerResponder: HTTPResponder {
     typealias Context = ListenerContext
 
     let handlers: Handlers
-    let authenticator: ListenerAuthenticator?
+    let authentication: Authentication
     let allowedOrigins: [String]
-    let rateLimiter: AuthRateLimiter
     let stats: ListenerStats
     let faultInjector: FaultInjector?
     let logger: Logger
@@ -56,11 +55,15 @@ struct ListenerResponder: HTTPResponder {
         if let status = faultInjector?.status(request.method.rawValue, request.uri.path) {
             throw CouchError(status: status, error: "injected_fault", reason: "fault injected for testing")
         }
-        if let authenticator {
-            try authenticate(request, context: context, authenticator)
+        // Logging in needs no login.
+        if request.uri.path == "/_session" || request.uri.path == "/_session/" {
+            return try await authentication.session(request, remoteAddress: context.remoteAddress)
         }
+        let login = try authentication.check(request, remoteAddress: context.remoteAddress)
         let segments = try Self.segments(request.uri.path)
-        return try await handlers.handle(request, segments: segments)
+        var response = try await handlers.handle(request, segments: segments)
+        if let cookie = login.refreshedCookie { response.headers[.setCookie] = cookie }
+        return response
     }
 
     /// Splits the raw path on `/` and percent-decodes each segment, so `%2F`
@@ -71,25 +74,6 @@ struct ListenerResponder: HTTPResponder {
                 throw CouchError.badRequest("invalid percent-encoding in path segment '\(raw)'")
             }
             return decoded
-        }
-    }
-
-    private func authenticate(_ request: Request, context: Context, _ authenticator: ListenerAuthenticator) throws {
-        guard rateLimiter.allows(context.remoteAddress) else { throw CouchError.tooManyRequests }
-        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("basic "),
-              let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
-              let credentials = String(data: decoded, encoding: .utf8),
-              let colon = credentials.firstIndex(of: ":") else {
-            // No password was tried: not a failure to limit (clients and peers' discovery probes ask first, then log in).
-            throw CouchError.unauthorized
-        }
-        let user = String(credentials[..<colon])
-        let password = String(credentials[credentials.index(after: colon)...])
-        guard authenticator.check(user, password) else {
-            rateLimiter.recordFailure(context.remoteAddress)
-            // The user name is logged, never the password.
-            logger.notice("authentication failed", metadata: ["user": "\(user)", "client": "\(context.remoteAddress)"])
-            throw CouchError.unauthorized
         }
     }
 
@@ -113,7 +97,7 @@ struct ListenerResponder: HTTPResponder {
         guard let origin = allowedOrigin(request) else { return }
         response.headers[.accessControlAllowOrigin] = origin
         response.headers[.accessControlAllowCredentials] = "true"
-        response.headers[.accessControlExposeHeaders] = "Cache-Control, Content-Type, ETag, Server"
+        response.headers[.accessControlExposeHeaders] = "Cache-Control, Content-Type, ETag, Server, X-Couch-Request-ID"
     }
 }
 
@@ -153,37 +137,4 @@ private final class ActiveRequest: Sendable {
     }
 
     deinit { stats.requestFinished() }
-}
-
-/// Slows down password guessing: after `limit` failures within a minute an
-/// address gets 429 until the minute is over.
-final class AuthRateLimiter: Sendable {
-    private let failures = Mutex<[String: (count: Int, since: ContinuousClock.Instant)]>([:])
-    private let limit: Int
-    private let window = Duration.seconds(60)
-
-    init(limit: Int) { self.limit = limit }
-
-    func allows(_ address: String) -> Bool {
-        failures.withLock { f in
-            guard let entry = f[address] else { return true }
-            if entry.since.duration(to: .now) > window {
-                f[address] = nil
-                return true
-            }
-            return entry.count < limit
-        }
-    }
-
-    func recordFailure(_ address: String) {
-        failures.withLock { f in
-            let now = ContinuousClock.now
-            if let entry = f[address], entry.since.duration(to: now) <= window {
-                f[address] = (entry.count + 1, entry.since)
-            } else {
-                f[address] = (1, now)
-            }
-            if f.count > 10_000 { f = f.filter { $0.value.since.duration(to: now) <= window } }
-        }
-    }
 }

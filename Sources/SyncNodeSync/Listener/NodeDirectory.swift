@@ -42,6 +42,23 @@ public final class NodeDirectory: Sendable {
         try TLSIdentity.persistent(in: url.appendingPathComponent(".node/tls", isDirectory: true), commonName: "syncnode")
     }
 
+    /// The secret that signs session cookies (``SessionCookies``): 32 random
+    /// bytes in `.node/session-secret` (mode 0600), made on first use.
+    func sessionSecret() throws -> Data {
+        let file = url.appendingPathComponent(".node/session-secret")
+        if let existing = try? Data(contentsOf: file), existing.count == 32 { return existing }
+        var generator = SystemRandomNumberGenerator()
+        let secret = Data((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        do {
+            guard FileManager.default.createFile(atPath: file.path, contents: secret, attributes: [.posixPermissions: 0o600]) else {
+                throw CocoaError(.fileWriteUnknown)
+            }
+        } catch {
+            throw SyncError.invalidConfiguration("cannot write the session secret \(file.path): \(error.localizedDescription)")
+        }
+        return secret
+    }
+
     /// The names of the databases in the directory, sorted.
     public func databaseNames() -> [String] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []

@@ -1,0 +1,161 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import Synchronization
+import SyncNodeStore
+
+/// Who may make a request: HTTP Basic credentials or an `AuthSession`
+/// cookie, checked against the listener's authenticator, with failed
+/// passwords rate-limited per address. Also answers `/_session`, where
+/// clients log in and out and ask who they are.
+struct Authentication: Sendable {
+    /// nil: everyone is let in (an anonymous node).
+    let authenticator: ListenerAuthenticator?
+    let cookies: SessionCookies
+    let rateLimiter: AuthRateLimiter
+    /// Cookies are marked Secure (and SameSite=None, for browser pages of other origins) over HTTPS.
+    let secure: Bool
+    let logger: Logger
+
+    /// A request's authenticated user.
+    struct Login {
+        var user: String?
+        /// A fresh cookie to send back, when the request's own is past a tenth of its life.
+        var refreshedCookie: String?
+    }
+
+    /// The user a request authenticates as; throws 401 (or 429 after too many failures).
+    func check(_ request: Request, remoteAddress: String) throws -> Login {
+        guard authenticator != nil else { return Login(user: nil) }
+        if let (user, password) = Self.basicCredentials(request) {
+            try checkPassword(user, password, remoteAddress: remoteAddress)
+            return Login(user: user)
+        }
+        if let value = request.cookies[SessionCookies.name]?.value, !value.isEmpty {
+            guard let (user, issued) = cookies.verify(value) else {
+                throw CouchError(status: 401, error: "unauthorized", reason: "The session cookie is invalid or has expired; log in again.")
+            }
+            let refreshed = cookies.needsRefresh(issued: issued) ? cookies.header(value: cookies.value(user: user), secure: secure) : nil
+            return Login(user: user, refreshedCookie: refreshed)
+        }
+        // No password was tried: not a failure to limit (clients and peers' discovery probes ask first, then log in).
+        throw CouchError.unauthorized
+    }
+
+    private func checkPassword(_ user: String, _ password: String, remoteAddress: String) throws {
+        guard let authenticator else { return }
+        guard rateLimiter.allows(remoteAddress) else { throw CouchError.tooManyRequests }
+        guard authenticator.check(user, password) else {
+            rateLimiter.recordFailure(remoteAddress)
+            // The user name is logged, never the password.
+            logger.notice("authentication failed", metadata: ["user": "\(user)", "client": "\(remoteAddress)"])
+            throw CouchError.unauthorized
+        }
+    }
+
+    static func basicCredentials(_ request: Request) -> (user: String, password: String)? {
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("basic "),
+              let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+              let credentials = String(data: decoded, encoding: .utf8),
+              let colon = credentials.firstIndex(of: ":") else { return nil }
+        return (String(credentials[..<colon]), String(credentials[credentials.index(after: colon)...]))
+    }
+
+    // MARK: - /_session
+
+    /// `/_session`: `POST` logs in (form or JSON `name` and `password`) and
+    /// sets the cookie, `GET` tells who the request authenticates as,
+    /// `DELETE` clears the cookie.
+    func session(_ request: Request, remoteAddress: String) async throws -> Response {
+        switch request.method {
+        case .get, .head:
+            // A wrong password is refused; no (or an expired) cookie answers with a null name, as CouchDB does.
+            let basic = Self.basicCredentials(request) != nil
+            let login = basic ? try check(request, remoteAddress: remoteAddress)
+                : (try? check(request, remoteAddress: remoteAddress)) ?? Login(user: nil)
+            let method = basic ? "default" : login.user != nil ? "cookie" : nil
+            var info: [String: DocumentValue] = ["authentication_handlers": ["cookie", "default"]]
+            if let method { info["authenticated"] = .string(method) }
+            var response = HTTP.json(["ok": true, "userCtx": userContext(login.user), "info": .dictionary(info)])
+            if let cookie = login.refreshedCookie { response.headers[.setCookie] = cookie }
+            return response
+        case .post:
+            let (user, password) = try await credentials(in: request)
+            try checkPassword(user, password, remoteAddress: remoteAddress)
+            var response = HTTP.json(["ok": true, "name": .string(user), "roles": ["_admin"]])
+            response.headers[.setCookie] = cookies.header(value: cookies.value(user: user), secure: secure)
+            return response
+        case .delete:
+            var response = HTTP.json(HTTP.ok)
+            response.headers[.setCookie] = cookies.header(value: nil, secure: secure)
+            return response
+        default:
+            throw CouchError.methodNotAllowed("GET,HEAD,POST,DELETE")
+        }
+    }
+
+    /// Every authenticated user may do everything, so each is an admin (and so is everyone on an anonymous node).
+    private func userContext(_ user: String?) -> DocumentValue {
+        let admin = user != nil || authenticator == nil
+        return ["name": user.map { .string($0) } ?? .null, "roles": admin ? ["_admin"] : []]
+    }
+
+    /// `name` and `password` from a form or JSON body.
+    private func credentials(in request: Request) async throws -> (String, String) {
+        let type = request.headers[.contentType]?.lowercased() ?? ""
+        var fields: [String: String] = [:]
+        if type.hasPrefix("application/x-www-form-urlencoded") {
+            let text = try await request.textBody(limit: 64 * 1024)
+            for pair in text.split(separator: "&") {
+                let parts = pair.split(separator: "=", maxSplits: 1).map {
+                    $0.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String($0)
+                }
+                if parts.count == 2 { fields[parts[0]] = parts[1] }
+            }
+        } else if type.hasPrefix("application/json") {
+            for (key, value) in try await request.jsonObject(limit: 64 * 1024) {
+                if case .string(let s) = value { fields[key] = s }
+            }
+        } else {
+            throw CouchError.unsupportedMediaType("POST /_session takes application/x-www-form-urlencoded or application/json")
+        }
+        guard let name = fields["name"], let password = fields["password"] else {
+            throw CouchError.badRequest("POST /_session needs a name and a password")
+        }
+        return (name, password)
+    }
+}
+
+/// Slows down password guessing: after `limit` failures within a minute an
+/// address gets 429 until the minute is over.
+final class AuthRateLimiter: Sendable {
+    private let failures = Mutex<[String: (count: Int, since: ContinuousClock.Instant)]>([:])
+    private let limit: Int
+    private let window = Duration.seconds(60)
+
+    init(limit: Int) { self.limit = limit }
+
+    func allows(_ address: String) -> Bool {
+        failures.withLock { f in
+            guard let entry = f[address] else { return true }
+            if entry.since.duration(to: .now) > window {
+                f[address] = nil
+                return true
+            }
+            return entry.count < limit
+        }
+    }
+
+    func recordFailure(_ address: String) {
+        failures.withLock { f in
+            let now = ContinuousClock.now
+            if let entry = f[address], entry.since.duration(to: now) <= window {
+                f[address] = (entry.count + 1, entry.since)
+            } else {
+                f[address] = (1, now)
+            }
+            if f.count > 10_000 { f = f.filter { $0.value.since.duration(to: now) <= window } }
+        }
+    }
+}
