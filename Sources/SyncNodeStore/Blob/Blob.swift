@@ -11,7 +11,7 @@ import Foundation
 public final class Blob: Sendable, Hashable, CustomStringConvertible {
     static let typeKey = "@type"
     /// A dictionary with `"@type":"blob"` and only these keys reads as a blob.
-    static let metadataKeys: Set<String> = [typeKey, "digest", "length", "content_type"]
+    static let metadataKeys: Set<String> = [typeKey, "digest", "length", "content_type", "revpos"]
 
     /// The MIME type, e.g. `image/jpeg`.
     public let contentType: String
@@ -19,6 +19,10 @@ public final class Blob: Sendable, Hashable, CustomStringConvertible {
     public let digest: String
     /// The content's size in bytes.
     public let length: Int
+    /// For an attachment exchanged with CouchDB-protocol peers: the generation
+    /// of the revision it first appeared in (CouchDB's `revpos`), kept as the
+    /// peer gave it; nil for blobs saved through this API.
+    package let revpos: Int?
 
     enum Source: Sendable {
         case data(Data)
@@ -38,6 +42,7 @@ public final class Blob: Sendable, Hashable, CustomStringConvertible {
         self.length = data.count
         self.digest = Self.digest(of: data)
         self.source = .data(data)
+        self.revpos = nil
     }
 
     /// A blob whose content is the file at `fileURL`. The file is read once now
@@ -78,6 +83,7 @@ public final class Blob: Sendable, Hashable, CustomStringConvertible {
         self.digest = digest
         self.length = length
         self.source = source
+        self.revpos = nil
     }
 
     /// A blob described by stored metadata; nil when the dictionary lacks a digest.
@@ -87,16 +93,19 @@ public final class Blob: Sendable, Hashable, CustomStringConvertible {
         self.length = Int(metadata["length"]?.int64Value ?? 0)
         self.contentType = metadata["content_type"]?.stringValue ?? "application/octet-stream"
         self.source = .store(store)
+        if case .int(let n)? = metadata["revpos"], n >= 0, n < 1_000_000_000 { revpos = Int(n) } else { revpos = nil }
     }
 
     /// The metadata dictionary stored in document bodies.
     var metadata: [String: DocumentValue] {
-        [
+        var m: [String: DocumentValue] = [
             Self.typeKey: .string("blob"),
             "digest": .string(digest),
             "length": .int(Int64(length)),
             "content_type": .string(contentType),
         ]
+        if let revpos { m["revpos"] = .int(Int64(revpos)) }
+        return m
     }
 
     /// The whole content, or nil when it is not available on this node

@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import Synchronization
 
 /// The content-addressed files of a database's blobs, in `<database>/blobs/`.
 ///
@@ -7,6 +9,8 @@ import Foundation
 /// equal content is stored once.
 final class BlobStore: Sendable {
     let directory: URL
+    /// MD5 digests already computed, by blob digest (content never changes under a digest).
+    private let md5Cache = Mutex<[String: String]>([:])
 
     init(directory: URL) throws {
         self.directory = directory
@@ -51,6 +55,30 @@ final class BlobStore: Sendable {
 
     func content(digest: String) -> Data? {
         fileURL(digest: digest).flatMap { try? Data(contentsOf: $0) }
+    }
+
+    /// `md5-` and the base64 MD5 of a blob's content, the digest CouchDB and
+    /// PouchDB exchange for attachments; nil when the content is not here.
+    /// Computed on first use by streaming the file, then remembered.
+    func md5(digest: String) -> String? {
+        if let known = md5Cache.withLock({ $0[digest] }) { return known }
+        guard let url = fileURL(digest: digest), let stream = InputStream(url: url) else { return nil }
+        var hasher = Insecure.MD5()
+        stream.open()
+        defer { stream.close() }
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = stream.read(&buffer, maxLength: buffer.count)
+            if n < 0 { return nil }
+            if n == 0 { break }
+            buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+        }
+        let md5 = "md5-" + Data(hasher.finalize()).base64EncodedString()
+        md5Cache.withLock { cache in
+            if cache.count >= 10_000 { cache.removeAll(keepingCapacity: true) }
+            cache[digest] = md5
+        }
+        return md5
     }
 
     /// Makes sure the blob's content is in this store.

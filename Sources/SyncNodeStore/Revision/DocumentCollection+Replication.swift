@@ -201,6 +201,11 @@ extension DocumentCollection {
         try database.blobStore.store(data: data)
     }
 
+    /// The `md5-` digest of a blob's content (the digest peers exchange), when this database has the content.
+    package func blobMD5(digest: String) -> String? {
+        database.blobStore.md5(digest: digest)
+    }
+
     /// The content of a blob by digest, when this database has it.
     package func blobContent(digest: String) -> Data? {
         database.blobStore.content(digest: digest)

@@ -196,7 +196,7 @@ extension Handlers {
             } else {
                 json.writeRaw(try WireDocument.encode(
                     id: entry.id, rev: entry.rev, deleted: entry.deleted, body: entry.body, conflicts: conflicts,
-                    blobs: { collection.blobContent(digest: $0) }))
+                    collection: collection))
             }
         }
         json.writeRaw("}")

@@ -160,7 +160,7 @@ extension Handlers {
                 if includeDocs {
                     row["doc"] = try DocumentValue(json: WireDocument.encode(
                         id: doc.id, rev: doc.revisionID ?? "", deleted: false, body: doc.toJSON(),
-                        blobs: { collection.blobContent(digest: $0) }))
+                        collection: collection))
                 }
                 rows.append(.dictionary(row))
             }
@@ -178,7 +178,7 @@ extension Handlers {
         try WireDocument.encode(
             id: revision.id, rev: revision.rev, deleted: revision.deleted, body: revision.body,
             revisions: revs ? revision.history : nil, conflicts: conflicts, attachments: attachments,
-            blobs: { collection.blobContent(digest: $0) })
+            collection: collection)
     }
 
     // MARK: - _revs_diff
@@ -251,7 +251,8 @@ extension Handlers {
         } else if !incoming.attachments.isEmpty {
             let previous = try incoming.rev.flatMap { try collection.revision(id: id, rev: $0) }
             body = CanonicalBody(object: try AttachmentStore.resolve(
-                incoming.attachments, body: revision.bodyValues(), previousBody: previous?.body, collection: collection))
+                incoming.attachments, body: revision.bodyValues(), previousBody: previous?.body,
+                generation: (incoming.rev.flatMap(WireDocument.generation) ?? 0) + 1, replicated: false, collection: collection))
         }
         return try collection.putRevision(id: id, parentRev: incoming.rev, body: body, deleting: incoming.deleted).rev
     }

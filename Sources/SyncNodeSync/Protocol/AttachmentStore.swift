@@ -1,4 +1,7 @@
+import CompressNIO
+import Crypto
 import Foundation
+import NIOCore
 import SyncNodeStore
 
 /// Turns an incoming `_attachments` object into stored form: inline data
@@ -7,9 +10,13 @@ import SyncNodeStore
 enum AttachmentStore {
     /// The body to store: `body` plus `_attachments` (blob metadata by name)
     /// for attachments that are not property blobs (`blob_/...`).
+    ///
+    /// `generation` is the new revision's. An attachment with new data gets it
+    /// as its `revpos`, unless `replicated` (`new_edits=false`), where the
+    /// sender's `revpos` is kept; a stub keeps the one it had.
     static func resolve(
         _ attachments: [String: DocumentValue], body: [String: DocumentValue],
-        previousBody: String?, collection: DocumentCollection
+        previousBody: String?, generation: Int, replicated: Bool, collection: DocumentCollection
     ) throws -> [String: DocumentValue] {
         guard !attachments.isEmpty else { return body }
         let previous: [String: DocumentValue]
@@ -23,19 +30,34 @@ enum AttachmentStore {
             guard case .dictionary(let entry) = value else {
                 throw CouchError.badRequest("attachment '\(name)' must be an object")
             }
-            if case .string(let encoding)? = entry["encoding"], encoding != "identity" {
-                // Storing the encoded bytes as the content would corrupt the attachment.
-                throw CouchError.unsupportedMediaType("attachment '\(name)' is \(encoding)-encoded; send it decoded")
+            var encoding = "identity"
+            if case .string(let e)? = entry["encoding"] { encoding = e }
+            guard encoding == "identity" || encoding == "gzip" else {
+                // Storing bytes in an encoding this node cannot decode would corrupt the attachment.
+                throw CouchError.unsupportedMediaType("attachment '\(name)' is \(encoding)-encoded; send it decoded or gzip-encoded")
             }
             let metadata: DocumentValue
             if case .string(let base64)? = entry["data"] {
-                guard let data = Data(base64Encoded: base64) else {
+                guard var data = Data(base64Encoded: base64) else {
                     throw CouchError.badRequest("attachment '\(name)': data is not valid base64")
                 }
+                // The sender's MD5 covers the bytes as sent (CouchDB: gzip-encoded ones); a mismatch is corruption in transit.
+                if case .string(let digest)? = entry["digest"], digest.hasPrefix("md5-"),
+                   digest != "md5-" + Data(Insecure.MD5.hash(data: data)).base64EncodedString() {
+                    throw CouchError.badRequest("attachment '\(name)': the content does not match its digest \(digest)")
+                }
+                // Stored decoded: blobs are content-addressed by their content, whatever encoding carried it.
+                if encoding == "gzip" {
+                    var declared: Int64?
+                    if case .int(let n)? = entry["length"] { declared = n }
+                    data = try gunzip(data, name: name, declaredLength: declared)
+                }
                 let digest = try collection.storeBlobContent(data)
+                var revpos = Int64(generation)
+                if replicated, case .int(let given)? = entry["revpos"], given >= 0 { revpos = given }
                 metadata = [
                     "@type": "blob", "digest": .string(digest), "length": .int(Int64(data.count)),
-                    "content_type": entry["content_type"] ?? "application/octet-stream",
+                    "content_type": entry["content_type"] ?? "application/octet-stream", "revpos": .int(revpos),
                 ]
             } else if case .bool(true)? = entry["stub"] {
                 guard let known = lookup(name, in: previous) else {
@@ -50,6 +72,32 @@ enum AttachmentStore {
         var body = body
         if !stored.isEmpty { body[DocumentCollection.attachmentsKey] = .dictionary(stored) }
         return body
+    }
+
+    /// The decoded content of a gzip-encoded attachment. CouchDB sends text
+    /// attachments so, with `length` the decoded size; a body that decodes to
+    /// more than that (or, undeclared, more than 1 GiB) is refused, so a small
+    /// upload cannot unpack into an unbounded one.
+    static func gunzip(_ data: Data, name: String, declaredLength: Int64?) throws -> Data {
+        var buffer = ByteBuffer(data: data)
+        let limit = declaredLength.map { Int(clamping: $0) } ?? 1 << 30
+        do {
+            let decoded = try buffer.decompress(with: .gzip(), maxSize: max(limit, 1))
+            // zlib checks the trailer's CRC only if the stream reaches its end, and a stream cut short decodes
+            // without an error: its last 4 bytes must be the trailer's length (mod 2^32) of what was decoded.
+            let size = data.suffix(4).reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            guard data.count >= 18, size == UInt32(truncatingIfNeeded: decoded.readableBytes) else {
+                throw CouchError.badRequest("attachment '\(name)': the gzip-encoded data is truncated")
+            }
+            if let declaredLength, decoded.readableBytes != declaredLength {
+                throw CouchError.badRequest("attachment '\(name)': gzip data decodes to \(decoded.readableBytes) bytes, not the declared length \(declaredLength)")
+            }
+            return Data(buffer: decoded)
+        } catch let error as CouchError {
+            throw error
+        } catch {
+            throw CouchError.badRequest("attachment '\(name)': the gzip-encoded data cannot be decoded (\(error))")
+        }
     }
 
     /// An attachment's metadata in a stored body: by name in `_attachments`,

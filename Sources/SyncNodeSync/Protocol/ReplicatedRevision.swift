@@ -24,7 +24,8 @@ enum ReplicatedRevision {
         }
         if previousBody == nil { previousBody = try collection.revision(id: id)?.body }
         let body = try AttachmentStore.resolve(
-            incoming.attachments, body: revision.bodyValues(), previousBody: previousBody, collection: collection)
+            incoming.attachments, body: revision.bodyValues(), previousBody: previousBody,
+            generation: WireDocument.generation(rev) ?? 1, replicated: true, collection: collection)
         return try collection.insertRevision(id: id, history: history, deleted: incoming.deleted, body: body)
     }
 }

@@ -25,7 +25,7 @@ enum WireDocument {
     static func encode(
         id: String, rev: String, deleted: Bool, body: String?,
         revisions: [String]? = nil, conflicts: [String]? = nil,
-        attachments: AttachmentContent = .stubs, blobs: (String) -> Data?
+        attachments: AttachmentContent = .stubs, collection: DocumentCollection
     ) throws -> String {
         let body = body ?? "{}"
         // The common case, spliced as text: no history, no conflicts, no blobs.
@@ -42,14 +42,15 @@ enum WireDocument {
         var wireAttachments: [String: DocumentValue] = [:]
         let generation = generation(rev) ?? 1
         func entry(_ blob: Blob) -> DocumentValue {
+            // Peers exchange MD5 digests (the store's own key is a SHA-1); without the content here, the store's key is all there is.
             var e: [String: DocumentValue] = [
-                "content_type": .string(blob.contentType), "digest": .string(blob.digest),
-                "length": .int(Int64(blob.length)), "revpos": .int(Int64(generation)),
+                "content_type": .string(blob.contentType), "digest": .string(collection.blobMD5(digest: blob.digest) ?? blob.digest),
+                "length": .int(Int64(blob.length)), "revpos": .int(Int64(blob.revpos ?? generation)),
             ]
-            if case .data(let known) = attachments, known[blob.digest] == nil, let data = blobs(blob.digest) {
+            if case .data(let known) = attachments, known[blob.digest] == nil, let data = collection.blobContent(digest: blob.digest) {
                 e["data"] = .string(data.base64EncodedString())
             } else {
-                if case .data(let known) = attachments, let revpos = known[blob.digest] { e["revpos"] = .int(Int64(revpos)) }
+                if blob.revpos == nil, case .data(let known) = attachments, let revpos = known[blob.digest] { e["revpos"] = .int(Int64(revpos)) }
                 e["stub"] = true
             }
             return .dictionary(e)

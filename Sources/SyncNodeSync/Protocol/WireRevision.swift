@@ -48,7 +48,7 @@ struct WireRevision: Sendable {
         }
         try self.init(json: WireDocument.encode(
             id: revision.id, rev: revision.rev, deleted: revision.deleted, body: body, revisions: revision.history,
-            attachments: attachments, blobs: { collection.blobContent(digest: $0) }))
+            attachments: attachments, collection: collection))
     }
 
     var id: String { meta["_id"].wireText }
