@@ -55,6 +55,31 @@ import Testing
         }
     }
 
+    /// CouchDB's replicator asks `open_revs` for multipart/mixed, never for attachments, and must get them.
+    @Test func openRevsAnswersMultipartMixedWithAttachments() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let put = try await h.request(.PUT, "/db/d", body: #"{"a":1,"_attachments":{"x.bin":{"content_type":"application/octet-stream","data":"AAEC"}}}"#)
+            let rev = try #require(put["rev"]?.string)
+            let reply = try await h.request(.GET, "/db/d?revs=true&open_revs=" + #"["\#(rev)","9-abc"]"#.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!,
+                                            headers: [("Accept", "multipart/mixed")])
+            #expect(reply.status == 200)
+            let type = try #require(reply.headers["content-type"])
+            #expect(type.hasPrefix("multipart/mixed; boundary=\""))
+            let boundary = String(type.split(separator: "\"")[1])
+            let parts = reply.body.components(separatedBy: "--\(boundary)").dropFirst().map { $0 }
+            #expect(parts.count == 3 && parts.last == "--")
+            // Each part: a Content-Type header alone, a blank line, the JSON; the missing revision is an error part.
+            #expect(parts[0].hasPrefix("\r\nContent-Type: application/json\r\n\r\n"))
+            #expect(parts[1].hasPrefix("\r\nContent-Type: application/json; error=\"true\"\r\n\r\n{\"missing\":\"9-abc\"}"))
+            let json = try DocumentValue(json: String(parts[0].dropFirst("\r\nContent-Type: application/json\r\n\r\n".count)).trimmingCharacters(in: .whitespacesAndNewlines))
+            #expect(json["_attachments"]?["x.bin"]?["data"] == "AAEC")
+            #expect(json["_attachments"]?["x.bin"]?["digest"] == "md5-uV9n9h67A2GWIteY9F/C0w==")
+            #expect(json["_attachments"]?["x.bin"]?["revpos"] == 1)
+        }
+    }
+
     @Test func badInputGetsCouchErrors() async throws {
         let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {

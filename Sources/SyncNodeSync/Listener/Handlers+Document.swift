@@ -46,6 +46,11 @@ extension Handlers {
         }
     }
 
+    /// A revision `open_revs` named that this node does not have.
+    private struct MissingRevision: Error {
+        let rev: String
+    }
+
     private func unquote(_ s: String) -> String { s.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
 
     private func getDocument(_ request: Request, collection c: DocumentCollection, id: String, query: QueryOptions) throws -> Response {
@@ -54,7 +59,9 @@ extension Handlers {
         if case .array(let atts)? = try query.json("atts_since") {
             attsSince = atts.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
         }
-        let inline = try query.bool("attachments") || attsSince != nil
+        // A multipart open_revs answer always carries the attachments the asker lacks (CouchDB's replicator never asks for them).
+        let multipart = query["open_revs"] != nil && request.headers[.accept]?.lowercased().contains("multipart/mixed") == true
+        let inline = try query.bool("attachments") || attsSince != nil || multipart
         func attachments(_ revision: StoredRevision) throws -> WireDocument.AttachmentContent {
             inline ? try WireDocument.attachments(of: revision, attsSince: attsSince ?? [], collection: c) : .stubs
         }
@@ -68,19 +75,36 @@ extension Handlers {
                 }
                 wanted = list.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
             }
-            var out: [DocumentValue] = []
+            // Each entry: the revision's wire JSON, or the revision asked for that this node lacks.
+            var found: [Swift.Result<String, MissingRevision>] = []
             if let wanted {
                 let latest = try query.bool("latest")
                 for rev in wanted {
                     let matches = latest ? leaves.filter { $0.history.contains(rev) } : (try c.revision(id: id, rev: rev)).map { [$0] } ?? []
-                    if matches.isEmpty { out.append(["missing": .string(rev)]) }
+                    if matches.isEmpty { found.append(.failure(MissingRevision(rev: rev))) }
                     for m in matches where m.body != nil {
-                        out.append(["ok": try DocumentValue(json: wireJSON(m, collection: c, revs: revs, attachments: attachments(m)))])
+                        found.append(.success(try wireJSON(m, collection: c, revs: revs, attachments: attachments(m))))
                     }
                 }
             } else {
                 for leaf in leaves where leaf.body != nil {
-                    out.append(["ok": try DocumentValue(json: wireJSON(leaf, collection: c, revs: revs, attachments: attachments(leaf)))])
+                    found.append(.success(try wireJSON(leaf, collection: c, revs: revs, attachments: attachments(leaf))))
+                }
+            }
+            // CouchDB's replicator asks for multipart/mixed and cannot read a JSON array.
+            if multipart {
+                return MultipartMixed.response(found.map { entry in
+                    switch entry {
+                    case .success(let json): return .init(json: json, error: false)
+                    case .failure(let missing): return .init(json: (["missing": .string(missing.rev)] as DocumentValue).toJSON(), error: true)
+                    }
+                })
+            }
+            var out: [DocumentValue] = []
+            for entry in found {
+                switch entry {
+                case .success(let json): out.append(["ok": try DocumentValue(json: json)])
+                case .failure(let missing): out.append(["missing": .string(missing.rev)])
                 }
             }
             return HTTP.json(.array(out))
@@ -124,9 +148,12 @@ extension Handlers {
             try checkWritable()
             let data = Data(buffer: try await request.bytesBody(limit: bodyLimit))
             let type = request.headers[.contentType].flatMap { $0.isEmpty ? nil : $0 } ?? "application/octet-stream"
-            let rev = try editAttachments(c, id: id, rev: query["rev"] ?? request.headers[.ifMatch].map(unquote)) { attachments in
+            let parent = query["rev"] ?? request.headers[.ifMatch].map(unquote)
+            let rev = try editAttachments(c, id: id, rev: parent) { attachments in
                 let digest = try c.storeBlobContent(data)
-                attachments[name] = ["@type": "blob", "digest": .string(digest), "length": .int(Int64(data.count)), "content_type": .string(type)]
+                let revpos = Int64((parent.flatMap(WireDocument.generation) ?? 0) + 1)
+                attachments[name] = ["@type": "blob", "digest": .string(digest), "length": .int(Int64(data.count)),
+                                     "content_type": .string(type), "revpos": .int(revpos)]
             }
             return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created, headers: [.eTag: "\"\(rev)\""])
         case .delete:
