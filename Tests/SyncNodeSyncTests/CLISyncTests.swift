@@ -1,5 +1,9 @@
+import AsyncHTTPClient
 import Foundation
 import GRDB
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
 import Testing
 @testable import SyncNodeStore
 @testable import SyncNodeSync
@@ -45,6 +49,62 @@ import Testing
         #expect(refused.0 == 1 && refused.2.contains("401"))
         let unreachable = try Self.run(["--dir", peer.path, "sync", "https://127.0.0.1:1/default", "--attempts", "2"])
         #expect(unreachable.0 == 3 && unreachable.2.split(separator: "\n").count == 1)
+    }
+
+    /// A browser page of an allowed origin may call the API with credentials (PouchDB with CORS); others get no CORS headers.
+    @Test func serveAllowsTheCORSOriginsItIsGiven() async throws {
+        let node = try PythonClientTests.Node(user: "u", password: "p", arguments: ["--cors-origin", "http://app.example:8080", "--no-advertise", "--no-browse"])
+        defer { _ = node.stop() }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.certificateVerification = .none  // not what this test is about
+        let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: .init(tlsConfiguration: tls))
+        func preflight(_ origin: String) async throws -> HTTPHeaders {
+            var request = HTTPClientRequest(url: "https://127.0.0.1:\(node.port)/default/_changes")
+            request.method = .OPTIONS
+            request.headers.add(name: "Origin", value: origin)
+            request.headers.add(name: "Access-Control-Request-Method", value: "GET")
+            request.headers.add(name: "Access-Control-Request-Headers", value: "authorization,content-type")
+            return try await client.execute(request, timeout: .seconds(10)).headers
+        }
+        do {
+            let allowed = try await preflight("http://app.example:8080")
+            #expect(allowed["Access-Control-Allow-Origin"] == ["http://app.example:8080"])
+            #expect(allowed["Access-Control-Allow-Credentials"] == ["true"])
+            #expect(allowed["Access-Control-Allow-Headers"].first?.contains("authorization") == true)
+            #expect(try await preflight("http://evil.example")["Access-Control-Allow-Origin"].isEmpty)
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
+        let bad = try Self.run(["serve", "--cors-origin", "ftp://x/y"])
+        #expect(bad.0 != 0 && bad.2.contains("--cors-origin"))
+    }
+
+    /// `--conflicts keep` leaves a pulled conflict as CouchDB would; the default resolves it.
+    @Test func conflictPolicyKeepLeavesConflicts() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let branches = #"{"new_edits":false,"docs":[{"_id":"d","_rev":"2-aaaa","v":"a","_revisions":{"start":2,"ids":["aaaa","1111"]}},"# +
+                #"{"_id":"d","_rev":"2-bbbb","v":"b","_revisions":{"start":2,"ids":["bbbb","1111"]}}]}"#
+            #expect(try await h.request(.POST, "/db/_bulk_docs", body: branches).status == 201)
+            let fingerprint = try #require(h.listener.tlsIdentity?.fingerprint)
+            let password = ListenerHarness.password.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            let url = "\(h.base.replacingOccurrences(of: "https://", with: "https://\(ListenerHarness.user):\(password)@"))/db?fp=\(fingerprint)"
+            for (policy, conflicts) in [("keep", 1), ("resolve", 0)] {
+                let peer = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-conflicts-\(UUID().uuidString)")
+                defer { try? FileManager.default.removeItem(at: peer) }
+                let pulled = try Self.run(["--dir", peer.path, "sync", url, "--pull", "--conflicts", policy])
+                #expect(pulled.0 == 0, "\(pulled.2)")
+                let node = try NodeDirectory(url: peer)
+                let collection = try #require(try node.database("default")?.defaultCollection())
+                #expect(try collection.conflictingRevisions(id: "d").count == conflicts, "--conflicts \(policy)")
+                #expect(try collection.document(id: "d")?.string(forKey: "v") == "b")  // the same winner either way
+                node.closeAll()
+            }
+            #expect(try Self.run(["sync", url, "--conflicts", "maybe"]).0 != 0)
+        }
     }
 
     /// kill -9 of a `syncnode sync --pull` in the middle of 20,000 documents,

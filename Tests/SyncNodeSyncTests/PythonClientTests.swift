@@ -40,9 +40,9 @@ import Testing
         let stderr = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-serve-\(UUID().uuidString).log")
         var port = 0
 
-        init(user: String, password: String) throws {
+        init(user: String, password: String, arguments: [String] = []) throws {
             process.executableURL = try executable(".build/debug/syncnode")
-            process.arguments = ["--dir", directory.path, "serve", "--host", "127.0.0.1", "--user", user, "--password", password]
+            process.arguments = ["--dir", directory.path, "serve", "--host", "127.0.0.1", "--user", user, "--password", password] + arguments
             let out = Pipe()
             process.standardOutput = out
             guard FileManager.default.createFile(atPath: stderr.path, contents: nil) else {

@@ -32,6 +32,10 @@ struct Serve: AsyncParsableCommand {
     @Flag(name: .customLong("trust-on-first-use"),
           help: "Trust a peer's self-signed certificate the first time it is seen, then only that one (--sync-with URLs without fp, discovered peers).")
     var trustOnFirstUse = false
+    @Option(help: "For --sync-with and --auto-sync: resolve (each conflict's winner is kept and the other leaves tombstoned, alike on every node) or keep (conflicts stay, as CouchDB keeps them).")
+    var conflicts: ConflictPolicy = .resolve
+    @Option(name: .customLong("cors-origin"), help: "Let web pages from this origin (e.g. https://app.example:8443, or *) use the API with credentials (repeatable): PouchDB in a browser.")
+    var corsOrigins: [String] = []
     @Option(help: "How to draw the pairing QR code on stdout: light-on-dark (dark terminals), dark-on-light, or none.")
     var qr: QRStyle = .lightOnDark
 
@@ -49,6 +53,12 @@ struct Serve: AsyncParsableCommand {
         if let name, name.isEmpty || name.utf8.count > 63 {
             throw ValidationError("--name must be 1 to 63 bytes (a DNS-SD instance name)")
         }
+        for origin in corsOrigins where origin != "*" {
+            guard let url = URLComponents(string: origin), let scheme = url.scheme, ["http", "https"].contains(scheme),
+                  url.host?.isEmpty == false, url.path.isEmpty, url.query == nil else {
+                throw ValidationError("--cors-origin: '\(origin)' is not an origin like https://app.example:8443 (scheme, host, optional port; no path)")
+            }
+        }
         for fingerprint in trusted where !TLSIdentity.isFingerprint(fingerprint) {
             throw ValidationError("--trust: not a certificate fingerprint (base64url SHA-256, as `syncnode identity` prints): \(fingerprint)")
         }
@@ -63,7 +73,7 @@ struct Serve: AsyncParsableCommand {
         let trust = autoSync && !noBrowse ? try TrustedPeers(directory: directory.url, trusted: trusted, trustOnFirstUse: trustOnFirstUse) : nil
         let listener = Listener(config: ListenerConfiguration(
             directory: directory, databases: databases.isEmpty ? nil : databases, port: port, host: host,
-            disableTLS: noTls, authenticator: credentials.isEmpty ? nil : .users(credentials)))
+            disableTLS: noTls, authenticator: credentials.isEmpty ? nil : .users(credentials), allowedOrigins: corsOrigins))
         do {
             try await listener.start()
         } catch {
@@ -102,7 +112,7 @@ struct Serve: AsyncParsableCommand {
                 ignoring: directory.uuid, authenticator: BasicAuthenticator(user: user, password: password),
                 onStatus: status.report)
             let watched = PeerWatcher(autoSync: trust.map {
-                PeerWatcher.AutoSync(directory: directory, databases: advertised, trust: $0, user: user, password: password)
+                PeerWatcher.AutoSync(directory: directory, databases: advertised, trust: $0, user: user, password: password, conflicts: conflicts)
             })
             made.start()
             watching = Task { await watched.run(made.events) }
@@ -119,7 +129,7 @@ struct Serve: AsyncParsableCommand {
         let explicit = try syncWith.map { text in
             let url = try PeerURL.parse(text, option: "--sync-with")
             guard let collection = try directory.database(served[0])?.defaultCollection() else { throw CLIError.user("no database \(served[0])") }
-            return PeerSync(collection: collection, url: url, trustOnFirstUse: trustOnFirstUse,
+            return PeerSync(collection: collection, url: url, trustOnFirstUse: trustOnFirstUse, conflicts: conflicts,
                             label: "sync \(url.host ?? "?"):\(url.port.map(String.init) ?? "")")
         }
 

@@ -14,6 +14,8 @@ struct Sync: AsyncParsableCommand {
     @Flag(help: "Keep replicating until SIGINT/SIGTERM (progress on stderr).") var continuous = false
     @Option(help: "The local keyspace (NAME or NAME.SCOPE.COLLECTION).") var keyspace = "default"
     @Option(help: "Attempts before a transient failure (connection refused, 5xx) gives up; waits double from 0.2 s.") var attempts = 10
+    @Option(help: "resolve: pick each conflict's winner and tombstone the other leaves, alike on every node; keep: leave conflicts as CouchDB does.")
+    var conflicts: ConflictPolicy = .resolve
 
     func validate() throws {
         guard !(push && pull) else { throw ValidationError("--push and --pull exclude each other; give neither for both directions") }
@@ -29,6 +31,7 @@ struct Sync: AsyncParsableCommand {
         config.replicatorType = push ? .push : pull ? .pull : .pushAndPull
         config.maxAttempts = attempts
         config.continuous = continuous
+        config.conflictResolver = conflicts.resolver
         let replicator = Replicator(config: config)
         let reporter = ProgressReporter(label: "sync")
         let token = reporter.attach(to: replicator)

@@ -8,9 +8,10 @@ final class PeerSync: Sendable {
     let replicator: Replicator
     private let tokens: [ListenerToken]
 
-    init(collection: DocumentCollection, url: URL, trustOnFirstUse: Bool, label: String) {
+    init(collection: DocumentCollection, url: URL, trustOnFirstUse: Bool, conflicts: ConflictPolicy, label: String) {
         var config = ReplicatorConfiguration(collection: collection, target: .url(url))
         config.continuous = true
+        config.conflictResolver = conflicts.resolver
         config.acceptOnlySelfSignedServerCertificate = trustOnFirstUse
         // A LAN peer that drops out is usually back within seconds (a partition heals, a node restarts).
         config.maxAttemptWaitTime = .seconds(5)

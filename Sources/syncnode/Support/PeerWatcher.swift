@@ -13,6 +13,7 @@ actor PeerWatcher {
         var trust: TrustedPeers
         var user: String?
         var password: String?
+        var conflicts: ConflictPolicy
     }
 
     private let autoSync: AutoSync?
@@ -69,7 +70,8 @@ actor PeerWatcher {
         for name in autoSync.databases() where peer.record.databases.contains(name) && running.replications[name] == nil {
             guard let collection = try? autoSync.directory.database(name)?.defaultCollection() else { continue }
             let url = peer.url(database: name, user: autoSync.user, password: autoSync.password)
-            running.replications[name] = PeerSync(collection: collection, url: url, trustOnFirstUse: false, label: "sync \(peer.name)/\(name)")
+            running.replications[name] = PeerSync(
+                collection: collection, url: url, trustOnFirstUse: false, conflicts: autoSync.conflicts, label: "sync \(peer.name)/\(name)")
         }
         syncs[peer.uuid] = running
     }
