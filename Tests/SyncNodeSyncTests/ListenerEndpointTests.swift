@@ -55,6 +55,23 @@ import Testing
         }
     }
 
+    @Test func revsInfoListsTheWinnersPath() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let first = try #require(try await h.request(.PUT, "/db/d", body: #"{"v":1}"#)["rev"]?.string)
+            let second = try #require(try await h.request(.PUT, "/db/d", body: #"{"v":2,"_rev":"\#(first)"}"#)["rev"]?.string)
+            let info = try await h.request(.GET, "/db/d?revs_info=true")["_revs_info"]
+            #expect(info == [["rev": .string(second), "status": "available"], ["rev": .string(first), "status": "available"]])
+            h.node.closeAll()
+            try #require(try h.node.database("db")).compact()
+            let compacted = try await h.request(.GET, "/db/d?revs_info=true")["_revs_info"]
+            #expect(compacted?.array?.last?["status"] == "missing")
+            // With ?rev= it is not given, as CouchDB does.
+            #expect(try await h.request(.GET, "/db/d?revs_info=true&rev=\(second)")["_revs_info"] == nil)
+        }
+    }
+
     /// CouchDB's replicator asks `open_revs` for multipart/mixed, never for attachments, and must get them.
     @Test func openRevsAnswersMultipartMixedWithAttachments() async throws {
         let h = try await ListenerHarness()

@@ -120,7 +120,17 @@ extension Handlers {
             return Response(status: .notModified, headers: [.eTag: etag])
         }
         let conflicts = try query.bool("conflicts") ? try c.conflictingRevisions(id: id) : nil
-        let json = try wireJSON(revision, collection: c, revs: revs, conflicts: conflicts, attachments: attachments(revision))
+        var json = try wireJSON(revision, collection: c, revs: revs, conflicts: conflicts, attachments: attachments(revision))
+        // As CouchDB: the winner's path, newest first, each available, deleted or missing (compacted away); not with ?rev=.
+        // (`att_encoding_info` adds nothing: attachments are stored decoded, and identity ones carry no encoding fields.)
+        if try query.bool("revs_info"), query["rev"] == nil, case .dictionary(var object) = try DocumentValue(json: json) {
+            object["_revs_info"] = .array(try revision.history.map { rev in
+                let stored = rev == revision.rev ? revision : try c.revision(id: id, rev: rev)
+                let status = stored?.body == nil ? "missing" : stored?.deleted == true ? "deleted" : "available"
+                return ["rev": .string(rev), "status": .string(status)]
+            })
+            json = DocumentValue.dictionary(object).toJSON()
+        }
         return HTTP.json(json, headers: [.eTag: etag])
     }
 
