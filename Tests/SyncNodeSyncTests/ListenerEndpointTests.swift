@@ -55,6 +55,28 @@ import Testing
         }
     }
 
+    /// `_replicate` between two databases of this node, named or given as URLs of this node.
+    @Test func replicateWithinOneNode() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/a")
+            #expect(try await h.request(.POST, "/a/_bulk_docs", body: #"{"docs":[{"_id":"x","v":1},{"_id":"y","v":2}]}"#).status == 201)
+            let byName = try await h.request(.POST, "/_replicate", body: #"{"source":"a","target":"b","create_target":true}"#)
+            #expect(byName.status == 200 && byName["ok"] == true, "\(byName.body)")
+            #expect(try await h.request(.GET, "/b/y")["v"] == 2)
+
+            #expect(try await h.request(.PUT, "/a/z", body: #"{"v":3}"#).status == 201)
+            let byURL = #"{"source":"\#(h.base)/a","target":{"url":"\#(h.base)/c"},"create_target":true}"#
+            let reply = try await h.request(.POST, "/_replicate", body: byURL)
+            #expect(reply.status == 200 && reply["ok"] == true, "\(reply.body)")
+            #expect(try await h.request(.GET, "/c/z")["v"] == 3)
+            #expect(try await h.request(.GET, "/c/x")["v"] == 1)
+            // Two URLs elsewhere still need one end here.
+            let elsewhere = #"{"source":"https://192.0.2.1:1/a","target":"https://192.0.2.1:1/b"}"#
+            #expect(try await h.request(.POST, "/_replicate", body: elsewhere).status == 400)
+        }
+    }
+
     @Test func revsInfoListsTheWinnersPath() async throws {
         let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {

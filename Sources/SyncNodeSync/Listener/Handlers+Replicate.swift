@@ -10,8 +10,8 @@ extension Handlers {
     func replicate(_ request: Request) async throws -> Response {
         guard request.method == .post else { throw Self.methodNotAllowed("POST") }
         let body = try await request.jsonObject(limit: bodyLimit)
-        let source = try Self.endpoint(body["source"], name: "source")
-        let target = try Self.endpoint(body["target"], name: "target")
+        let source = local(try Self.endpoint(body["source"], name: "source"))
+        let target = local(try Self.endpoint(body["target"], name: "target"))
         let continuous = body["continuous"] == .bool(true)
         var documentIDs: [String]?
         if case .array(let ids)? = body["doc_ids"] {
@@ -84,6 +84,16 @@ extension Handlers {
         }
         text = text.removingPercentEncoding ?? text
         return .local(text)
+    }
+
+    /// A URL that names a database of this very node (its port, on one of this
+    /// machine's addresses) is that database: replicating through HTTP to oneself
+    /// would need credentials the request already proved, and CouchDB tools do name both ends by URL.
+    private func local(_ side: Side) -> Side {
+        guard case .remote(let url, _) = side, let port = port(), url.port == port, let host = url.host?.lowercased(),
+              host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]" || LocalAddresses.ipv4().contains(host),
+              let first = url.path.split(separator: "/").first.map(String.init) else { return side }
+        return .local(first.removingPercentEncoding ?? first)
     }
 
     private func configuration(source: Side, target: Side, createTarget: Bool) throws -> ReplicatorConfiguration {

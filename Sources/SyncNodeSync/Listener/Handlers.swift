@@ -10,6 +10,8 @@ import SyncNodeStore
 struct Handlers: Sendable {
     let config: ListenerConfiguration
     let replications: ServerReplications
+    /// The listener's bound port (`_replicate` recognizes URLs that name this node).
+    let port: @Sendable () -> Int?
     let logger: Logger
 
     var directory: NodeDirectory { config.directory }

@@ -67,7 +67,8 @@ public final class Listener: Sendable {
             cookies: SessionCookies(secret: try config.directory.sessionSecret(), timeout: config.sessionTimeout),
             rateLimiter: AuthRateLimiter(limit: config.authFailuresPerMinute), secure: identity != nil, logger: logger)
         let responder = ListenerResponder(
-            handlers: Handlers(config: config, replications: replications, logger: logger), authentication: authentication,
+            handlers: Handlers(config: config, replications: replications, port: { [weak self] in self?.port }, logger: logger),
+            authentication: authentication,
             allowedOrigins: config.allowedOrigins, stats: stats, faultInjector: config.faultInjector, logger: logger)
         let stats = self.stats
         let http1 = HTTP1Channel.Configuration(
