@@ -3,9 +3,10 @@
 set -euo pipefail
 
 # avahi, dbus, iproute2, util-linux: DNS-SD and the multi-host lab (scripts/lab.sh); curl: the multi-node test;
-# zbar-tools: the QR tests' scanner; zlib1g-dev: gzip-encoded attachments (CouchDB sends text ones so). Name `dbus` explicitly: dbus-broker alone lacks dbus-daemon.
+# zbar-tools: the QR tests' scanner; zlib1g-dev: gzip-encoded attachments (CouchDB sends text ones so);
+# nodejs: runs PouchDB for the interoperability tests. Name `dbus` explicitly: dbus-broker alone lacks dbus-daemon.
 packages=(libsqlite3-dev sqlite3 python3 python3-venv libavahi-client-dev libqrencode-dev avahi-daemon avahi-utils dbus
-          iproute2 util-linux curl zbar-tools zlib1g-dev)
+          iproute2 util-linux curl zbar-tools zlib1g-dev nodejs)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+@testable import SyncNodeStore
+@testable import SyncNodeSync
+
+/// PouchDB release bundles in Node.js replicate with a node over HTTPS both
+/// ways, live too (Tests/interop/pouchdb_sync.js), and every side ends with
+/// the same winners, conflicts and attachments.
+///
+/// Needs `SYNCNODE_POUCHDB_DIR`: a folder with `load-pouchdb.js` and one
+/// folder of bundles per version (`.ci/run` points it at the reference peers).
+@Suite(.serialized, .enabled(if: PouchDB.directory != nil, "SYNCNODE_POUCHDB_DIR is not set: PouchDB interoperability not tested"))
+struct PouchDBInteropTests {
+
+    @Test(arguments: ["9.0.0", "8.0.1", "7.3.1"])
+    func pouchDBReplicatesBothWaysWithANode(version: String) async throws {
+        let pouch = try #require(PouchDB.directory)
+        guard FileManager.default.fileExists(atPath: "\(pouch)/\(version)/pouchdb.min.js") else {
+            Issue.record("PouchDB \(version) is not in \(pouch)")
+            return
+        }
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            #expect(try await h.request(.PUT, "/pdb").status == 201)
+            let password = ListenerHarness.password.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            let url = h.base.replacingOccurrences(of: "https://", with: "https://\(ListenerHarness.user):\(password)@") + "/pdb"
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["node", PythonClientTests.root.appendingPathComponent("Tests/interop/pouchdb_sync.js").path, pouch, version, url]
+            var environment = ProcessInfo.processInfo.environment
+            environment["NODE_EXTRA_CA_CERTS"] = h.directory.appendingPathComponent(".node/tls/cert.pem").path
+            process.environment = environment
+            let out = Pipe(), err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            try process.run()
+            let stdout = out.fileHandleForReading.readDataToEndOfFile()
+            let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            try #require(process.terminationStatus == 0, "PouchDB \(version): \(stderr.suffix(2000))")
+            let line = String(decoding: stdout, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+            let report = try DocumentValue(json: line)
+            #expect(report["pushed"]?["ok"] == true && report["pushed"]?["doc_write_failures"] == 0)
+            #expect(report["pushed"]?["docs_written"] == 5)
+            #expect(report["pulled"]?["ok"] == true && report["pulled"]?["doc_write_failures"] == 0)
+            #expect(report["live"] == "live-from-node")
+
+            // What PouchDB pushed, pulled back into a fresh PouchDB, is what it had.
+            guard case .dictionary(let local)? = report["local"], case .dictionary(let fresh)? = report["fresh"] else {
+                Issue.record("no documents in PouchDB's report: \(line.prefix(500))")
+                return
+            }
+            #expect(local.count == 3)
+            for (id, doc) in local {
+                #expect(fresh[id] == doc, "\(id): pushed \(doc), pulled back \(String(describing: fresh[id]))")
+                // And the node shows the same winner, conflicts and attachments.
+                let ours = try await h.request(.GET, "/pdb/\(id)?conflicts=true&attachments=true", headers: [("Accept", "application/json")])
+                #expect(ours["_rev"] == doc["winner"], "\(id) winner")
+                #expect((ours["_conflicts"] ?? []) == doc["conflicts"], "\(id) conflicts")
+                if case .dictionary(let atts)? = doc["attachments"] {
+                    for (name, att) in atts {
+                        let mine = ours["_attachments"]?[name]
+                        #expect(mine?["digest"] == att["digest"] && mine?["data"] == att["data"] && mine?["revpos"] == att["revpos"], "\(id)/\(name)")
+                    }
+                }
+            }
+            #expect(try await h.request(.GET, "/pdb/pouch-deleted").status == 404)
+        }
+    }
+}
+
+/// The PouchDB bundles at `SYNCNODE_POUCHDB_DIR`.
+enum PouchDB {
+    static var directory: String? { ProcessInfo.processInfo.environment["SYNCNODE_POUCHDB_DIR"] }
+}
