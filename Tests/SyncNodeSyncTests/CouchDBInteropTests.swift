@@ -101,6 +101,82 @@ struct CouchDBInteropTests {
         }
     }
 
+    /// CouchDB's continuous replications, node -> CouchDB and back, carry new writes on either side.
+    @Test func couchDBContinuousReplicationBothWays() async throws {
+        let couch = try CouchDB()
+        let h = try await ListenerHarness()
+        let db = "interop_live_\(UUID().uuidString.prefix(8).lowercased())"
+        try await withCleanup({ await h.shutdown(); await couch.shutdown(db) }) {
+            #expect(try await h.request(.PUT, "/live").status == 201)
+            #expect(try await couch.request(.PUT, "/\(db)").status == 201)
+            let jobs: [DocumentValue] = [
+                ["source": h.replicationEndpoint("live"), "target": couch.endpoint(db), "continuous": true],
+                ["source": couch.endpoint(db), "target": h.replicationEndpoint("live"), "continuous": true],
+            ]
+            for job in jobs {
+                let started = try await couch.request(.POST, "/_replicate", body: job.toJSON())
+                #expect(started["ok"] == true, "\(started.body)")
+            }
+            func arrives(_ probe: () async throws -> Int) async throws -> Bool {
+                let deadline = ContinuousClock.now.advanced(by: .seconds(90))
+                while ContinuousClock.now < deadline {
+                    if try await probe() == 200 { return true }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                return false
+            }
+            for round in 0..<3 {
+                #expect(try await h.request(.PUT, "/live/node-\(round)", body: #"{"round":\#(round)}"#).status == 201)
+                #expect(try await arrives { try await couch.request(.GET, "/\(db)/node-\(round)").status }, "node -> CouchDB, round \(round)")
+                #expect(try await couch.request(.PUT, "/\(db)/couch-\(round)", body: #"{"round":\#(round)}"#).status == 201)
+                #expect(try await arrives { try await h.request(.GET, "/live/couch-\(round)").status }, "CouchDB -> node, round \(round)")
+            }
+            for case .dictionary(var job) in jobs {
+                job["cancel"] = true
+                _ = try await couch.request(.POST, "/_replicate", body: DocumentValue.dictionary(job).toJSON())
+            }
+        }
+    }
+
+    /// Three nodes that sync only through one CouchDB (the hub of a network
+    /// that outgrew a LAN) converge: the same documents, winners and no conflicts left.
+    @Test func threeNodesConvergeThroughACouchDBHub() async throws {
+        let couch = try CouchDB()
+        let hub = "interop_hub_\(UUID().uuidString.prefix(8).lowercased())"
+        let nodes = try (0..<3).map { _ in try ReplicatorTests.Peer() }
+        try await withCleanup({ await couch.shutdown(hub) }) {
+            #expect(try await couch.request(.PUT, "/\(hub)").status == 201)
+            var url = try #require(URLComponents(string: couch.base + "/" + hub))
+            let credentials = try #require(Data(base64Encoded: String(couch.authorization.dropFirst(6))).flatMap { String(data: $0, encoding: .utf8) })
+            url.user = String(credentials.prefix { $0 != ":" })
+            url.password = String(credentials.drop { $0 != ":" }.dropFirst())
+            let hubURL = try #require(url.url)
+            // Each node writes its own documents and edits a shared one: a three-way conflict.
+            for (n, node) in nodes.enumerated() {
+                for i in 0..<20 { try node.collection.save(try MutableDocument(id: "n\(n)-\(i)", data: ["n": n, "i": i])) }
+                try node.collection.save(try MutableDocument(id: "shared", data: ["writer": n]))
+            }
+            try nodes[1].collection.delete(id: "n1-0")
+            // Two rounds of push and pull, each node in turn, with the default resolver.
+            for _ in 0..<2 {
+                for node in nodes {
+                    let replicator = Replicator(config: ReplicatorConfiguration(collection: node.collection, target: .url(hubURL)))
+                    _ = try await replicator.runOnce()
+                }
+            }
+            let states = try nodes.map { try ReplicatorTests.state($0.collection) }
+            #expect(states[0].count == 61)
+            #expect(states[1] == states[0] && states[2] == states[0])
+            let winners = try nodes.map { try $0.collection.document(id: "shared")?.revisionID }
+            #expect(winners[0] != nil && Set(winners).count == 1)
+            #expect(try nodes.allSatisfy { try $0.collection.conflictingRevisions(id: "shared").isEmpty })
+            let hubDoc = try await couch.request(.GET, "/\(hub)/shared?conflicts=true")
+            #expect(hubDoc["_rev"]?.string == winners[0] && hubDoc["_conflicts"] == nil)
+            #expect(try await couch.request(.GET, "/\(hub)/n1-0").status == 404)
+            #expect(try await couch.request(.GET, "/\(hub)")["doc_count"] == 60)
+        }
+    }
+
     /// Every document of the node's database, with all its leaves, and every
     /// attachment's bytes, digest and revpos, equal on CouchDB.
     static func expectSameDocuments(node h: ListenerHarness, nodeDB: String, couch: CouchDB, couchDB: String) async throws {
