@@ -766,6 +766,17 @@ private enum Functions {
         guard arity.contains(arguments.count) else {
             throw ReferenceEvaluatorError("\(name)() does not take \(arguments.count) argument(s)")
         }
+        if name == "TYPE" {
+            switch arguments[0] {
+            case .missing: return .string("missing")
+            case .null: return .string("null")
+            case .bool: return .string("boolean")
+            case .int, .double: return .string("number")
+            case .string: return .string("string")
+            case .array: return .string("array")
+            case .object: return .string("object")
+            }
+        }
         if arguments.contains(where: \.isMissing) { return .missing }
         if arguments.contains(where: \.isNull) { return .null }
 
@@ -800,7 +811,7 @@ private enum Functions {
 
     private static let arities: [String: ClosedRange<Int>] = [
         "LOWER": 1...1, "UPPER": 1...1, "LENGTH": 1...1, "TRIM": 1...1, "LTRIM": 1...1, "RTRIM": 1...1,
-        "CONTAINS": 2...2, "ARRAY_LENGTH": 1...1, "ARRAY_CONTAINS": 2...2,
+        "CONTAINS": 2...2, "ARRAY_LENGTH": 1...1, "ARRAY_CONTAINS": 2...2, "TYPE": 1...1,
         "ABS": 1...1, "CEIL": 1...1, "FLOOR": 1...1, "ROUND": 1...2, "TRUNC": 1...1, "SIGN": 1...1,
         "SQRT": 1...1, "EXP": 1...1, "LN": 1...1, "LOG": 1...1, "POWER": 2...2,
         "SIN": 1...1, "COS": 1...1, "TAN": 1...1, "PI": 0...0, "E": 0...0,

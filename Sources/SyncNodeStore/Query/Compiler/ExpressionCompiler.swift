@@ -489,6 +489,12 @@ struct ExpressionCompiler {
             return .computed("(instr(\(args[0].asString), \(args[1].asString)) > 0)", kind: .boolean, from: args)
         case "REGEXP_LIKE":
             return .computed("sn_regexp_like(\(args[0].asString), \(args[1].asString))", kind: .boolean, from: args)
+        case "TYPE":
+            // Never MISSING or null itself: the type's name, "missing" included (Mango's $type and ranges use it).
+            let sql = "(CASE \(a!.tag) WHEN 'null' THEN 'null' WHEN 'true' THEN 'boolean' WHEN 'false' THEN 'boolean' "
+                + "WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number' WHEN 'text' THEN 'string' "
+                + "WHEN 'array' THEN 'array' WHEN 'object' THEN 'object' ELSE 'missing' END)"
+            return SQLValue(sql: sql, tag: "'text'", kind: .string, canBeMissing: false, canBeNull: false)
         case "ARRAY_LENGTH":
             return number("(CASE WHEN \(a!.tag) = 'array' THEN json_array_length(\(a!.sql)) END)")
         case "ARRAY_CONTAINS":

@@ -11,7 +11,7 @@ enum FunctionCatalog {
         for name in ["COUNT", "SUM", "AVG", "MIN", "MAX"] { e[name] = Entry(arity: 1...1, isAggregate: true) }
         for name in ["LOWER", "UPPER", "LENGTH", "TRIM", "LTRIM", "RTRIM", "ARRAY_LENGTH",
                      "ABS", "CEIL", "FLOOR", "TRUNC", "SIGN", "SQRT", "EXP", "LN", "LOG", "SIN", "COS", "TAN",
-                     "ASIN", "ACOS", "ATAN", "DEGREES", "RADIANS"] {
+                     "ASIN", "ACOS", "ATAN", "DEGREES", "RADIANS", "TYPE"] {
             e[name] = Entry(arity: 1...1, isAggregate: false)
         }
         for name in ["CONTAINS", "ARRAY_CONTAINS", "POWER", "REGEXP_LIKE", "ATAN2"] { e[name] = Entry(arity: 2...2, isAggregate: false) }
