@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Testing
 @testable import SyncNodeStore
 @testable import SyncNodeSync
@@ -112,6 +113,65 @@ import Testing
             #expect(rows.last?["last_seq"]?.int == 1500)
             let normal = try await h.request(.GET, "/db/_changes?limit=1500")
             #expect(normal["results"]?.array?.count == 1500 && normal["last_seq"]?.int == 1500 && normal["pending"]?.int == 1000)
+        }
+    }
+}
+
+/// The listener's TLS records, read below the TLS layer: a chunk of a
+/// streamed answer must start a record with its data, never travel as a bare
+/// chunk-size line (CouchDB's replicator hung 30 s on such a record).
+@Suite struct ListenerTLSRecordTests {
+    /// Keeps every byte the server sent, before decryption.
+    final class RecordTap: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = ByteBuffer
+        var bytes: [UInt8] = []
+        let done: EventLoopPromise<[UInt8]>
+        init(done: EventLoopPromise<[UInt8]>) { self.done = done }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            bytes += Array(buffer: unwrapInboundIn(data))
+            context.fireChannelRead(data)
+        }
+        func channelInactive(context: ChannelHandlerContext) {
+            done.succeed(bytes)
+            context.fireChannelInactive()
+        }
+    }
+
+    @Test func chunkSizeLinesTravelWithTheirData() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            let c = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            try c.database.inBatch {
+                for i in 0..<3000 { try c.save(try MutableDocument(id: "doc-\(i)", data: ["text": String(repeating: "x", count: 40)])) }
+            }
+            let port = try #require(h.listener.port)
+            let group = MultiThreadedEventLoopGroup.singleton
+            let done = group.next().makePromise(of: [UInt8].self)
+            let context = try NIOSSLContext(configuration: try h.node.tlsIdentity().pinningClientConfiguration())
+            let channel = try await ClientBootstrap(group: group).channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(RecordTap(done: done))
+                    try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: nil))
+                }
+            }.connect(host: "127.0.0.1", port: port).get()
+            let request = "GET /db/_changes?feed=normal&style=all_docs&since=0 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + "Authorization: \(ListenerHarness.authorization)\r\nConnection: close\r\n\r\n"
+            try await channel.writeAndFlush(ByteBuffer(string: request)).get()
+            let raw = try await done.futureResult.get()
+            // TLS record headers are plain text: type, version, length. 23 is application data;
+            // a record of under 25 bytes holds at most 7 bytes of plain text (16-byte tag, content type).
+            var lengths: [Int] = []
+            var i = 0
+            while i + 5 <= raw.count {
+                let length = Int(raw[i + 3]) << 8 | Int(raw[i + 4])
+                if raw[i] == 23 { lengths.append(length) }
+                i += 5 + length
+            }
+            let total = lengths.reduce(0, +)
+            #expect(total > 150_000)  // several chunks of the feed
+            // Only the last two may be that small: the final zero-size chunk, then TLS 1.3's encrypted close_notify.
+            let tiny = lengths.dropLast(2).filter { $0 < 25 }
+            #expect(tiny.isEmpty, "records of a bare size line or CRLF: \(tiny) of \(lengths)")
         }
     }
 }

@@ -75,8 +75,8 @@ public final class Listener: Sendable {
             additionalChannelHandlers: [ConnectionCounter(stats: stats)],
             idleTimeout: .nanoseconds(Int64(config.idleTimeout.components.seconds) * 1_000_000_000),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 64 * 1024, maxHeaderListSize: 128 * 1024, maxHeaderFieldCount: 200))
-        let server: HTTPServerBuilder = try identity.map { try .tls(.http1(configuration: http1), tlsConfiguration: $0.serverConfiguration()) }
-            ?? .http1(configuration: http1)
+        let plain = HTTPServerBuilder { responder in CoalescingHTTP1Channel(base: HTTP1Channel(responder: responder, configuration: http1)) }
+        let server: HTTPServerBuilder = try identity.map { try .tls(plain, tlsConfiguration: $0.serverConfiguration()) } ?? plain
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             responder: responder, server: server,
