@@ -55,6 +55,48 @@ import Testing
         }
     }
 
+    /// Mango `_find` with `_index`, as PouchDB-find and aiocouch use them.
+    @Test func findAndIndexes() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let docs = (0..<40).map { i in #"{"_id":"p\#(i)","type":"\#(i % 2 == 0 ? "even" : "odd")","n":\#(i),"meta":{"tag":"t\#(i % 3)"}}"# }
+            #expect(try await h.request(.POST, "/db/_bulk_docs", body: #"{"docs":[\#(docs.joined(separator: ","))]}"#).status == 201)
+
+            let unindexed = try await h.request(.POST, "/db/_find", body: #"{"selector":{"n":{"$gte":30}},"fields":["_id","meta.tag"],"sort":[{"n":"desc"}],"limit":3}"#)
+            #expect(unindexed.status == 200)
+            #expect(unindexed["docs"] == [["_id": "p39", "meta": ["tag": "t0"]], ["_id": "p38", "meta": ["tag": "t2"]], ["_id": "p37", "meta": ["tag": "t1"]]])
+            #expect(unindexed["warning"]?.string?.contains("No matching index") == true)
+
+            let created = try await h.request(.POST, "/db/_index", body: #"{"index":{"fields":["type","n"]},"name":"by-type"}"#)
+            #expect(created["result"] == "created" && created["id"] == "_design/by-type")
+            #expect(try await h.request(.POST, "/db/_index", body: #"{"index":{"fields":["type","n"]},"name":"by-type"}"#)["result"] == "exists")
+            let listed = try await h.request(.GET, "/db/_index")
+            #expect(listed["total_rows"] == 2)
+            #expect(listed["indexes"]?.array?.last?["def"] == ["fields": [["type": "asc"], ["n": "asc"]]])
+
+            // Pages through a bookmark; the index serves the query (no warning).
+            var seen: [String] = []
+            var bookmark: DocumentValue = .null
+            for _ in 0..<3 {
+                let page = try await h.request(.POST, "/db/_find", body: #"{"selector":{"type":"odd","n":{"$gt":10}},"limit":5,"bookmark":\#(bookmark.toJSON()),"execution_stats":true}"#)
+                #expect(page["warning"] == nil)
+                #expect(page["execution_stats"]?["results_returned"] != nil)
+                seen += (page["docs"]?.array ?? []).compactMap { $0["_id"]?.string }
+                bookmark = page["bookmark"] ?? .null
+            }
+            #expect(seen == (11..<40).filter { $0 % 2 == 1 }.map { "p\($0)" }.sorted().prefix(15).map { $0 })
+
+            for bad in [#"{"selector":{"n":{"$nope":1}}}"#, #"{"fields":["a"]}"#, #"{"selector":{"n":1},"limit":"x"}"#] {
+                let reply = try await h.request(.POST, "/db/_find", body: bad)
+                #expect(reply.status == 400 && reply["error"] != nil && reply["reason"] != nil, "\(bad)")
+            }
+            #expect(try await h.request(.DELETE, "/db/_index/_design/by-type/json/by-type").status == 200)
+            #expect(try await h.request(.DELETE, "/db/_index/_design/by-type/json/by-type").status == 404)
+            #expect(try await h.request(.GET, "/db/_index")["total_rows"] == 1)
+        }
+    }
+
     /// `_replicate` between two databases of this node, named or given as URLs of this node.
     @Test func replicateWithinOneNode() async throws {
         let h = try await ListenerHarness()

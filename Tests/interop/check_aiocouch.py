@@ -48,6 +48,18 @@ async def main():
         assert {e["id"] for e in continuous if "id" in e} == {"b1", "b2", "doc1"}, continuous
         assert "last_seq" in continuous[-1]
 
+        # Mango: an index and a find through it (aiocouch pages with bookmarks).
+        async with db.update_docs(["b1", "b2"]) as bulk:
+            async for d in bulk:
+                d["kind"] = "bee"
+                d["n"] = int(d.id[1])
+        made = await db.index({"fields": ["kind", "n"]}, name="by-kind")
+        assert made["result"] == "created", made
+        found = [d.id async for d in db.find({"kind": "bee", "n": {"$gt": 1}})]
+        assert found == ["b2"], found
+        every = [d.id async for d in db.find({"kind": {"$exists": True}}, limit=1)]
+        assert every == ["b1"], every
+
         await doc.delete()
         await db.delete()
         assert name not in await couch.keys()

@@ -58,6 +58,14 @@ extension DocumentCollection {
         }
     }
 
+    /// Each index's name and definition, sorted by name.
+    package var indexDefinitions: [(name: String, definition: IndexDefinition)] {
+        get throws {
+            try checkLive()
+            return try database.read { db in try IndexCatalog.all(db, collectionID: tableID).map { ($0.name, $0.definition) } }
+        }
+    }
+
     /// The SQL of each value index key (the exact expressions queries compile
     /// to, so SQLite's planner matches them), or each full-text property's JSON path.
     private func indexColumns(_ definition: IndexDefinition) throws(StoreError) -> [String] {

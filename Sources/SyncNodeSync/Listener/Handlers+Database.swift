@@ -73,9 +73,15 @@ extension Handlers {
             return HTTP.json(["ok": true, "instance_start_time": "0"], status: .created)
         case ("_query", .post):
             return try await query(request, database: c.database)
+        case ("_find", .post):
+            return try await find(request, collection: c)
+        case ("_index", .get), ("_index", .head), ("_index", .post):
+            return try await index(request, collection: c)
+        case ("_index", _):
+            throw Self.methodNotAllowed("GET,HEAD,POST")
         case ("_all_docs", _), ("_changes", _):
             throw Self.methodNotAllowed("GET,HEAD,POST")
-        case ("_revs_diff", _), ("_bulk_docs", _), ("_bulk_get", _), ("_ensure_full_commit", _), ("_query", _):
+        case ("_revs_diff", _), ("_bulk_docs", _), ("_bulk_get", _), ("_ensure_full_commit", _), ("_query", _), ("_find", _):
             throw Self.methodNotAllowed("POST")
         default:
             throw CouchError.notFound()

@@ -27,6 +27,11 @@ struct Handlers: Sendable {
             guard segments.count > 2 else { throw CouchError.notFound() }
             return try await localDocument(request, keyspace: keyspace, id: segments.dropFirst(2).joined(separator: "/"))
         }
+        // `/{db}/_index/{ddoc}/json/{name}`, the ddoc with or without its `_design/`.
+        if second == "_index", segments.count >= 5, segments[segments.count - 2] == "json",
+           segments.count == 5 || (segments.count == 6 && segments[2] == "_design") {
+            return try deleteIndex(request, keyspace: keyspace, name: segments[segments.count - 1])
+        }
         if second.hasPrefix("_") {
             guard segments.count == 2 else { throw CouchError.notFound() }
             return try await databaseEndpoint(request, keyspace: keyspace, endpoint: second)

@@ -1,0 +1,155 @@
+import Crypto
+import Foundation
+import Hummingbird
+import SyncNodeStore
+
+extension Handlers {
+    /// `POST /{db}/_find`: a Mango query (``MangoQuery``) answered as CouchDB
+    /// does: `docs`, a `bookmark` that continues after them, a `warning` when
+    /// no index served the query, and `execution_stats` when asked.
+    func find(_ request: Request, collection c: DocumentCollection) async throws -> Response {
+        var body = try await request.jsonObject(limit: bodyLimit)
+        // The bookmark is where the previous page ended (what a client sends back as it got it).
+        if case .string(let bookmark)? = body["bookmark"], !bookmark.isEmpty, bookmark != "nil" {
+            guard let skipped = Self.skip(bookmark: bookmark) else { throw CouchError.badRequest("Invalid bookmark value: \(bookmark)") }
+            var skip: Int64 = 0
+            if case .int(let n)? = body["skip"] { skip = n }
+            body["skip"] = .int(Int64(skipped) + skip)
+        }
+        let started = ContinuousClock.now
+        let find = try MangoQuery(body)
+        let query = try find.query(on: c)
+        var docs: [DocumentValue] = []
+        for row in try query.execute() {
+            guard let id = row.string(forKey: "id"), let revision = try c.revision(id: id), revision.body != nil else { continue }
+            let doc = try DocumentValue(json: try wireJSON(revision, collection: c))
+            docs.append(find.fields.map { Self.project(doc, fields: $0) } ?? doc)
+        }
+        var out: [String: DocumentValue] = ["docs": .array(docs), "bookmark": .string(Self.bookmark(skip: find.skip + docs.count))]
+        let plan = try query.explain()
+        let indexed = plan.contains("USING INDEX") || plan.contains("USING COVERING INDEX")
+        let known = try Set(c.indexes)
+        if let missing = find.useIndex.first(where: { !known.contains(Self.indexName(designDocument: $0)) }) {
+            out["warning"] = .string("\(missing) was not found, or is not a valid index for this query.")
+        } else if !indexed {
+            out["warning"] = "No matching index found, create an index to optimize query time."
+        }
+        if body["execution_stats"] == .bool(true) {
+            let elapsed = started.duration(to: .now)
+            let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+            out["execution_stats"] = ["results_returned": .int(Int64(docs.count)), "execution_time_ms": .double(milliseconds)]
+        }
+        return HTTP.json(.dictionary(out))
+    }
+
+    /// `GET /{db}/_index` lists the indexes (value indexes as CouchDB's `json`
+    /// ones); `POST` creates a value index on `index.fields`.
+    func index(_ request: Request, collection c: DocumentCollection) async throws -> Response {
+        guard request.method == .post else {
+            var indexes: [DocumentValue] = [
+                ["ddoc": .null, "name": "_all_docs", "type": "special", "def": ["fields": [["_id": "asc"]]]],
+            ]
+            for (name, definition) in try c.indexDefinitions {
+                let (type, fields): (String, [String]) = switch definition {
+                case .value(let expressions): ("json", expressions.map(Self.mangoField))
+                case .fullText(let properties, _, _): ("text", properties)
+                }
+                indexes.append(["ddoc": .string("_design/\(name)"), "name": .string(name), "type": .string(type), "partitioned": false,
+                                "def": ["fields": .array(fields.map { [$0: "asc"] })]])
+            }
+            return HTTP.json(["total_rows": .int(Int64(indexes.count)), "indexes": .array(indexes)])
+        }
+        try checkWritable()
+        let body = try await request.jsonObject(limit: bodyLimit)
+        guard case .dictionary(let spec)? = body["index"], case .array(let list)? = spec["fields"], !list.isEmpty else {
+            throw CouchError.badRequest("Missing required key: index.fields (a non-empty array)")
+        }
+        if case .string(let type)? = body["type"], type != "json" {
+            throw CouchError.badRequest("only \"json\" indexes are supported, not \"\(type)\"")
+        }
+        let fields: [String] = try list.map { item in
+            switch item {
+            case .string(let f) where !f.isEmpty: return f
+            case .dictionary(let d) where d.count == 1: return d.keys.first ?? ""
+            default: throw CouchError.badRequest("index.fields holds field names or {\"field\": \"asc\"|\"desc\"}")
+            }
+        }
+        let expressions = try fields.map { field in
+            guard !field.contains("`") else { throw CouchError.badRequest("a field name cannot contain a backquote: \(field)") }
+            return Self.expression(mangoField: field)
+        }
+        // A generated name is the same for the same fields, so asking twice finds the index there.
+        var name = "mango-" + SHA256.hash(data: Data(fields.joined(separator: ",").utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        if case .string(let given)? = body["name"], !given.isEmpty { name = given }
+        let existed = try c.indexes.contains(name)
+        try c.createIndex(ValueIndexConfiguration(expressions), name: name)
+        return HTTP.json(["result": existed ? "exists" : "created", "id": .string("_design/\(name)"), "name": .string(name)])
+    }
+
+    /// `DELETE /{db}/_index/{ddoc}/json/{name}`.
+    func deleteIndex(_ request: Request, keyspace: String, name: String) throws -> Response {
+        guard request.method == .delete else { throw Self.methodNotAllowed("DELETE") }
+        try checkWritable()
+        try collection(keyspace).deleteIndex(name: name)
+        return HTTP.json(HTTP.ok)
+    }
+
+    /// `a.b` as an index expression: each name backquoted, so any name is a path.
+    static func expression(mangoField field: String) -> String {
+        var parts: [String] = []
+        var current = ""
+        var escaped = false
+        for c in field {
+            if escaped { current.append(c); escaped = false; continue }
+            if c == "\\" { escaped = true } else if c == "." { parts.append(current); current = "" } else { current.append(c) }
+        }
+        parts.append(current)
+        return parts.map { "`\($0)`" }.joined(separator: ".")
+    }
+
+    /// An index expression as a Mango field, where it is a plain path.
+    static func mangoField(_ expression: String) -> String {
+        let parts = expression.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.allSatisfy({ $0.count >= 2 && $0.hasPrefix("`") && $0.hasSuffix("`") }) else { return expression }
+        return parts.map { $0.dropFirst().dropLast().replacingOccurrences(of: ".", with: "\\.") }.joined(separator: ".")
+    }
+
+    /// `_design/x` (or `x`) names index `x`: each index is listed as a design document of its own.
+    static func indexName(designDocument text: String) -> String {
+        text.hasPrefix("_design/") ? String(text.dropFirst(8)) : text
+    }
+
+    static func bookmark(skip: Int) -> String {
+        Data("\(skip)".utf8).base64EncodedString()
+    }
+
+    static func skip(bookmark: String) -> Int? {
+        Data(base64Encoded: bookmark).flatMap { String(data: $0, encoding: .utf8) }.flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil }
+    }
+
+    /// Only the named fields (dotted paths), nested as in the document.
+    static func project(_ doc: DocumentValue, fields: [String]) -> DocumentValue {
+        var out: [String: DocumentValue] = [:]
+        for field in fields {
+            let path = field.split(separator: ".").map(String.init)
+            var value: DocumentValue? = doc
+            for key in path { value = value?[key] }
+            guard let value else { continue }
+            out = insert(value, at: path[...], into: out)
+        }
+        return .dictionary(out)
+    }
+
+    private static func insert(_ value: DocumentValue, at path: ArraySlice<String>, into object: [String: DocumentValue]) -> [String: DocumentValue] {
+        guard let first = path.first else { return object }
+        var object = object
+        if path.count == 1 {
+            object[first] = value
+        } else {
+            var inner: [String: DocumentValue] = [:]
+            if case .dictionary(let d)? = object[first] { inner = d }
+            object[first] = .dictionary(insert(value, at: path.dropFirst(), into: inner))
+        }
+        return object
+    }
+}
