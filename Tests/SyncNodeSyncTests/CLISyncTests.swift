@@ -11,17 +11,12 @@ import Testing
 /// `syncnode sync` between two data directories through a `syncnode serve` process.
 @Suite(.serialized) struct CLISyncTests {
     static func run(_ arguments: [String]) throws -> (Int32, String, String) {
-        let process = Process()
-        process.executableURL = try PythonClientTests.executable(".build/debug/syncnode")
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, stdout, stderr)
+        try ChildProcess.run(try PythonClientTests.executable(".build/debug/syncnode"), arguments)
+    }
+
+    /// `run` for tests whose child talks to an in-process listener.
+    static func runDetached(_ arguments: [String]) async throws -> (Int32, String, String) {
+        try await ChildProcess.runDetached(try PythonClientTests.executable(".build/debug/syncnode"), arguments)
     }
 
     @Test func syncPullsAndPushesThroughAServeProcess() throws {
@@ -95,7 +90,7 @@ import Testing
             for (policy, conflicts) in [("keep", 1), ("resolve", 0)] {
                 let peer = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-conflicts-\(UUID().uuidString)")
                 defer { try? FileManager.default.removeItem(at: peer) }
-                let pulled = try Self.run(["--dir", peer.path, "sync", url, "--pull", "--conflicts", policy])
+                let pulled = try await Self.runDetached(["--dir", peer.path, "sync", url, "--pull", "--conflicts", policy])
                 #expect(pulled.0 == 0, "\(pulled.2)")
                 let node = try NodeDirectory(url: peer)
                 let collection = try #require(try node.database("default")?.defaultCollection())
@@ -103,7 +98,7 @@ import Testing
                 #expect(try collection.document(id: "d")?.string(forKey: "v") == "b")  // the same winner either way
                 node.closeAll()
             }
-            #expect(try Self.run(["sync", url, "--conflicts", "maybe"]).0 != 0)
+            #expect(try await Self.runDetached(["sync", url, "--conflicts", "maybe"]).0 != 0)
         }
     }
 

@@ -24,21 +24,13 @@ struct PouchDBInteropTests {
             #expect(try await h.request(.PUT, "/pdb").status == 201)
             let password = ListenerHarness.password.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
             let url = h.base.replacingOccurrences(of: "https://", with: "https://\(ListenerHarness.user):\(password)@") + "/pdb"
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["node", PythonClientTests.root.appendingPathComponent("Tests/interop/pouchdb_sync.js").path, pouch, version, url]
             var environment = ProcessInfo.processInfo.environment
             environment["NODE_EXTRA_CA_CERTS"] = h.directory.appendingPathComponent(".node/tls/cert.pem").path
-            process.environment = environment
-            let out = Pipe(), err = Pipe()
-            process.standardOutput = out
-            process.standardError = err
-            try process.run()
-            let stdout = out.fileHandleForReading.readDataToEndOfFile()
-            let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            try #require(process.terminationStatus == 0, "PouchDB \(version): \(stderr.suffix(2000))")
-            let line = String(decoding: stdout, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+            let script = PythonClientTests.root.appendingPathComponent("Tests/interop/pouchdb_sync.js").path
+            let (status, stdout, stderr) = try await ChildProcess.runDetached(
+                URL(fileURLWithPath: "/usr/bin/env"), ["node", script, pouch, version, url], environment: environment)
+            try #require(status == 0, "PouchDB \(version): \(stderr.suffix(2000))")
+            let line = stdout.split(separator: "\n").last.map(String.init) ?? ""
             let report = try DocumentValue(json: line)
             #expect(report["pushed"]?["ok"] == true && report["pushed"]?["doc_write_failures"] == 0)
             #expect(report["pushed"]?["docs_written"] == 5)
