@@ -2,6 +2,8 @@
 # Benchmarks (release build): the store against raw SQLite, then `syncnode import`
 # against a ten-line Python importer, both on the same N generated documents.
 #   scripts/bench.sh [store|listener|replication|query|codable] [N]
+#   scripts/bench.sh couchdb [N ...]   replication with CouchDB and PouchDB (needs SYNCNODE_COUCHDB_URL,
+#                                      an admin URL, and SYNCNODE_POUCHDB_DIR, as the interoperability tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SWIFT_DETERMINISTIC_HASHING=1
@@ -50,11 +52,17 @@ PY
     default=$([ "$what" = listener ] && echo 20000 || echo 10000)
     "$bin/SyncNodeBenchmarks" "$what" "${2:-$default}" 2>"$log" || { cat "$log" >&2; exit 1; }
     ;;
+  couchdb)
+    : "${SYNCNODE_COUCHDB_URL:?set SYNCNODE_COUCHDB_URL to a CouchDB admin URL, e.g. http://admin:secret@127.0.0.1:5984}"
+    : "${SYNCNODE_POUCHDB_DIR:?set SYNCNODE_POUCHDB_DIR to a folder with load-pouchdb.js and PouchDB bundles per version}"
+    shift || true
+    python3 scripts/bench/couchdb.py "$bin" "$SYNCNODE_COUCHDB_URL" "$SYNCNODE_POUCHDB_DIR" "$@"
+    ;;
   query|codable)
     "$bin/SyncNodeBenchmarks" "$what" "$n"
     ;;
   *)
-    echo "usage: scripts/bench.sh [store|listener|replication|query|codable] [N]" >&2
+    echo "usage: scripts/bench.sh [store|listener|replication|query|codable] [N] | couchdb [N ...]" >&2
     exit 2
     ;;
 esac
