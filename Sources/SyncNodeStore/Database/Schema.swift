@@ -46,6 +46,9 @@ enum Schema {
                 ALTER TABLE collections_v3 RENAME TO collections;
                 """)
         }
+        migrator.registerMigration("v4-deleted-index") { db in
+            for id in try Int64.fetchAll(db, sql: "SELECT id FROM collections") { try createDeletedIndex(db, CollectionTables(id: id)) }
+        }
         try migrator.migrate(pool)
         return try pool.read { db in
             guard let uuid = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'uuid'") else {
@@ -86,6 +89,13 @@ enum Schema {
                 generation INTEGER NOT NULL,
                 body TEXT NOT NULL);
             """)
+        try createDeletedIndex(db, t)
+    }
+
+    /// Tombstones by sequence, small: counting documents (database info, asked for by
+    /// PouchDB on every batch) reads this and the sequence index, never the bodies.
+    private static func createDeletedIndex(_ db: GRDB.Database, _ t: CollectionTables) throws {
+        try db.execute(sql: "CREATE INDEX IF NOT EXISTS \(t.docs)_deleted ON \(t.docs)(seq) WHERE deleted = 1")
     }
 
     static func dropCollection(_ db: GRDB.Database, id: Int64) throws {
