@@ -87,7 +87,8 @@ import Testing
             }
             #expect(seen == (11..<40).filter { $0 % 2 == 1 }.map { "p\($0)" }.sorted().prefix(15).map { $0 })
 
-            for bad in [#"{"selector":{"n":{"$nope":1}}}"#, #"{"fields":["a"]}"#, #"{"selector":{"n":1},"limit":"x"}"#] {
+            for bad in [#"{"selector":{"n":{"$nope":1}}}"#, #"{"fields":["a"]}"#, #"{"selector":{"n":1},"limit":"x"}"#,
+                        #"{"selector":{},"skip":9223372036854775807,"bookmark":"MQ=="}"#] {
                 let reply = try await h.request(.POST, "/db/_find", body: bad)
                 #expect(reply.status == 400 && reply["error"] != nil && reply["reason"] != nil, "\(bad)")
             }
@@ -113,6 +114,9 @@ import Testing
             #expect(reply.status == 200 && reply["ok"] == true, "\(reply.body)")
             #expect(try await h.request(.GET, "/c/z")["v"] == 3)
             #expect(try await h.request(.GET, "/c/x")["v"] == 1)
+            // A name that only looks like a loopback address, or a path below the database, is not this node.
+            let lookalike = #"{"source":"https://127.evil.example:\#(h.listener.port ?? 0)/a","target":"https://192.0.2.1:1/b"}"#
+            #expect(try await h.request(.POST, "/_replicate", body: lookalike).status == 400)
             // Two URLs elsewhere still need one end here.
             let elsewhere = #"{"source":"https://192.0.2.1:1/a","target":"https://192.0.2.1:1/b"}"#
             #expect(try await h.request(.POST, "/_replicate", body: elsewhere).status == 400)

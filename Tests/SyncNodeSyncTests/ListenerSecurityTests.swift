@@ -42,7 +42,7 @@ import Testing
             #expect(login["name"]?.string == ListenerHarness.user)
             let setCookie = try #require(login.headers["set-cookie"])
             #expect(setCookie.hasPrefix("AuthSession="))
-            for attribute in ["Path=/", "HttpOnly", "Max-Age=600", "Secure"] { #expect(setCookie.contains(attribute), "\(attribute)") }
+            for attribute in ["Path=/", "HttpOnly", "Max-Age=600", "Secure", "SameSite=Lax"] { #expect(setCookie.contains(attribute), "\(attribute)") }
             let cookie = String(setCookie.prefix { $0 != ";" })
 
             // The cookie alone authenticates any endpoint, and /_session says so.
@@ -60,7 +60,10 @@ import Testing
 
             // Forged, tampered and garbage cookies are refused; no login answers with a null name.
             let value = String(cookie.dropFirst("AuthSession=".count))
-            let tampered = "AuthSession=" + String(value.dropLast()) + (value.last == "A" ? "B" : "A")
+            // A character in the middle (the last may carry only padding bits).
+            var characters = Array(value)
+            characters[characters.count / 2] = characters[characters.count / 2] == "A" ? "B" : "A"
+            let tampered = "AuthSession=" + String(characters)
             for bad in [tampered, "AuthSession=bm9ib2R5OjA6MA", "AuthSession=%%%"] {
                 let reply = try await h.request(.GET, "/_all_dbs", headers: [("Cookie", bad)], auth: nil)
                 #expect(reply.status == 401, "\(bad)")

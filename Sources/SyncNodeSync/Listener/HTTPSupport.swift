@@ -39,6 +39,15 @@ enum HTTP {
     }
 
     static let ok: DocumentValue = ["ok": true]
+
+    /// An HTTP date (RFC 9110's IMF-fixdate), as `Expires` and CouchDB's replication history write it.
+    static func date(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
 }
 
 /// Query-string options with CouchDB's conventions: booleans as

@@ -13,17 +13,20 @@ extension Handlers {
         if case .string(let bookmark)? = body["bookmark"], !bookmark.isEmpty, bookmark != "nil" {
             guard let skipped = Self.skip(bookmark: bookmark) else { throw CouchError.badRequest("Invalid bookmark value: \(bookmark)") }
             var skip: Int64 = 0
-            if case .int(let n)? = body["skip"] { skip = n }
-            body["skip"] = .int(Int64(skipped) + skip)
+            if case .int(let n)? = body["skip"], n >= 0 { skip = min(n, Int64(Int32.max)) }
+            body["skip"] = .int(Int64(skipped) + skip)  // MangoQuery refuses a sum beyond Int32.max
         }
         let started = ContinuousClock.now
         let find = try MangoQuery(body)
         let query = try find.query(on: c)
-        var docs: [DocumentValue] = []
-        for row in try query.execute() {
-            guard let id = row.string(forKey: "id"), let revision = try c.revision(id: id), revision.body != nil else { continue }
-            let doc = try DocumentValue(json: try wireJSON(revision, collection: c))
-            docs.append(find.fields.map { Self.project(doc, fields: $0) } ?? doc)
+        // The rows and the revisions they name from one snapshot: a write in between cannot slip in a non-match.
+        let docs: [DocumentValue] = try c.inSnapshot {
+            try query.execute().compactMap { row in
+                guard let id = row.string(forKey: "id"), let rev = row.string(forKey: "rev"),
+                      let revision = try c.revision(id: id, rev: rev), revision.body != nil else { return nil }
+                let doc = try DocumentValue(json: try wireJSON(revision, collection: c))
+                return find.fields.map { Self.project(doc, fields: $0) } ?? doc
+            }
         }
         var out: [String: DocumentValue] = ["docs": .array(docs), "bookmark": .string(Self.bookmark(skip: find.skip + docs.count))]
         let plan = try query.explain()
@@ -96,22 +99,14 @@ extension Handlers {
 
     /// `a.b` as an index expression: each name backquoted, so any name is a path.
     static func expression(mangoField field: String) -> String {
-        var parts: [String] = []
-        var current = ""
-        var escaped = false
-        for c in field {
-            if escaped { current.append(c); escaped = false; continue }
-            if c == "\\" { escaped = true } else if c == "." { parts.append(current); current = "" } else { current.append(c) }
-        }
-        parts.append(current)
-        return parts.map { "`\($0)`" }.joined(separator: ".")
+        MangoQuery.path(field).map { "`\($0)`" }.joined(separator: ".")
     }
 
     /// An index expression as a Mango field, where it is a plain path.
     static func mangoField(_ expression: String) -> String {
         let parts = expression.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.allSatisfy({ $0.count >= 2 && $0.hasPrefix("`") && $0.hasSuffix("`") }) else { return expression }
-        return parts.map { $0.dropFirst().dropLast().replacingOccurrences(of: ".", with: "\\.") }.joined(separator: ".")
+        return parts.map { $0.dropFirst().dropLast() }.joined(separator: ".")
     }
 
     /// `_design/x` (or `x`) names index `x`: each index is listed as a design document of its own.
@@ -131,7 +126,7 @@ extension Handlers {
     static func project(_ doc: DocumentValue, fields: [String]) -> DocumentValue {
         var out: [String: DocumentValue] = [:]
         for field in fields {
-            let path = field.split(separator: ".").map(String.init)
+            let path = MangoQuery.path(field)
             var value: DocumentValue? = doc
             for key in path { value = value?[key] }
             guard let value else { continue }

@@ -48,7 +48,7 @@ extension Handlers {
         return HTTP.json([
             "ok": true, "session_id": .string(session), "source_last_seq": .null, "no_changes": .bool(written == 0),
             "history": [[
-                "session_id": .string(session), "start_time": .string(Self.httpDate(started)), "end_time": .string(Self.httpDate(Date())),
+                "session_id": .string(session), "start_time": .string(HTTP.date(started)), "end_time": .string(HTTP.date(Date())),
                 "docs_written": .int(Int64(written)), "docs_read": .int(Int64(written)),
                 "missing_found": .int(Int64(written)), "doc_write_failures": 0,
             ]],
@@ -91,9 +91,17 @@ extension Handlers {
     /// would need credentials the request already proved, and CouchDB tools do name both ends by URL.
     private func local(_ side: Side) -> Side {
         guard case .remote(let url, _) = side, let port = port(), url.port == port, let host = url.host?.lowercased(),
-              host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]" || LocalAddresses.ipv4().contains(host),
-              let first = url.path.split(separator: "/").first.map(String.init) else { return side }
-        return .local(first.removingPercentEncoding ?? first)
+              Self.isLoopback(host) || LocalAddresses.ipv4().contains(host) else { return side }
+        let segments = url.path.split(separator: "/")
+        guard segments.count == 1, let name = segments.first.map(String.init) else { return side }
+        return .local(name.removingPercentEncoding ?? name)
+    }
+
+    /// `localhost`, `::1` or a literal 127.x.y.z address (not a name that merely starts with "127.").
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" || host == "::1" || host == "[::1]" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
     }
 
     private func configuration(source: Side, target: Side, createTarget: Bool) throws -> ReplicatorConfiguration {
@@ -137,13 +145,5 @@ extension Handlers {
             }
         }
         return Replicator.hexDigest([text(source), text(target), continuous ? "continuous" : "", (documentIDs ?? []).sorted().joined(separator: ",")])
-    }
-
-    private static func httpDate(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: date)
     }
 }

@@ -96,7 +96,8 @@ struct ListenerResponder: HTTPResponder {
     private func addCORS(to response: inout Response, request: Request) {
         guard let origin = allowedOrigin(request) else { return }
         response.headers[.accessControlAllowOrigin] = origin
-        response.headers[.accessControlAllowCredentials] = "true"
+        // Credentials only for origins named one by one: with "*" any site could act as the user.
+        if allowedOrigins.contains(origin) { response.headers[.accessControlAllowCredentials] = "true" }
         response.headers[.accessControlExposeHeaders] = "Cache-Control, Content-Type, ETag, Server, X-Couch-Request-ID"
     }
 }

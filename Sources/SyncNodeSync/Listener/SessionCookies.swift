@@ -58,13 +58,15 @@ struct SessionCookies: Sendable {
         var parts = ["\(Self.name)=\(value ?? "")", "Version=1", "Path=/", "HttpOnly"]
         if value != nil {
             parts.insert("Max-Age=\(timeout)", at: 2)
-            parts.insert("Expires=\(Self.httpDate(Date().addingTimeInterval(TimeInterval(timeout))))", at: 2)
+            parts.insert("Expires=\(HTTP.date(Date().addingTimeInterval(TimeInterval(timeout))))", at: 2)
         } else {
             parts.insert("Max-Age=0", at: 2)
             parts.insert("Expires=Thu, 01 Jan 1970 00:00:00 GMT", at: 2)
         }
-        // A browser page on another origin (PouchDB with CORS) sends the cookie only if it is SameSite=None, which needs Secure.
-        if secure { parts += ["Secure", "SameSite=None"] }
+        // Lax: another site's page cannot make a browser send the cookie with a POST, PUT or DELETE (no CSRF).
+        // Pages of other origins authenticate with Basic auth through CORS instead.
+        parts.append("SameSite=Lax")
+        if secure { parts.append("Secure") }
         return parts.joined(separator: "; ")
     }
 
@@ -82,13 +84,5 @@ struct SessionCookies: Sendable {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
         return Data(base64Encoded: base64)
-    }
-
-    private static func httpDate(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: date)
     }
 }

@@ -108,8 +108,12 @@ enum MangoReference {
         case "$gte": return compare(v, operand) >= 0
         case "$lt": return compare(v, operand) < 0
         case "$lte": return compare(v, operand) <= 0
-        case "$in": return items(operand).contains { equal(v, $0) }
-        case "$nin": return !items(operand).contains { equal(v, $0) }
+        case "$in", "$nin":
+            // An array is in the list when one of its elements is.
+            let candidates: [DocumentValue]
+            if case .array(let a) = v { candidates = a } else { candidates = [v] }
+            let found = candidates.contains { c in items(operand).contains { equal(c, $0) } }
+            return op == "$in" ? found : !found
         case "$type": return operand == .string(typeName(v))
         case "$size": if case .array(let a) = v { return .int(Int64(a.count)) == operand } else { return false }
         case "$mod":

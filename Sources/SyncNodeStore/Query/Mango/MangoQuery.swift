@@ -89,6 +89,23 @@ public struct MangoQuery: Sendable, Equatable {
         try self.init(body)
     }
 
+    /// A field's names: fields are dotted paths, and `\.` is a dot inside a name.
+    package static func path(_ field: String) -> [String] {
+        var names: [String] = []
+        var current = ""
+        var escaped = false
+        for c in field {
+            if escaped { current.append(c); escaped = false; continue }
+            switch c {
+            case "\\": escaped = true
+            case ".": names.append(current); current = ""
+            default: current.append(c)
+            }
+        }
+        names.append(current)
+        return names
+    }
+
     private static func count(_ value: DocumentValue?, name: String) throws(StoreError) -> Int? {
         guard let value else { return nil }
         guard case .int(let n) = value, n >= 0, n <= Int64(Int32.max) else { throw .invalidQuery("\"\(name)\" must be a non-negative integer") }
@@ -116,21 +133,8 @@ public struct MangoQuery: Sendable, Equatable {
 struct MangoCompiler {
     private var variables = 0
 
-    /// Fields are dotted paths; `\.` is a dot inside a name.
     static func path(_ field: String) -> [PathComponent] {
-        var components: [PathComponent] = []
-        var current = ""
-        var escaped = false
-        for c in field {
-            if escaped { current.append(c); escaped = false; continue }
-            switch c {
-            case "\\": escaped = true
-            case ".": components.append(.key(current)); current = ""
-            default: current.append(c)
-            }
-        }
-        components.append(.key(current))
-        return components
+        MangoQuery.path(field).map(PathComponent.key)
     }
 
     /// A selector object: its members all hold (implicit `$and`). Inside
@@ -197,10 +201,21 @@ struct MangoCompiler {
             return range(op, x, operand)
         case "$in", "$nin":
             guard case .array(let items) = operand else { throw .invalidQuery("\(op) takes an array") }
-            let values = items.filter { $0 != .null }
-            var member = values.isEmpty ? QueryExpression.literal(false) : .inList(x, values.map { .literal($0) })
-            if values.count < items.count { member = Self.any([.check(x, .null, negated: false), member])! }
-            return op == "$in" ? member : Self.all([exists, .unary(.not, Self.truth(member))])!
+            // An array field is in the list when one of its elements is (CouchDB's rule), never as a whole.
+            func member(_ v: QueryExpression) -> QueryExpression {
+                let values = items.filter { $0 != .null }
+                var test = values.isEmpty ? QueryExpression.literal(false) : .inList(v, values.map { .literal($0) })
+                if values.count < items.count { test = Self.any([.check(v, .null, negated: false), test])! }
+                return test
+            }
+            variables += 1
+            let element = "\u{0}m\(variables)"
+            let elementPath = QueryExpression.property(source: nil, path: [.key(element)])
+            let found = QueryExpression.caseWhen(
+                subject: nil, branches: [CaseBranch(when: .binary(.equal, .function("TYPE", [x]), .literal("array")),
+                                                    then: .quantified(.any, variable: element, in: x, satisfies: member(elementPath)))],
+                otherwise: member(x))
+            return op == "$in" ? found : Self.all([exists, .unary(.not, Self.truth(found))])!
         case "$exists":
             guard case .bool(let wanted) = operand else { throw .invalidQuery("$exists takes true or false") }
             return .check(x, .missing, negated: wanted)
