@@ -61,6 +61,21 @@ struct PouchDBInteropTests {
     }
 }
 
+extension PouchDBInteropTests {
+    /// PouchDB 9 in headless Chromium (Debian's, driven by Playwright from `.venv`), on a page of
+    /// another origin, syncs both ways with a `syncnode serve --cors-origin` process
+    /// (Tests/interop/check_pouchdb_browser.py asserts what both sides hold).
+    @Test func pouchDBInChromiumSyncsWithANode() async throws {
+        let pouch = try #require(PouchDB.directory)
+        let python = try PythonClientTests.executable(".venv/bin/python")
+        let script = PythonClientTests.root.appendingPathComponent("Tests/interop/check_pouchdb_browser.py").path
+        let syncnode = try PythonClientTests.executable(".build/debug/syncnode").path
+        let (status, stdout, stderr) = try await ChildProcess.runDetached(python, [script, pouch, syncnode])
+        #expect(status == 0, "\(stderr.suffix(3000))")
+        #expect(stdout.contains("pouchdb-browser: ok"))
+    }
+}
+
 /// The PouchDB bundles at `SYNCNODE_POUCHDB_DIR`.
 enum PouchDB {
     static var directory: String? { ProcessInfo.processInfo.environment["SYNCNODE_POUCHDB_DIR"] }
