@@ -78,17 +78,20 @@ import Testing
         }
     }
 
-    @Test func sessionCookiesExpireAndRefresh() throws {
+    @Test func sessionCookiesExpireRefreshAndEndWithTheirUser() throws {
         let cookies = SessionCookies(secret: Data(repeating: 7, count: 32), timeout: 600)
         let start = Date(timeIntervalSince1970: 1_800_000_000)
-        let value = cookies.value(user: "ann:x", now: start)
-        #expect(cookies.verify(value, now: start.addingTimeInterval(30))?.user == "ann:x")
-        #expect(cookies.verify(value, now: start.addingTimeInterval(599)) != nil)
-        #expect(cookies.verify(value, now: start.addingTimeInterval(601)) == nil)
+        let users = ListenerAuthenticator.users(["ann:x": "pw"])
+        let value = cookies.value(user: "ann:x", userKey: users.sessionKey("ann:x") ?? [], now: start)
+        #expect(cookies.verify(value, now: start.addingTimeInterval(30), userKey: users.sessionKey)?.user == "ann:x")
+        #expect(cookies.verify(value, now: start.addingTimeInterval(599), userKey: users.sessionKey) != nil)
+        #expect(cookies.verify(value, now: start.addingTimeInterval(601), userKey: users.sessionKey) == nil)
         #expect(!cookies.needsRefresh(issued: start, now: start.addingTimeInterval(30)))
         #expect(cookies.needsRefresh(issued: start, now: start.addingTimeInterval(61)))
-        // Another node's secret does not verify this node's cookies.
-        #expect(SessionCookies(secret: Data(repeating: 8, count: 32), timeout: 600).verify(value, now: start) == nil)
+        // Another node's secret, a new password or a removed user: the cookie no longer verifies.
+        #expect(SessionCookies(secret: Data(repeating: 8, count: 32), timeout: 600).verify(value, now: start, userKey: users.sessionKey) == nil)
+        #expect(cookies.verify(value, now: start, userKey: ListenerAuthenticator.users(["ann:x": "new"]).sessionKey) == nil)
+        #expect(cookies.verify(value, now: start, userKey: ListenerAuthenticator.users(["bob": "pw"]).sessionKey) == nil)
     }
 
     @Test func repeatedFailuresAreRateLimited() async throws {

@@ -33,14 +33,19 @@ struct Authentication: Sendable {
             return Login(user: user)
         }
         if let value = request.cookies[SessionCookies.name]?.value, !value.isEmpty {
-            guard let (user, issued) = cookies.verify(value) else {
+            guard let authenticator, let (user, issued) = cookies.verify(value, userKey: authenticator.sessionKey) else {
                 throw CouchError(status: 401, error: "unauthorized", reason: "The session cookie is invalid or has expired; log in again.")
             }
-            let refreshed = cookies.needsRefresh(issued: issued) ? cookies.header(value: cookies.value(user: user), secure: secure) : nil
+            let refreshed = cookies.needsRefresh(issued: issued) ? cookie(for: user) : nil
             return Login(user: user, refreshedCookie: refreshed)
         }
         // No password was tried: not a failure to limit (clients and peers' discovery probes ask first, then log in).
         throw CouchError.unauthorized
+    }
+
+    /// A `Set-Cookie` value for a fresh session of `user`.
+    private func cookie(for user: String) -> String {
+        cookies.header(value: cookies.value(user: user, userKey: authenticator?.sessionKey(user) ?? []), secure: secure)
     }
 
     private func checkPassword(_ user: String, _ password: String, remoteAddress: String) throws {
@@ -84,7 +89,7 @@ struct Authentication: Sendable {
             let (user, password) = try await credentials(in: request)
             try checkPassword(user, password, remoteAddress: remoteAddress)
             var response = HTTP.json(["ok": true, "name": .string(user), "roles": ["_admin"]])
-            response.headers[.setCookie] = cookies.header(value: cookies.value(user: user), secure: secure)
+            response.headers[.setCookie] = cookie(for: user)
             return response
         case .delete:
             var response = HTTP.json(HTTP.ok)

@@ -1,17 +1,26 @@
+import Crypto
 import Foundation
 
 /// Checks a user name and password (HTTP Basic). Return true to let the request in.
 public struct ListenerAuthenticator: Sendable {
     let check: @Sendable (_ user: String, _ password: String) -> Bool
+    /// Bytes that change when the user's password does, nil for an unknown user: session
+    /// cookies are signed with them, so a cookie ends with its user or the user's password.
+    let sessionKey: @Sendable (_ user: String) -> [UInt8]?
 
-    /// Authenticates with a callback.
-    public init(_ check: @escaping @Sendable (_ user: String, _ password: String) -> Bool) {
+    /// Authenticates with a callback; `sessionKey` (see ``users(_:)``) lets session cookies
+    /// end when a user goes or changes password; without it they last until they expire.
+    public init(
+        _ check: @escaping @Sendable (_ user: String, _ password: String) -> Bool,
+        sessionKey: @escaping @Sendable (_ user: String) -> [UInt8]? = { _ in [] }
+    ) {
         self.check = check
+        self.sessionKey = sessionKey
     }
 
     /// Authenticates against fixed credentials, comparing in constant time.
     public static func users(_ users: [String: String]) -> ListenerAuthenticator {
-        ListenerAuthenticator { user, password in
+        ListenerAuthenticator({ user, password in
             // Compare against every entry so timing reveals neither names nor passwords.
             var ok = false
             for (name, secret) in users {
@@ -20,7 +29,7 @@ public struct ListenerAuthenticator: Sendable {
                 if nameMatches && secretMatches { ok = true }
             }
             return ok
-        }
+        }, sessionKey: { user in users[user].map { Array(SHA256.hash(data: Data($0.utf8))) } })
     }
 
     static func constantTimeEquals(_ a: String, _ b: String) -> Bool {

@@ -8,8 +8,10 @@ import Foundation
 ///
 /// A cookie's value is the base64url of `name:issued:mac`: the user name,
 /// the issue time in hex seconds since 1970 and the hex HMAC-SHA256 of
-/// `name:issued` under the node's session secret. Nothing is kept per
-/// session, so sessions survive a restart and cost nothing to hold; a secret
+/// `name:issued` and the user's session key (a hash of the password, for
+/// ``ListenerAuthenticator/users(_:)``) under the node's session secret.
+/// Nothing is kept per session, so sessions survive a restart and cost nothing
+/// to hold; a user removed or given a new password loses theirs, and a secret
 /// made anew (deleting `.node/session-secret`) ends them all.
 struct SessionCookies: Sendable {
     static let name = "AuthSession"
@@ -23,21 +25,22 @@ struct SessionCookies: Sendable {
         self.timeout = timeout
     }
 
-    /// The cookie value for `user`, issued at `now`.
-    func value(user: String, now: Date = Date()) -> String {
+    /// The cookie value for `user`, issued at `now`; `userKey` (the authenticator's
+    /// session key for the user) is signed in, not written.
+    func value(user: String, userKey: [UInt8], now: Date = Date()) -> String {
         let payload = "\(user):\(String(Int(now.timeIntervalSince1970), radix: 16))"
-        return Self.base64URL(Data((payload + ":" + mac(payload)).utf8))
+        return Self.base64URL(Data((payload + ":" + mac(payload, userKey)).utf8))
     }
 
     /// The user a cookie value authenticates and when it was issued; nil when
-    /// it is malformed, forged or expired.
-    func verify(_ value: String, now: Date = Date()) -> (user: String, issued: Date)? {
+    /// it is malformed, forged, expired, or its user's key is gone or changed.
+    func verify(_ value: String, now: Date = Date(), userKey: (String) -> [UInt8]?) -> (user: String, issued: Date)? {
         guard let data = Self.decodeBase64URL(value), let text = String(data: data, encoding: .utf8),
               let lastColon = text.lastIndex(of: ":") else { return nil }
         let payload = String(text[..<lastColon])
         let given = String(text[text.index(after: lastColon)...])
-        guard ListenerAuthenticator.constantTimeEquals(given, mac(payload)),
-              let colon = payload.lastIndex(of: ":"),
+        guard let colon = payload.lastIndex(of: ":"), let key = userKey(String(payload[..<colon])),
+              ListenerAuthenticator.constantTimeEquals(given, mac(payload, key)),
               let seconds = Int(payload[payload.index(after: colon)...], radix: 16) else { return nil }
         let issued = Date(timeIntervalSince1970: TimeInterval(seconds))
         let age = now.timeIntervalSince(issued)
@@ -70,8 +73,8 @@ struct SessionCookies: Sendable {
         return parts.joined(separator: "; ")
     }
 
-    private func mac(_ payload: String) -> String {
-        HMAC<SHA256>.authenticationCode(for: Data(payload.utf8), using: key).map { String(format: "%02x", $0) }.joined()
+    private func mac(_ payload: String, _ userKey: [UInt8]) -> String {
+        HMAC<SHA256>.authenticationCode(for: Data(payload.utf8) + [0] + userKey, using: key).map { String(format: "%02x", $0) }.joined()
     }
 
     private static func base64URL(_ data: Data) -> String {
