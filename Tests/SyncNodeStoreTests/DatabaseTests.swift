@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 @testable import SyncNodeStore
 
@@ -51,6 +52,36 @@ import Testing
         }
         #expect(indexed == true)
         #expect(try c.count == 6 && c.deletedCount() == 3)
+    }
+
+    /// A file whose stored winner predates CouchDB's order (text order between a 32-hex suffix and
+    /// a 40-hex one) shows CouchDB's winner once opened, with every leaf and body kept.
+    @Test func openingAnOlderFileRepicksWinnersInCouchDBsOrder() throws {
+        let dir = try TempDirectory()
+        var db = try dir.open()
+        var c = try db.defaultCollection()
+        let hex32 = "2-" + String(repeating: "0", count: 31) + "1", hex40 = "2-" + String(repeating: "0", count: 40)
+        _ = try c.insertRevision(id: "d", history: [hex32, "1-a"], deleted: false, body: CanonicalBody(object: ["v": "32"]))
+        _ = try c.insertRevision(id: "d", history: [hex40, "1-a"], deleted: false, body: CanonicalBody(object: ["v": "40"]))
+        #expect(try c.document(id: "d")?.revisionID == hex40)  // CouchDB's: bytes 00.. < characters '0'..
+        // As an older node stored it: the 32-hex leaf (the text-order winner) in the row.
+        try db.write { db in
+            let row = try Row.fetchOne(db, sql: "SELECT key, body FROM \(c.tables.docs) WHERE id = 'd'")!
+            let key: Int64 = row["key"]
+            let other = try String.fetchOne(db, sql: "SELECT body FROM \(c.tables.revs) WHERE doc_key = ? AND rev = ?", arguments: [key, hex32])!
+            try db.execute(sql: "UPDATE \(c.tables.revs) SET rev = ?, body = ? WHERE doc_key = ? AND rev = ?", arguments: [hex40, row["body"] as String, key, hex32])
+            try db.execute(sql: "UPDATE \(c.tables.docs) SET rev = ?, body = ? WHERE key = ?", arguments: [hex32, other, key])
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v5-couchdb-winners'")
+        }
+        #expect(try c.document(id: "d")?.string(forKey: "v") == "32")
+        try db.close()
+        db = try dir.open()
+        defer { try? db.close() }
+        c = try db.defaultCollection()
+        #expect(try c.document(id: "d")?.revisionID == hex40)
+        #expect(try c.document(id: "d")?.string(forKey: "v") == "40")
+        #expect(try c.revision(id: "d", rev: hex32)?.body == #"{"v":"32"}"#)
+        #expect(try c.conflictingRevisions(id: "d") == [hex32])
     }
 
     @Test func copyMakesANewDatabaseWithANewUUID() throws {

@@ -49,6 +49,9 @@ enum Schema {
         migrator.registerMigration("v4-deleted-index") { db in
             for id in try Int64.fetchAll(db, sql: "SELECT id FROM collections") { try createDeletedIndex(db, CollectionTables(id: id)) }
         }
+        migrator.registerMigration("v5-couchdb-winners") { db in
+            for id in try Int64.fetchAll(db, sql: "SELECT id FROM collections") { try repickWinners(db, CollectionTables(id: id)) }
+        }
         try migrator.migrate(pool)
         return try pool.read { db in
             guard let uuid = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'uuid'") else {
@@ -96,6 +99,24 @@ enum Schema {
     /// PouchDB on every batch) reads this and the sequence index, never the bodies.
     private static func createDeletedIndex(_ db: GRDB.Database, _ t: CollectionTables) throws {
         try db.execute(sql: "CREATE INDEX IF NOT EXISTS \(t.docs)_deleted ON \(t.docs)(seq) WHERE deleted = 1")
+    }
+
+    /// Winners stored before CouchDB's order: between a 32-hex-digit suffix and another shape
+    /// at the same generation, the stored winner may be the other leaf. Each row's winner is
+    /// picked again from its tree, and the bodies swap places if it changed (no new sequence:
+    /// the leaves are the same, only which one shows).
+    private static func repickWinners(_ db: GRDB.Database, _ t: CollectionTables) throws {
+        let rows = try Row.fetchAll(db, sql: "SELECT key, rev, deleted, body, tree FROM \(t.docs) WHERE instr(tree, char(10)) > 0")
+        for row in rows {
+            let key: Int64 = row["key"], stored: String = row["rev"], tree = try RevisionTree(serialized: row["tree"])
+            guard let winner = tree.winner, tree.nodes[winner].rev != stored else { continue }
+            let winnerRev = tree.nodes[winner].rev
+            let body = try String.fetchOne(db, sql: "SELECT body FROM \(t.revs) WHERE doc_key = ? AND rev = ?", arguments: [key, winnerRev]) ?? "{}"
+            try db.execute(sql: "DELETE FROM \(t.revs) WHERE doc_key = ? AND rev = ?", arguments: [key, winnerRev])
+            try db.execute(sql: "INSERT OR REPLACE INTO \(t.revs)(doc_key, rev, body) VALUES(?, ?, ?)", arguments: [key, stored, row["body"] as String])
+            try db.execute(sql: "UPDATE \(t.docs) SET rev = ?, deleted = ?, body = ? WHERE key = ?",
+                           arguments: [winnerRev, tree.nodes[winner].deleted ? 1 : 0, body, key])
+        }
     }
 
     static func dropCollection(_ db: GRDB.Database, id: Int64) throws {
