@@ -155,13 +155,24 @@ import Testing
             let boundary = String(type.split(separator: "\"")[1])
             let parts = reply.body.components(separatedBy: "--\(boundary)").dropFirst().map { $0 }
             #expect(parts.count == 3 && parts.last == "--")
-            // Each part: a Content-Type header alone, a blank line, the JSON; the missing revision is an error part.
-            #expect(parts[0].hasPrefix("\r\nContent-Type: application/json\r\n\r\n"))
-            #expect(parts[1].hasPrefix("\r\nContent-Type: application/json; error=\"true\"\r\n\r\n{\"missing\":\"9-abc\"}"))
-            let json = try DocumentValue(json: String(parts[0].dropFirst("\r\nContent-Type: application/json\r\n\r\n".count)).trimmingCharacters(in: .whitespacesAndNewlines))
-            #expect(json["_attachments"]?["x.bin"]?["data"] == "AAEC")
+            // The revision with its attachment: multipart/related, the JSON (attachment marked follows), then the raw bytes.
+            let related = parts[0]
+            #expect(related.hasPrefix("\r\nContent-Type: multipart/related; boundary=\""))
+            let inner = String(related.split(separator: "\"")[1])
+            let sections = related.components(separatedBy: "--\(inner)")
+            #expect(sections.count == 4 && sections[3].hasPrefix("--"))
+            #expect(sections[1].hasPrefix("\r\nContent-Type: application/json\r\n\r\n"))
+            let json = try DocumentValue(json: String(sections[1].dropFirst("\r\nContent-Type: application/json\r\n\r\n".count)).trimmingCharacters(in: .whitespacesAndNewlines))
+            #expect(json["_attachments"]?["x.bin"]?["follows"] == true && json["_attachments"]?["x.bin"]?["data"] == nil)
             #expect(json["_attachments"]?["x.bin"]?["digest"] == "md5-uV9n9h67A2GWIteY9F/C0w==")
             #expect(json["_attachments"]?["x.bin"]?["revpos"] == 1)
+            let header = "\r\nContent-Disposition: attachment; filename=\"x.bin\"\r\nContent-Type: application/octet-stream\r\nContent-Length: 3\r\n\r\n"
+            #expect(sections[2].hasPrefix(header))
+            let marker = Array(header.utf8)
+            let at = try #require((0...(reply.bytes.count - marker.count)).first { reply.bytes[$0..<($0 + marker.count)].elementsEqual(marker) })
+            #expect(Array(reply.bytes[(at + marker.count)..<(at + marker.count + 3)]) == [0, 1, 2])
+            // The revision this node lacks is an error part.
+            #expect(parts[1].hasPrefix("\r\nContent-Type: application/json; error=\"true\"\r\n\r\n{\"missing\":\"9-abc\"}"))
         }
     }
 

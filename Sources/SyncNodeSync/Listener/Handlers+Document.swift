@@ -93,7 +93,7 @@ extension Handlers {
             }
             // CouchDB's replicator asks for multipart/mixed and cannot read a JSON array.
             if multipart {
-                return MultipartMixed.response(found.map { entry in
+                return try MultipartMixed.response(found.map { entry in
                     switch entry {
                     case .success(let json): return .init(json: json, error: false)
                     case .failure(let missing): return .init(json: (["missing": .string(missing.rev)] as DocumentValue).toJSON(), error: true)
