@@ -8,6 +8,25 @@ import Testing
             .filter { $0.hasSuffix(".blob") }
     }
 
+    /// The MD5 peers exchange is computed once, kept beside the blob, and goes with it.
+    @Test func md5DigestsAreKeptBesideTheirBlobAndGoWithIt() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let digest = try c.storeBlobContent(Data("hello".utf8))
+        #expect(c.blobMD5(digest: digest) == "md5-XUFAKrxLKna5cZ2REBfFkg==")  // CouchDB's digest of "hello"
+        let folder = db.path.appendingPathComponent("blobs")
+        let sidecars = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".md5") }
+        #expect(sidecars.count == 1)
+        // Read back from the file by another store (as after a restart), then gone with the blob.
+        let other = try BlobStore(directory: folder)
+        #expect(other.md5(digest: digest) == "md5-XUFAKrxLKna5cZ2REBfFkg==")
+        other.delete(digest: digest)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix(".") }.isEmpty)
+        #expect(other.md5(digest: digest) == nil)
+    }
+
     @Test func blobsAreStoredOnceAndReadLazily() throws {
         let dir = try TempDirectory()
         let db = try dir.open()

@@ -59,10 +59,17 @@ final class BlobStore: Sendable {
 
     /// `md5-` and the base64 MD5 of a blob's content, the digest CouchDB and
     /// PouchDB exchange for attachments; nil when the content is not here.
-    /// Computed on first use by streaming the file, then remembered.
+    /// Computed once by streaming the file, then kept beside it (`<blob>.md5`)
+    /// and in memory.
     func md5(digest: String) -> String? {
         if let known = md5Cache.withLock({ $0[digest] }) { return known }
-        guard let url = fileURL(digest: digest), let stream = InputStream(url: url) else { return nil }
+        guard let url = fileURL(digest: digest) else { return nil }
+        let sidecar = url.appendingPathExtension("md5")
+        if let saved = try? String(contentsOf: sidecar, encoding: .utf8), saved.hasPrefix("md5-") {
+            remember(saved, for: digest)
+            return saved
+        }
+        guard let stream = InputStream(url: url) else { return nil }
         var hasher = Insecure.MD5()
         stream.open()
         defer { stream.close() }
@@ -74,11 +81,17 @@ final class BlobStore: Sendable {
             buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
         }
         let md5 = "md5-" + Data(hasher.finalize()).base64EncodedString()
+        // Best effort: without the file it is computed again next time.
+        try? Data(md5.utf8).write(to: sidecar, options: .atomic)
+        remember(md5, for: digest)
+        return md5
+    }
+
+    private func remember(_ md5: String, for digest: String) {
         md5Cache.withLock { cache in
             if cache.count >= 10_000 { cache.removeAll(keepingCapacity: true) }
             cache[digest] = md5
         }
-        return md5
     }
 
     /// Makes sure the blob's content is in this store.
@@ -146,7 +159,10 @@ final class BlobStore: Sendable {
     }
 
     func delete(digest: String) {
-        if let url = fileURL(digest: digest) { try? FileManager.default.removeItem(at: url) }
+        guard let url = fileURL(digest: digest) else { return }
+        try? FileManager.default.removeItem(at: url)
+        try? FileManager.default.removeItem(at: url.appendingPathExtension("md5"))
+        md5Cache.withLock { _ = $0.removeValue(forKey: digest) }
     }
 
     /// Removes temporary files a crash left behind.
