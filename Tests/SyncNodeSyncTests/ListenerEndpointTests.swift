@@ -176,6 +176,41 @@ import Testing
         }
     }
 
+    /// Input the listener once misread: each refused with a JSON error, nothing made or stored.
+    @Test func malformedSinceNamesAndBodiesAreRefused() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            for i in 1...3 { _ = try await h.request(.PUT, "/db/d\(i)", body: "{}") }
+            // `since`: negative is malformed; past the end is the end (a checkpoint never overshoots).
+            for bad in ["-1", "-5", "x", ""] {
+                let reply = try await h.request(.GET, "/db/_changes?since=\(bad)")
+                #expect(reply.status == 400 && reply["error"] == "bad_request", "since=\(bad)")
+            }
+            #expect(try await h.request(.GET, "/db/_changes?since=10")["last_seq"] == 3)
+            #expect(try await h.request(.GET, "/db/_changes?since=1")["results"]?.array?.count == 2)
+            #expect(try await h.request(.GET, "/db/_changes?since=2-g1AAAA")["results"]?.array?.count == 1)
+            // A refused collection name leaves no database behind.
+            for bad in ["x..", "y.s.", "z._x.c"] {
+                #expect(try await h.request(.PUT, "/\(bad)").status == 400, "\(bad)")
+            }
+            #expect(try await h.request(.GET, "/_all_dbs").json == ["db"])
+            // Methods and paths.
+            let uuids = try await h.request(.POST, "/_uuids", body: "{}")
+            #expect(uuids.status == 405 && uuids["error"] == "method_not_allowed")
+            let empty = try await h.request(.PUT, "/db//etc/passwd", body: "{}")
+            #expect(empty.status == 400 && empty["error"] == "bad_request")
+            #expect(try await h.request(.GET, "/db/etc").status == 404)
+            #expect(try await h.request(.GET, "/db/").status == 200)  // one trailing slash is fine
+            // Invalid UTF-8 (a lone surrogate's bytes, a stray continuation byte) in a body or a key.
+            for bytes: [UInt8] in [Array(#"{"a":""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}"#.utf8), Array(#"{""#.utf8) + [0x80] + Array(#"":1}"#.utf8)] {
+                let reply = try await h.request(.PUT, "/db/u", bytes: bytes, headers: [("Content-Type", "application/json")])
+                #expect(reply.status == 400 && reply["error"] == "bad_request")
+            }
+            #expect(try await h.request(.GET, "/db/u").status == 404)
+        }
+    }
+
     @Test func badInputGetsCouchErrors() async throws {
         let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {

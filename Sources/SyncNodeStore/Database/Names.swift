@@ -1,12 +1,12 @@
 /// Naming rules for databases, scopes and collections.
-enum Names {
+package enum Names {
     static let defaultScope = "_default"
     static let defaultCollection = "_default"
 
     /// Database names appear in URLs and keyspaces (`db.scope.collection`), so
     /// they hold no dots or slashes: a letter or digit, then letters, digits
     /// and `_ - $ ( ) +`, at most 200 bytes.
-    static func validateDatabase(_ name: String) throws(StoreError) {
+    package static func validateDatabase(_ name: String) throws(StoreError) {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-$()+".utf8)
         guard let first = name.utf8.first else { throw .invalidName(name, reason: "a database name cannot be empty") }
         guard name.utf8.count <= 200 else { throw .invalidName(name, reason: "a database name has at most 200 characters") }
@@ -20,7 +20,7 @@ enum Names {
 
     /// Scope and collection names follow Couchbase's rules: 1-251 characters
     /// from `A-Z a-z 0-9 _ - %`, not starting with `_` or `%` (except `_default`).
-    static func validateCollectionOrScope(_ name: String, kind: String) throws(StoreError) {
+    package static func validateCollectionOrScope(_ name: String, kind: String) throws(StoreError) {
         if name == "_default" { return }
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-%".utf8)
         guard let first = name.utf8.first else { throw .invalidName(name, reason: "a \(kind) name cannot be empty") }

@@ -111,8 +111,13 @@ extension Request {
         return d
     }
 
+    /// The body as text; invalid UTF-8 is refused (decoding would store U+FFFD in its place).
     func textBody(limit: Int) async throws -> String {
-        String(buffer: try await bytesBody(limit: limit))
+        let bytes = try await bytesBody(limit: limit)
+        guard let text = String(validating: bytes.readableBytesView, as: UTF8.self) else {
+            throw CouchError.badRequest("the request body is not valid UTF-8")
+        }
+        return text
     }
 
     func bytesBody(limit: Int) async throws -> ByteBuffer {

@@ -217,10 +217,14 @@ extension Handlers {
         }
         var since: Int64 = 0
         if let raw = query["since"] ?? body["since"].map({ v -> String in if case .string(let s) = v { return s } else { return v.toJSON() } }) {
+            // `now`, or a sequence: digits, optionally followed by `-` and an opaque part (CouchDB's
+            // clustered form). A `since` past the end is the end: a client must never store a
+            // `last_seq` beyond `update_seq` as its checkpoint, or it misses what comes next.
+            let digits = raw.prefix { $0 != "-" }
             if raw == "now" {
                 since = try collection.lastSequence()
-            } else if let n = Int64(raw.split(separator: "-").first ?? ""), n >= 0 {
-                since = n
+            } else if !digits.isEmpty, digits.allSatisfy(\.isASCII), let n = Int64(digits), n >= 0 {
+                since = min(n, try collection.lastSequence())
             } else {
                 throw CouchError.badRequest("Malformed sequence supplied in 'since' parameter.")
             }

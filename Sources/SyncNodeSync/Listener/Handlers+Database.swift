@@ -23,6 +23,12 @@ extension Handlers {
             try checkWritable()
             let (name, scope, collectionName) = try Self.parse(keyspace: keyspace)
             guard config.databases == nil || isServed(name) else { throw CouchError.forbidden("This node serves a fixed list of databases.") }
+            // Every name is checked before anything is made: a refused collection must not leave its database behind.
+            try Names.validateDatabase(name)
+            if let scope, let collectionName {
+                try Names.validateCollectionOrScope(scope, kind: "scope")
+                try Names.validateCollectionOrScope(collectionName, kind: "collection")
+            }
             let existing = try directory.database(name)
             let collectionExists = try existing.map { try $0.collection(name: collectionName ?? "_default", scope: scope) != nil } ?? false
             if existing != nil, scope == nil || collectionExists {

@@ -23,6 +23,7 @@ extension Handlers {
         case "_up":
             return HTTP.json(["status": "ok"])
         case "_uuids":
+            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
             let count = min(try QueryOptions(request.uri).int("count") ?? 1, 1000)
             return HTTP.json(["uuids": .array((0..<count).map { _ in .string(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")) })])
         case "_replicate":

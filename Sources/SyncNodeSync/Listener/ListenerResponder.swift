@@ -69,7 +69,13 @@ struct ListenerResponder: HTTPResponder {
     /// Splits the raw path on `/` and percent-decodes each segment, so `%2F`
     /// inside a document ID stays part of it.
     static func segments(_ path: String) throws -> [String] {
-        try path.split(separator: "/", omittingEmptySubsequences: true).map { raw in
+        // One trailing slash is common (`/db/`); an empty segment elsewhere would shift the
+        // others into other meanings (`/db//etc/x` read as attachment `x` of document `etc`).
+        let trimmed = path.hasSuffix("/") ? path.dropLast() : Substring(path)
+        if trimmed.dropFirst().contains("//") || trimmed.hasPrefix("//") {
+            throw CouchError.badRequest("empty path segment in '\(path)'")
+        }
+        return try trimmed.split(separator: "/", omittingEmptySubsequences: true).map { raw in
             guard let decoded = raw.removingPercentEncoding else {
                 throw CouchError.badRequest("invalid percent-encoding in path segment '\(raw)'")
             }

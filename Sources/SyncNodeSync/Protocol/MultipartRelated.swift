@@ -51,7 +51,9 @@ enum MultipartRelated {
     /// The document of an upload with each `follows` attachment turned into inline data.
     static func document(from parts: [Part]) throws -> [String: DocumentValue] {
         guard let first = parts.first else { throw CouchError.badRequest("empty multipart body") }
-        let text = String(decoding: first.body, as: UTF8.self)
+        guard let text = String(validating: first.body, as: UTF8.self) else {
+            throw CouchError.badRequest("the JSON part is not valid UTF-8")
+        }
         guard case .dictionary(var object) = try DocumentValue(json: text) else { throw CouchError.badRequest("the first part must be a JSON object") }
         guard case .dictionary(var attachments)? = object["_attachments"] else { return object }
         // Parts follow the attachments in the order the JSON lists them; a part may also name itself.
