@@ -94,15 +94,29 @@ import Testing
         #expect(cookies.verify(value, now: start, userKey: ListenerAuthenticator.users(["bob": "pw"]).sessionKey) == nil)
     }
 
-    @Test func repeatedFailuresAreRateLimited() async throws {
-        let h = try await ListenerHarness()
+    /// Failures slow down further attempts for that address and user; the right password still works.
+    @Test func repeatedFailuresSlowGuessingButNeverLockAUserOut() async throws {
+        let h = try await ListenerHarness(authFailuresPerMinute: 3)
         try await withCleanup({ await h.shutdown() }) {
-            let wrong = "Basic " + Data("ann:nope".utf8).base64EncodedString()
+            let wrong = "Basic " + Data("\(ListenerHarness.user):nope".utf8).base64EncodedString()
             var statuses: [Int] = []
-            for _ in 0..<12 { statuses.append(try await h.request(.GET, "/", auth: wrong).status) }
-            #expect(statuses.prefix(10).allSatisfy { $0 == 401 })
-            #expect(statuses.suffix(2).allSatisfy { $0 == 429 })
+            for _ in 0..<5 { statuses.append(try await h.request(.GET, "/", auth: wrong).status) }
+            #expect(statuses.allSatisfy { $0 == 401 })
+            // Someone guessing from this address cannot lock the real user out.
+            #expect(try await h.request(.GET, "/").status == 200)
         }
+        let limiter = AuthRateLimiter(limit: 3)
+        for _ in 0..<3 { limiter.recordFailure(address: "10.0.0.1", user: "ann") }
+        #expect(limiter.delay(address: "10.0.0.1", user: "ann") == .milliseconds(100))
+        limiter.recordFailure(address: "10.0.0.1", user: "ann")
+        #expect(limiter.delay(address: "10.0.0.1", user: "ann") == .milliseconds(200))
+        for _ in 0..<20 { limiter.recordFailure(address: "10.0.0.1", user: "ann") }
+        #expect(limiter.delay(address: "10.0.0.1", user: "ann") == .seconds(5))
+        // Another user, or another address, is not slowed; a success clears the count.
+        #expect(limiter.delay(address: "10.0.0.1", user: "bob") == .zero)
+        #expect(limiter.delay(address: "10.0.0.2", user: "ann") == .zero)
+        limiter.recordSuccess(address: "10.0.0.1", user: "ann")
+        #expect(limiter.delay(address: "10.0.0.1", user: "ann") == .zero)
     }
 
     @Test func identitySurvivesRestartAndPlaintextIsRefused() async throws {

@@ -26,10 +26,10 @@ struct Authentication: Sendable {
     }
 
     /// The user a request authenticates as; throws 401 (or 429 after too many failures).
-    func check(_ request: Request, remoteAddress: String) throws -> Login {
+    func check(_ request: Request, remoteAddress: String) async throws -> Login {
         guard authenticator != nil else { return Login(user: nil) }
         if let (user, password) = Self.basicCredentials(request) {
-            try checkPassword(user, password, remoteAddress: remoteAddress)
+            try await checkPassword(user, password, remoteAddress: remoteAddress)
             return Login(user: user)
         }
         if let value = request.cookies[SessionCookies.name]?.value, !value.isEmpty {
@@ -48,15 +48,18 @@ struct Authentication: Sendable {
         cookies.header(value: cookies.value(user: user, userKey: authenticator?.sessionKey(user) ?? []), secure: secure)
     }
 
-    private func checkPassword(_ user: String, _ password: String, remoteAddress: String) throws {
+    private func checkPassword(_ user: String, _ password: String, remoteAddress: String) async throws {
         guard let authenticator else { return }
-        guard rateLimiter.allows(remoteAddress) else { throw CouchError.tooManyRequests }
+        // Guessing slows down, per address and user name; nobody is ever refused a right password.
+        let wait = rateLimiter.delay(address: remoteAddress, user: user)
+        if wait > .zero { try await Task.sleep(for: wait) }
         guard authenticator.check(user, password) else {
-            rateLimiter.recordFailure(remoteAddress)
+            rateLimiter.recordFailure(address: remoteAddress, user: user)
             // The user name is logged, never the password.
             logger.notice("authentication failed", metadata: ["user": "\(user)", "client": "\(remoteAddress)"])
             throw CouchError.unauthorized
         }
+        rateLimiter.recordSuccess(address: remoteAddress, user: user)
     }
 
     static func basicCredentials(_ request: Request) -> (user: String, password: String)? {
@@ -77,8 +80,8 @@ struct Authentication: Sendable {
         case .get, .head:
             // A wrong password is refused; no (or an expired) cookie answers with a null name, as CouchDB does.
             let basic = Self.basicCredentials(request) != nil
-            let login = basic ? try check(request, remoteAddress: remoteAddress)
-                : (try? check(request, remoteAddress: remoteAddress)) ?? Login(user: nil)
+            let login = basic ? try await check(request, remoteAddress: remoteAddress)
+                : (try? await check(request, remoteAddress: remoteAddress)) ?? Login(user: nil)
             let method = basic ? "default" : login.user != nil ? "cookie" : nil
             var info: [String: DocumentValue] = ["authentication_handlers": ["cookie", "default"]]
             if let method { info["authenticated"] = .string(method) }
@@ -87,7 +90,7 @@ struct Authentication: Sendable {
             return response
         case .post:
             let (user, password) = try await credentials(in: request)
-            try checkPassword(user, password, remoteAddress: remoteAddress)
+            try await checkPassword(user, password, remoteAddress: remoteAddress)
             var response = HTTP.json(["ok": true, "name": .string(user), "roles": ["_admin"]])
             response.headers[.setCookie] = cookie(for: user)
             return response
@@ -132,8 +135,10 @@ struct Authentication: Sendable {
     }
 }
 
-/// Slows down password guessing: after `limit` failures within a minute an
-/// address gets 429 until the minute is over.
+/// Slows down password guessing: past `limit` failures within a minute for
+/// one (address, user name), each further attempt for them waits first, 100 ms
+/// doubling per failure up to 5 s. A right password is never refused (someone
+/// else's failures behind the same NAT cannot lock a user out) and clears the count.
 final class AuthRateLimiter: Sendable {
     private let failures = Mutex<[String: (count: Int, since: ContinuousClock.Instant)]>([:])
     private let limit: Int
@@ -141,26 +146,36 @@ final class AuthRateLimiter: Sendable {
 
     init(limit: Int) { self.limit = limit }
 
-    func allows(_ address: String) -> Bool {
+    private static func key(_ address: String, _ user: String) -> String { address + "\u{0}" + user }
+
+    /// How long the next attempt for (address, user) waits.
+    func delay(address: String, user: String) -> Duration {
         failures.withLock { f in
-            guard let entry = f[address] else { return true }
+            let key = Self.key(address, user)
+            guard let entry = f[key] else { return .zero }
             if entry.since.duration(to: .now) > window {
-                f[address] = nil
-                return true
+                f[key] = nil
+                return .zero
             }
-            return entry.count < limit
+            let excess = entry.count - limit
+            guard excess >= 0 else { return .zero }
+            return min(.milliseconds(100) * (1 << min(excess, 10)), .seconds(5))
         }
     }
 
-    func recordFailure(_ address: String) {
+    func recordFailure(address: String, user: String) {
         failures.withLock { f in
-            let now = ContinuousClock.now
-            if let entry = f[address], entry.since.duration(to: now) <= window {
-                f[address] = (entry.count + 1, entry.since)
+            let now = ContinuousClock.now, key = Self.key(address, user)
+            if let entry = f[key], entry.since.duration(to: now) <= window {
+                f[key] = (entry.count + 1, entry.since)
             } else {
-                f[address] = (1, now)
+                f[key] = (1, now)
             }
             if f.count > 10_000 { f = f.filter { $0.value.since.duration(to: now) <= window } }
         }
+    }
+
+    func recordSuccess(address: String, user: String) {
+        failures.withLock { _ = $0.removeValue(forKey: Self.key(address, user)) }
     }
 }

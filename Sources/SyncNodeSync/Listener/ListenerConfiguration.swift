@@ -77,7 +77,8 @@ public struct ListenerConfiguration: Sendable {
     public var maxRequestBodySize: Int
     /// Connections idle this long are closed.
     public var idleTimeout: Duration
-    /// Failed logins an address may make per minute before it gets 429.
+    /// Failed logins one address may make for one user name per minute before
+    /// each further attempt for them is delayed (100 ms, doubling, at most 5 s).
     public var authFailuresPerMinute: Int
     /// How long, in seconds, an `AuthSession` cookie from `POST /_session`
     /// authenticates (CouchDB's default, 600). A client that keeps using it

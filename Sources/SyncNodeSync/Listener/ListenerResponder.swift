@@ -59,7 +59,7 @@ struct ListenerResponder: HTTPResponder {
         if request.uri.path == "/_session" || request.uri.path == "/_session/" {
             return try await authentication.session(request, remoteAddress: context.remoteAddress)
         }
-        let login = try authentication.check(request, remoteAddress: context.remoteAddress)
+        let login = try await authentication.check(request, remoteAddress: context.remoteAddress)
         let segments = try Self.segments(request.uri.path)
         var response = try await handlers.handle(request, segments: segments)
         if let cookie = login.refreshedCookie { response.headers[.setCookie] = cookie }

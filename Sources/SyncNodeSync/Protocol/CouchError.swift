@@ -26,7 +26,6 @@ public struct CouchError: Error, Sendable, Equatable, CustomStringConvertible {
     }
     static func tooLarge(_ reason: String) -> CouchError { CouchError(status: 413, error: "too_large", reason: reason) }
     static func unsupportedMediaType(_ reason: String) -> CouchError { CouchError(status: 415, error: "bad_content_type", reason: reason) }
-    static let tooManyRequests = CouchError(status: 429, error: "too_many_requests", reason: "Too many failed authentication attempts; wait a minute.")
 
     /// The CouchDB error a store error stands for.
     init(_ error: StoreError) {
