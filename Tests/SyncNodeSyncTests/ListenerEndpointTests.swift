@@ -117,6 +117,9 @@ import Testing
             // A name that only looks like a loopback address, or a path below the database, is not this node.
             let lookalike = #"{"source":"https://127.evil.example:\#(h.listener.port ?? 0)/a","target":"https://192.0.2.1:1/b"}"#
             #expect(try await h.request(.POST, "/_replicate", body: lookalike).status == 400)
+            // An unreachable peer is the peer's failure: 502, naming it.
+            let unreachable = try await h.request(.POST, "/_replicate", body: #"{"source":"a","target":"https://127.0.0.1:1/x"}"#)
+            #expect(unreachable.status == 502 && unreachable["reason"]?.string?.contains("127.0.0.1") == true, "\(unreachable.body)")
             // Two URLs elsewhere still need one end here.
             let elsewhere = #"{"source":"https://192.0.2.1:1/a","target":"https://192.0.2.1:1/b"}"#
             #expect(try await h.request(.POST, "/_replicate", body: elsewhere).status == 400)

@@ -39,9 +39,14 @@ extension Handlers {
         let result: ReplicationResult
         do {
             result = try await replicator.runOnce()
+        } catch let error as StoreError {
+            throw error  // this node's own failure, as any other request reports it
         } catch {
-            // The peer's answer (a 401 from it, say) is not this request's status.
-            throw CouchError(status: 500, error: "replication_failed", reason: "\(error)")
+            // The peer's answer (a 401 from it, say) or its silence is not this request's status: 502, naming it.
+            let peer = [source, target].lazy.compactMap { side -> String? in
+                if case .remote(let url, _) = side { return HTTPRemote.redacted(url) } else { return nil }
+            }.first ?? "the other end"
+            throw CouchError(status: 502, error: "replication_failed", reason: "replicating with \(peer) failed: \(error)")
         }
         let written = result.pushed + result.pulled
         let session = UUID().uuidString.lowercased()
