@@ -84,6 +84,21 @@ import Testing
         #expect(try c.conflictingRevisions(id: "d") == [hex32])
     }
 
+    /// Whatever the umask, a database is readable by its owner only.
+    @Test func databaseFilesAreTheOwnersAlone() throws {
+        let dir = try TempDirectory()
+        let previous = umask(0o022)
+        defer { umask(previous) }
+        let db = try dir.open()
+        defer { try? db.close() }
+        try db.defaultCollection().save(try MutableDocument(id: "d", data: ["secret": 1]))
+        func mode(_ path: String) throws -> Int {
+            (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
+        }
+        #expect(try mode(db.path.path) == 0o700)
+        #expect(try mode(db.path.appendingPathComponent("db.sqlite3").path) & 0o077 == 0)
+    }
+
     @Test func copyMakesANewDatabaseWithANewUUID() throws {
         let dir = try TempDirectory()
         let source = try dir.open("prebuilt")

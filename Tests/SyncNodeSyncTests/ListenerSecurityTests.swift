@@ -119,6 +119,21 @@ import Testing
         #expect(limiter.delay(address: "10.0.0.1", user: "ann") == .zero)
     }
 
+    @Test func aNodesDirectoryIsTheOwnersAlone() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-mode-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: url) }
+        let previous = umask(0o022)
+        defer { umask(previous) }
+        let node = try NodeDirectory(url: url)
+        _ = try node.sessionSecret()
+        func mode(_ path: String) throws -> Int {
+            (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
+        }
+        #expect(try mode(url.path) == 0o700)
+        #expect(try mode(url.appendingPathComponent(".node").path) == 0o700)
+        #expect(try mode(url.appendingPathComponent(".node/session-secret").path) == 0o600)
+    }
+
     @Test func identitySurvivesRestartAndPlaintextIsRefused() async throws {
         let first = try await ListenerHarness()
         let fingerprint = try #require(first.listener.tlsIdentity?.fingerprint)

@@ -73,6 +73,8 @@ public final class Database: Sendable {
         self.path = Self.directory(name: name, in: config.directory)
         do {
             try FileManager.default.createDirectory(at: path, withIntermediateDirectories: true)
+            // The owner's alone, whatever the umask: documents are nobody else's to read.
+            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: path.path)
         } catch {
             throw StoreError.io("cannot create database directory \(path.path): \(error.localizedDescription)")
         }
@@ -87,6 +89,10 @@ public final class Database: Sendable {
         pointReader = PointReader(path: file)
         do {
             pool = try DatabasePool(path: file, configuration: grdb)
+            // SQLite gives -wal and -shm files the main file's mode, so they follow.
+            for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: file + suffix) {
+                try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file + suffix)
+            }
             uuid = try Schema.migrate(pool)
         } catch let error as DatabaseError {
             throw StoreError.storage("opening \(path.path): \(error.message ?? error.description)")

@@ -24,6 +24,8 @@ public final class NodeDirectory: Sendable {
         let uuidFile = meta.appendingPathComponent("uuid")
         do {
             try FileManager.default.createDirectory(at: meta, withIntermediateDirectories: true)
+            // The node's data and secrets are the owner's alone, whatever the umask.
+            for directory in [url, meta] { try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path) }
             if let existing = try? String(contentsOf: uuidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
                UUID(uuidString: existing) != nil {
                 uuid = existing
