@@ -175,3 +175,46 @@ import Testing
         }
     }
 }
+
+/// TLS 1.2 clients get AEAD suites only.
+@Suite struct ListenerCipherTests {
+    final class Reader: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = ByteBuffer
+        var received = 0
+        let done: EventLoopPromise<Int>
+        init(done: EventLoopPromise<Int>) { self.done = done }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) { received += unwrapInboundIn(data).readableBytes }
+        func errorCaught(context: ChannelHandlerContext, error: Error) { context.close(promise: nil) }
+        func channelInactive(context: ChannelHandlerContext) { done.succeed(received) }
+    }
+
+    /// Bytes of HTTP answer a TLS 1.2 client offering only `ciphers` gets (0: no handshake).
+    static func answer(_ h: ListenerHarness, ciphers: String) async throws -> Int {
+        var tls = try h.node.tlsIdentity().pinningClientConfiguration()
+        tls.maximumTLSVersion = .tlsv12
+        tls.cipherSuites = ciphers
+        let context = try NIOSSLContext(configuration: tls)
+        let group = MultiThreadedEventLoopGroup.singleton
+        let done = group.next().makePromise(of: Int.self)
+        let channel = try await ClientBootstrap(group: group).channelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: nil))
+                try channel.pipeline.syncOperations.addHandler(Reader(done: done))
+            }
+        }.connect(host: "127.0.0.1", port: h.listener.port ?? 0).get()
+        let request = "GET /_session HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        channel.writeAndFlush(ByteBuffer(string: request), promise: nil)
+        return try await done.futureResult.get()
+    }
+
+    @Test func tls12OffersAEADSuitesOnly() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            let aead = try await ListenerCipherTests.answer(h, ciphers: "ECDHE-ECDSA-AES128-GCM-SHA256")
+            let cbc128 = try await ListenerCipherTests.answer(h, ciphers: "ECDHE-ECDSA-AES128-SHA")
+            let cbc256 = try await ListenerCipherTests.answer(h, ciphers: "ECDHE-ECDSA-AES256-SHA")
+            #expect(aead > 0)
+            #expect(cbc128 == 0 && cbc256 == 0)
+        }
+    }
+}
