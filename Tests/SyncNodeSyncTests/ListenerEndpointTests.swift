@@ -211,6 +211,13 @@ import Testing
                 #expect(reply.status == 400 && reply["error"] == "bad_request")
             }
             #expect(try await h.request(.GET, "/db/u").status == 404)
+            // _local documents: ids and revisions are checked as for other documents.
+            for (id, rev) in [("a%00b", "0-1"), ("ok", "x"), ("ok", "1-"), ("ok", "99999999999999999999-1")] {
+                let reply = try await h.request(.PUT, "/db/_local/\(id)?rev=\(rev)", body: #"{"v":1}"#)
+                #expect(reply.status == 400, "\(id) \(rev): \(reply.body)")
+            }
+            #expect(try await h.request(.PUT, "/db/_local/ok", body: #"{"v":1}"#)["rev"] == "0-1")
+            #expect(try await h.request(.PUT, "/db/_local/ok?rev=0-1", body: #"{"v":2}"#)["rev"] == "0-2")
         }
     }
 

@@ -29,6 +29,13 @@ extension DocumentCollection {
     package func putLocalDocument(id: String, json: String, rev: String?, force: Bool = false) throws -> LocalDocument {
         try checkLive()
         guard !id.isEmpty, id.utf8.count <= 250 else { throw StoreError.invalidDocumentID(id, reason: "local IDs are 1-250 bytes") }
+        guard !id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw StoreError.invalidDocumentID(id, reason: "a local ID holds no control characters")
+        }
+        // `0-N` as this store writes them, or any revision of the usual form a replicator may send.
+        if let rev, !(rev.hasPrefix("0-") && rev.utf8.count > 2 && rev.utf8.count < 22 && rev.utf8.dropFirst(2).allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })) {
+            _ = try RevisionID.validate(rev)
+        }
         _ = try JSONParser.parseObject(json)
         return try database.write { db in
             let current = try Int64.fetchOne(db, sql: "SELECT generation FROM \(tables.local) WHERE id = ?", arguments: [id])
