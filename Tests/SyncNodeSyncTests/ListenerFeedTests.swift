@@ -218,3 +218,53 @@ import Testing
         }
     }
 }
+
+/// Connections that stall are closed after the idle timeout: before a TLS
+/// ClientHello, in the middle of request headers or of a body, and idle
+/// between requests. (The bound each waits for is liveness, not speed.)
+@Suite struct ListenerStallTests {
+    final class Watcher: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = ByteBuffer
+        let closed: EventLoopPromise<Void>
+        init(closed: EventLoopPromise<Void>) { self.closed = closed }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
+        func errorCaught(context: ChannelHandlerContext, error: Error) { context.close(promise: nil) }
+        func channelInactive(context: ChannelHandlerContext) { closed.succeed(()) }
+    }
+
+    /// Connects (over TLS when `tls`), writes `send`, and tells whether the listener closes the connection within 20 s.
+    static func closes(_ h: ListenerHarness, tls: Bool, send: String) async throws -> Bool {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let loop = group.next()
+        let closed = loop.makePromise(of: Void.self)
+        let context = tls ? try NIOSSLContext(configuration: try h.node.tlsIdentity().pinningClientConfiguration()) : nil
+        let channel = try await ClientBootstrap(group: loop).channelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture {
+                if let context { try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: nil)) }
+                try channel.pipeline.syncOperations.addHandler(Watcher(closed: closed))
+            }
+        }.connect(host: "127.0.0.1", port: h.listener.port ?? 0).get()
+        if !send.isEmpty { try await channel.writeAndFlush(ByteBuffer(string: send)).get() }
+        let gaveUp = loop.scheduleTask(in: .seconds(20)) { closed.fail(ChannelError.connectTimeout(.seconds(20))) }
+        defer { gaveUp.cancel() }
+        do {
+            try await closed.futureResult.get()
+            return true
+        } catch {
+            try? await channel.close()
+            return false
+        }
+    }
+
+    @Test func stalledConnectionsAreClosed() async throws {
+        let h = try await ListenerHarness(idleTimeout: .seconds(1))
+        try await withCleanup({ await h.shutdown() }) {
+            let auth = "Authorization: \(ListenerHarness.authorization)\r\n"
+            let noClientHello = try await ListenerStallTests.closes(h, tls: false, send: "")
+            let slowHeaders = try await ListenerStallTests.closes(h, tls: true, send: "GET / HTTP/1.1\r\nHost: x\r\n")
+            let stalledBody = try await ListenerStallTests.closes(h, tls: true, send: "PUT /db HTTP/1.1\r\nHost: x\r\n\(auth)Content-Length: 100\r\n\r\n{\"a\":")
+            let idleKeepAlive = try await ListenerStallTests.closes(h, tls: true, send: "GET /_up HTTP/1.1\r\nHost: x\r\n\(auth)\r\n")
+            #expect(noClientHello && slowHeaders && stalledBody && idleKeepAlive)
+        }
+    }
+}

@@ -73,7 +73,7 @@ public final class Listener: Sendable {
         let stats = self.stats
         let http1 = HTTP1Channel.Configuration(
             additionalChannelHandlers: [ConnectionCounter(stats: stats)],
-            idleTimeout: .nanoseconds(Int64(config.idleTimeout.components.seconds) * 1_000_000_000),
+            idleTimeout: .nanoseconds(config.idleTimeout.components.seconds * 1_000_000_000 + config.idleTimeout.components.attoseconds / 1_000_000_000),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 64 * 1024, maxHeaderListSize: 128 * 1024, maxHeaderFieldCount: 200))
         let plain = HTTPServerBuilder { responder in CoalescingHTTP1Channel(base: HTTP1Channel(responder: responder, configuration: http1)) }
         let server: HTTPServerBuilder = try identity.map { try .tls(plain, tlsConfiguration: $0.serverConfiguration()) } ?? plain

@@ -75,7 +75,9 @@ public struct ListenerConfiguration: Sendable {
     public var allowedOrigins: [String]
     /// The largest request body accepted (413 beyond).
     public var maxRequestBodySize: Int
-    /// Connections idle this long are closed.
+    /// A connection that sends nothing for this long is closed: no TLS
+    /// ClientHello, headers or a body that stop arriving, an idle keep-alive.
+    /// A response being written (a long poll, a continuous feed) is exempt.
     public var idleTimeout: Duration
     /// Failed logins one address may make for one user name per minute before
     /// each further attempt for them is delayed (100 ms, doubling, at most 5 s).
@@ -91,7 +93,7 @@ public struct ListenerConfiguration: Sendable {
         directory: NodeDirectory, databases: [String]? = nil, port: Int = 0, host: String = "0.0.0.0",
         disableTLS: Bool = false, tlsIdentity: TLSIdentity? = nil, authenticator: ListenerAuthenticator? = nil,
         readOnly: Bool = false, allowedOrigins: [String] = [], maxRequestBodySize: Int = 64 << 20,
-        idleTimeout: Duration = .seconds(300), authFailuresPerMinute: Int = 10, sessionTimeout: Int = 600
+        idleTimeout: Duration = .seconds(60), authFailuresPerMinute: Int = 10, sessionTimeout: Int = 600
     ) {
         self.directory = directory
         self.databases = databases
