@@ -102,7 +102,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
-        // The seed guides' examples (to-do list, categorized products), run by their tests.
+        // Example apps' view models (a to-do list, categorized products), run by their tests.
         .target(
             name: "SyncNodeExamples",
             dependencies: [

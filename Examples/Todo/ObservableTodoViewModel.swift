@@ -1,7 +1,7 @@
 import Observation
 import SyncNodeStore
 
-/// The seed guide's to-do list view model, Observation variant: SwiftUI
+/// The to-do list view model, Observation variant: SwiftUI
 /// views (or `withObservationTracking`) follow `todos` through ``LiveResults``.
 @MainActor
 @Observable

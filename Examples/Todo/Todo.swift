@@ -1,6 +1,6 @@
 import SyncNodeStore
 
-/// A to-do item, the seed guide's model: a Codable value whose `id` is its document ID.
+/// A to-do item: a Codable value whose `id` is its document ID.
 ///
 /// (The guide calls it `Task`, which shadows Swift's own `Task`; hence `Todo`.)
 public struct Todo: Codable, Identifiable, Equatable, Sendable {

@@ -6,7 +6,7 @@ import OpenCombine
 import SyncNodeStore
 import SyncNodeCombine
 
-/// The seed guide's to-do list view model, Combine variant: a live query
+/// The to-do list view model, Combine variant: a live query
 /// publisher decoded into `todos`, and the edits a list view makes.
 @MainActor
 public final class TodoViewModel: ObservableObject {

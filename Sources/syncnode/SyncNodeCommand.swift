@@ -10,7 +10,7 @@ struct SyncNodeCommand: AsyncParsableCommand {
         abstract: "An embedded document database node with CouchDB-protocol LAN sync.",
         subcommands: [Put.self, Get.self, Delete.self, Import.self, Export.self, Changes.self, QueryCommand.self, Serve.self, Sync.self, Peers.self, Identity.self])
 
-    /// Exit codes of DESIGN.md §7: 0 ok, 1 user error, 2 usage, 3 network/peer failure.
+    /// Exit codes: 0 ok, 1 user error, 2 usage, 3 network/peer failure.
     static func main() async {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -50,7 +50,7 @@ struct SyncNodeCommand: AsyncParsableCommand {
         }
     }
 
-    /// `syncnode --dir PATH put ...`: the contract puts `--dir` before the
+    /// `syncnode --dir PATH put ...`: the documented form puts `--dir` before the
     /// command, while argument-parser wants a subcommand's options after its
     /// name, so a leading `--dir` is moved behind the command name.
     static func globalOptionsMovedAfterCommand(_ args: [String]) -> [String] {

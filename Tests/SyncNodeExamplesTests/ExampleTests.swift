@@ -4,7 +4,7 @@ import Testing
 @testable import SyncNodeExamples
 @testable import SyncNodeStore
 
-/// The seed guides' examples, driven as an app would drive them, on the main actor.
+/// The example apps' view models, driven as an app would drive them, on the main actor.
 @MainActor
 final class ExampleTests {
     let dir: URL

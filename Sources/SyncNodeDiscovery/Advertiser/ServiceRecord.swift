@@ -1,4 +1,4 @@
-/// What a node advertises through DNS-SD (DESIGN.md §5): the service
+/// What a node advertises through DNS-SD: the service
 /// `_syncnode._tcp` on the listener's port, with a TXT record
 /// `v=1 uuid=… dbs=a,b tls=1 fp=… auth=basic`.
 public struct ServiceRecord: Sendable, Equatable {

@@ -14,7 +14,7 @@ public enum DocumentValue: Sendable, Hashable {
     case string(String)
     case array([DocumentValue])
     case dictionary([String: DocumentValue])
-    /// A blob. In the stored body it is the metadata dictionary of DESIGN.md §3.
+    /// A blob. In the stored body it is its metadata dictionary (`@type`, `digest`, `length`, `content_type`).
     case blob(Blob)
 }
 

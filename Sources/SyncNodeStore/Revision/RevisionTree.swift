@@ -26,7 +26,7 @@ struct RevisionTree: Equatable, Sendable {
         return nodes.indices.filter { !isParent[$0] }
     }
 
-    /// The winning leaf (DESIGN.md §3); nil only for an empty tree.
+    /// The winning leaf (CouchDB's order, ``RevisionID/wins(_:over:)``); nil only for an empty tree.
     var winner: Int? {
         leaves.max { a, b in
             RevisionID.wins((nodes[b].rev, nodes[b].deleted), over: (nodes[a].rev, nodes[a].deleted))

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A pairing URL (DESIGN.md §5): `https://[user:password@]host:port/db?uuid=<node UUID>&fp=<fingerprint>`.
+/// A pairing URL: `https://[user:password@]host:port/db?uuid=<node UUID>&fp=<fingerprint>`.
 /// Giving it to a replicator pins the certificate and keys checkpoints on the UUID.
 ///
 /// ```swift

@@ -249,7 +249,7 @@ public final class Replicator: Sendable {
     }
 
     /// The replication ID: SHA-1 over the local database UUID, the remote
-    /// identity, the direction and the document filter (DESIGN.md §4).
+    /// identity, the direction and the document filter.
     func replicationID(remoteID: String, direction: String) -> String {
         Self.hexDigest([config.collection.database.uuid, config.collection.fullName, remoteID, direction,
                         (config.documentIDs ?? []).sorted().joined(separator: ",")])

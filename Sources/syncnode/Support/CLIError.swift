@@ -1,5 +1,5 @@
 /// An error the CLI reports as one line on stderr with its exit code
-/// (DESIGN.md §7: 1 user error, 2 usage, 3 network or peer failure).
+/// (1 user error, 2 usage, 3 network or peer failure).
 struct CLIError: Error, CustomStringConvertible {
     let message: String
     let exitCode: Int32

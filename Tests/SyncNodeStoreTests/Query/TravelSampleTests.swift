@@ -3,7 +3,8 @@ import Testing
 @testable import SyncNodeStore
 
 /// A generated travel-sample-like database (airlines, routes, airports,
-/// hotels, landmarks) running every query the seed guide shows, with the
+/// hotels, landmarks) running one query of each kind the API offers (joins, grouping,
+/// full-text, parameters...), with the
 /// expected answers computed from the fixture data in plain Swift.
 @Suite final class TravelSampleTests {
     let dir: TempDirectory
