@@ -7,14 +7,14 @@ import SyncNodeStore
 
 /// Who may make a request: HTTP Basic credentials or an `AuthSession`
 /// cookie, checked against the listener's authenticator, with failed
-/// passwords rate-limited per address. Also answers `/_session`, where
+/// passwords slowed down per address and user. Also answers `/_session`, where
 /// clients log in and out and ask who they are.
 struct Authentication: Sendable {
     /// nil: everyone is let in (an anonymous node).
     let authenticator: ListenerAuthenticator?
     let cookies: SessionCookies
     let rateLimiter: AuthRateLimiter
-    /// Cookies are marked Secure (and SameSite=None, for browser pages of other origins) over HTTPS.
+    /// Cookies are marked Secure over HTTPS.
     let secure: Bool
     let logger: Logger
 
@@ -25,7 +25,7 @@ struct Authentication: Sendable {
         var refreshedCookie: String?
     }
 
-    /// The user a request authenticates as; throws 401 (or 429 after too many failures).
+    /// The user a request authenticates as; throws 401 (after a delay, past too many failures).
     func check(_ request: Request, remoteAddress: String) async throws -> Login {
         guard authenticator != nil else { return Login(user: nil) }
         if let (user, password) = Self.basicCredentials(request) {
