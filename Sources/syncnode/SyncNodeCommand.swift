@@ -22,10 +22,8 @@ struct SyncNodeCommand: AsyncParsableCommand {
         do {
             command = try parseAsRoot(globalOptionsMovedAfterCommand(Array(CommandLine.arguments.dropFirst())))
         } catch {
-            if exitCode(for: error) == .success {
-                print(fullMessage(for: error))
-                Foundation.exit(0)
-            }
+            // --help, -h, help, --version: argument-parser prints them (fullMessage is empty for these) and exits 0.
+            if exitCode(for: error) == .success { exit(withError: error) }
             let message = fullMessage(for: error).split(separator: "\n").first.map(String.init) ?? "usage error"
             Output.error(message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message)
             Foundation.exit(2)
@@ -44,7 +42,8 @@ struct SyncNodeCommand: AsyncParsableCommand {
             Output.error(error.description)
             Foundation.exit(1)
         } catch {
-            if exitCode(for: error) == .success { Foundation.exit(0) }
+            // A bare `syncnode` asks for help: print it.
+            if exitCode(for: error) == .success { exit(withError: error) }
             Output.error("\(error)")
             Foundation.exit(1)
         }

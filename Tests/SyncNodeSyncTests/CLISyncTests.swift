@@ -19,6 +19,14 @@ import Testing
         try await ChildProcess.runDetached(try PythonClientTests.executable(".build/debug/syncnode"), arguments)
     }
 
+    /// A newcomer's first commands print help and succeed.
+    @Test(arguments: [["--help"], [], ["help"], ["serve", "--help"], ["help", "sync"], ["sync", "-h"]])
+    func helpIsPrinted(_ arguments: [String]) throws {
+        let (status, stdout, _) = try Self.run(arguments)
+        #expect(status == 0)
+        #expect(stdout.contains("USAGE: syncnode"), "\(arguments): \(stdout.prefix(200))")
+    }
+
     @Test func syncPullsAndPushesThroughAServeProcess() throws {
         let node = try PythonClientTests.Node(user: "u", password: "p w")
         defer { _ = node.stop() }
