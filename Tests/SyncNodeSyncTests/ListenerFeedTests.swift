@@ -268,3 +268,61 @@ import Testing
         }
     }
 }
+
+/// Beyond the per-address limit a connection's request gets 503 and the connection closes.
+@Suite struct ListenerConnectionLimitTests {
+    final class Collector: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = ByteBuffer
+        var text = ""
+        let done: EventLoopPromise<String>
+        init(done: EventLoopPromise<String>) { self.done = done }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) { text += String(buffer: unwrapInboundIn(data)) }
+        func errorCaught(context: ChannelHandlerContext, error: Error) { context.close(promise: nil) }
+        func channelInactive(context: ChannelHandlerContext) { done.succeed(text) }
+    }
+
+    /// Sends one request with `Connection: close` over TLS and returns everything answered.
+    static func exchange(_ h: ListenerHarness, _ path: String) async throws -> String {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let done = loop.makePromise(of: String.self)
+        let context = try NIOSSLContext(configuration: try h.node.tlsIdentity().pinningClientConfiguration())
+        let channel = try await ClientBootstrap(group: loop).channelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: nil))
+                try channel.pipeline.syncOperations.addHandler(Collector(done: done))
+            }
+        }.connect(host: "127.0.0.1", port: h.listener.port ?? 0).get()
+        let request = "GET \(path) HTTP/1.1\r\nHost: x\r\nAuthorization: \(ListenerHarness.authorization)\r\nConnection: close\r\n\r\n"
+        try await channel.writeAndFlush(ByteBuffer(string: request)).get()
+        let gaveUp = loop.scheduleTask(in: .seconds(20)) { done.fail(ChannelError.connectTimeout(.seconds(20))) }
+        defer { gaveUp.cancel() }
+        return try await done.futureResult.get()
+    }
+
+    @Test func connectionsBeyondThePerAddressLimitGet503() async throws {
+        let h = try await ListenerHarness(maxConnectionsPerAddress: 2)
+        try await withCleanup({ await h.shutdown() }) {
+            // Two connections that send nothing take this address's two places.
+            let idle = try await (0..<2).asyncMap { _ in
+                try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: h.listener.port ?? 0).get()
+            }
+            while h.listener.status.activeConnections < 2 { try await Task.sleep(for: .milliseconds(10)) }
+            let refused = try await ListenerConnectionLimitTests.exchange(h, "/_up")
+            #expect(refused.hasPrefix("HTTP/1.1 503"), "\(refused.prefix(200))")
+            #expect(refused.contains(#""error":"service_unavailable""#))
+            #expect(h.listener.status.refusedConnections == 1)
+            for channel in idle { try await channel.close() }
+            while h.listener.status.activeConnections > 0 { try await Task.sleep(for: .milliseconds(10)) }
+            let admitted = try await ListenerConnectionLimitTests.exchange(h, "/_up")
+            #expect(admitted.hasPrefix("HTTP/1.1 200"), "\(admitted.prefix(200))")
+        }
+    }
+}
+
+extension Sequence {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var out: [T] = []
+        for element in self { out.append(try await transform(element)) }
+        return out
+    }
+}

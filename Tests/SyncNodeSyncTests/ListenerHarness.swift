@@ -18,13 +18,14 @@ final class ListenerHarness: @unchecked Sendable {
     static let password = "s3cret:pa$$"
 
     init(auth: Bool = true, tls: Bool = true, directory existing: URL? = nil, authFailuresPerMinute: Int = 10,
-         databases: [String]? = nil, faultInjector: FaultInjector? = nil, idleTimeout: Duration = .seconds(60)) async throws {
+         databases: [String]? = nil, faultInjector: FaultInjector? = nil, idleTimeout: Duration = .seconds(60),
+         maxConnectionsPerAddress: Int = 256) async throws {
         directory = existing ?? FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-listener-\(UUID().uuidString)")
         node = try NodeDirectory(url: directory)
         var config = ListenerConfiguration(
             directory: node, databases: databases, host: "127.0.0.1", disableTLS: !tls,
             authenticator: auth ? .users([Self.user: Self.password]) : nil, allowedOrigins: ["http://app.example"],
-            idleTimeout: idleTimeout, authFailuresPerMinute: authFailuresPerMinute)
+            idleTimeout: idleTimeout, authFailuresPerMinute: authFailuresPerMinute, maxConnectionsPerAddress: maxConnectionsPerAddress)
         config.faultInjector = faultInjector
         listener = Listener(config: config)
         try await listener.start()

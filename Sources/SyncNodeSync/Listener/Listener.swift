@@ -71,8 +71,9 @@ public final class Listener: Sendable {
             authentication: authentication,
             allowedOrigins: config.allowedOrigins, stats: stats, faultInjector: config.faultInjector, logger: logger)
         let stats = self.stats
+        let limits = ConnectionLimits(total: config.maxConnections, perAddress: config.maxConnectionsPerAddress)
         let http1 = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [ConnectionCounter(stats: stats)],
+            additionalChannelHandlers: [ConnectionCounter(stats: stats, limits: limits)],
             idleTimeout: .nanoseconds(config.idleTimeout.components.seconds * 1_000_000_000 + config.idleTimeout.components.attoseconds / 1_000_000_000),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 64 * 1024, maxHeaderListSize: 128 * 1024, maxHeaderFieldCount: 200))
         let plain = HTTPServerBuilder { responder in CoalescingHTTP1Channel(base: HTTP1Channel(responder: responder, configuration: http1)) }

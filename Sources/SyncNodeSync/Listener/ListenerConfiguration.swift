@@ -82,6 +82,10 @@ public struct ListenerConfiguration: Sendable {
     /// Failed logins one address may make for one user name per minute before
     /// each further attempt for them is delayed (100 ms, doubling, at most 5 s).
     public var authFailuresPerMinute: Int
+    /// Connections open at once, in all; beyond, a connection's first request gets 503 and it is closed.
+    public var maxConnections: Int
+    /// Connections open at once from one client address (503 beyond).
+    public var maxConnectionsPerAddress: Int
     /// How long, in seconds, an `AuthSession` cookie from `POST /_session`
     /// authenticates (CouchDB's default, 600). A client that keeps using it
     /// gets a fresh one after a tenth of that.
@@ -93,7 +97,8 @@ public struct ListenerConfiguration: Sendable {
         directory: NodeDirectory, databases: [String]? = nil, port: Int = 0, host: String = "0.0.0.0",
         disableTLS: Bool = false, tlsIdentity: TLSIdentity? = nil, authenticator: ListenerAuthenticator? = nil,
         readOnly: Bool = false, allowedOrigins: [String] = [], maxRequestBodySize: Int = 64 << 20,
-        idleTimeout: Duration = .seconds(60), authFailuresPerMinute: Int = 10, sessionTimeout: Int = 600
+        idleTimeout: Duration = .seconds(60), authFailuresPerMinute: Int = 10, sessionTimeout: Int = 600,
+        maxConnections: Int = 2048, maxConnectionsPerAddress: Int = 256
     ) {
         self.directory = directory
         self.databases = databases
@@ -108,5 +113,7 @@ public struct ListenerConfiguration: Sendable {
         self.idleTimeout = idleTimeout
         self.authFailuresPerMinute = authFailuresPerMinute
         self.sessionTimeout = sessionTimeout
+        self.maxConnections = maxConnections
+        self.maxConnectionsPerAddress = maxConnectionsPerAddress
     }
 }

@@ -114,6 +114,8 @@ public struct ListenerStatus: Sendable, Equatable {
     public var activeConnections = 0
     /// Connections accepted since start.
     public var totalConnections = 0
+    /// Connections refused (503) for being beyond the listener's limits, since start.
+    public var refusedConnections = 0
     /// Requests being answered now.
     public var activeRequests = 0
     /// Requests answered since start.
@@ -122,12 +124,32 @@ public struct ListenerStatus: Sendable, Equatable {
     public var bytesSent = 0
 }
 
-/// Counts requests and bytes, for ``Listener/status``.
+/// Counts connections, requests and bytes, for ``Listener/status`` and the connection limits.
 final class ListenerStats: Sendable {
     private let counts = Mutex(ListenerStatus())
+    /// Admitted connections open now, by client address.
+    private let perAddress = Mutex<[String: Int]>([:])
 
-    func connectionOpened() { counts.withLock { $0.activeConnections += 1; $0.totalConnections += 1 } }
-    func connectionClosed() { counts.withLock { $0.activeConnections -= 1 } }
+    /// Records a new connection; false when it is beyond `limits` (it is counted, not admitted).
+    func connectionOpened(address: String, limits: ConnectionLimits) -> Bool {
+        let admitted = perAddress.withLock { open in
+            let total = open.values.reduce(0, +)
+            guard total < limits.total, open[address, default: 0] < limits.perAddress else { return false }
+            open[address, default: 0] += 1
+            return true
+        }
+        counts.withLock { $0.activeConnections += 1; $0.totalConnections += 1; if !admitted { $0.refusedConnections += 1 } }
+        return admitted
+    }
+
+    func connectionClosed(address: String, admitted: Bool) {
+        counts.withLock { $0.activeConnections -= 1 }
+        guard admitted else { return }
+        perAddress.withLock { open in
+            let left = open[address, default: 1] - 1
+            open[address] = left > 0 ? left : nil
+        }
+    }
     func requestStarted() { counts.withLock { $0.activeRequests += 1; $0.totalRequests += 1 } }
     func requestFinished() { counts.withLock { $0.activeRequests -= 1 } }
     func sent(_ bytes: Int) { counts.withLock { $0.bytesSent += bytes } }
