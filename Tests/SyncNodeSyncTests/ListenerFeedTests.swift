@@ -281,8 +281,13 @@ import Testing
         func channelInactive(context: ChannelHandlerContext) { done.succeed(text) }
     }
 
-    /// Sends one request with `Connection: close` over TLS and returns everything answered.
+    /// Sends a GET with `Connection: close` over TLS and returns everything answered.
     static func exchange(_ h: ListenerHarness, _ path: String) async throws -> String {
+        try await exchange(h, raw: "GET \(path) HTTP/1.1\r\nHost: x\r\nAuthorization: \(ListenerHarness.authorization)\r\nConnection: close\r\n\r\n")
+    }
+
+    /// Sends `raw` over TLS and returns everything answered until the listener closes.
+    static func exchange(_ h: ListenerHarness, raw request: String) async throws -> String {
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let done = loop.makePromise(of: String.self)
         let context = try NIOSSLContext(configuration: try h.node.tlsIdentity().pinningClientConfiguration())
@@ -292,7 +297,6 @@ import Testing
                 try channel.pipeline.syncOperations.addHandler(Collector(done: done))
             }
         }.connect(host: "127.0.0.1", port: h.listener.port ?? 0).get()
-        let request = "GET \(path) HTTP/1.1\r\nHost: x\r\nAuthorization: \(ListenerHarness.authorization)\r\nConnection: close\r\n\r\n"
         try await channel.writeAndFlush(ByteBuffer(string: request)).get()
         let gaveUp = loop.scheduleTask(in: .seconds(20)) { done.fail(ChannelError.connectTimeout(.seconds(20))) }
         defer { gaveUp.cancel() }
@@ -315,6 +319,24 @@ import Testing
             while h.listener.status.activeConnections > 0 { try await Task.sleep(for: .milliseconds(10)) }
             let admitted = try await ListenerConnectionLimitTests.exchange(h, "/_up")
             #expect(admitted.hasPrefix("HTTP/1.1 200"), "\(admitted.prefix(200))")
+        }
+    }
+}
+
+@Suite struct ListenerTransferCodingTests {
+    /// A body in a transfer coding the listener does not decode is refused, not read as plain chunks.
+    @Test func transferCodingsOtherThanChunkedAre501() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let head = "PUT /db/g HTTP/1.1\r\nHost: x\r\nAuthorization: \(ListenerHarness.authorization)\r\nContent-Type: application/json\r\n"
+            let gzip = try await ListenerConnectionLimitTests.exchange(
+                h, raw: head + "Transfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+            #expect(gzip.hasPrefix("HTTP/1.1 501") && gzip.contains(#""error":"not_implemented""#), "\(gzip.prefix(200))")
+            #expect(try await h.request(.GET, "/db/g").status == 404)
+            let chunked = try await ListenerConnectionLimitTests.exchange(
+                h, raw: head + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+            #expect(chunked.hasPrefix("HTTP/1.1 201"), "\(chunked.prefix(200))")
         }
     }
 }

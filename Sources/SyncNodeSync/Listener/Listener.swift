@@ -76,7 +76,7 @@ public final class Listener: Sendable {
             additionalChannelHandlers: [ConnectionCounter(stats: stats, limits: limits)],
             idleTimeout: .nanoseconds(config.idleTimeout.components.seconds * 1_000_000_000 + config.idleTimeout.components.attoseconds / 1_000_000_000),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 64 * 1024, maxHeaderListSize: 128 * 1024, maxHeaderFieldCount: 200))
-        let plain = HTTPServerBuilder { responder in CoalescingHTTP1Channel(base: HTTP1Channel(responder: responder, configuration: http1)) }
+        let plain = HTTPServerBuilder { responder in ListenerHTTP1Channel(base: HTTP1Channel(responder: responder, configuration: http1)) }
         let server: HTTPServerBuilder = try identity.map { try .tls(plain, tlsConfiguration: $0.serverConfiguration()) } ?? plain
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let app = Application(

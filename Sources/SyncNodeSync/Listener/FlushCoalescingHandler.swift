@@ -1,6 +1,3 @@
-import Hummingbird
-import HummingbirdCore
-import Logging
 import NIOCore
 
 /// Sends everything written between two flushes as one buffer, so TLS makes
@@ -65,23 +62,5 @@ final class FlushCoalescingHandler: ChannelOutboundHandler, RemovableChannelHand
             promise = all
         }
         context.write(wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
-    }
-}
-
-/// ``HTTP1Channel`` with a ``FlushCoalescingHandler`` below its HTTP codec
-/// (directly above NIOSSL when wrapped with TLS).
-struct CoalescingHTTP1Channel: HTTPChannelHandler {
-    typealias Value = HTTP1Channel.Value
-    let base: HTTP1Channel
-    var responder: Responder { base.responder }
-
-    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        channel.eventLoop.makeCompletedFuture {
-            try channel.pipeline.syncOperations.addHandler(FlushCoalescingHandler())
-        }.flatMap { base.setup(channel: channel, logger: logger) }
-    }
-
-    func handle(value: Value, logger: Logger) async {
-        await base.handle(value: value, logger: logger)
     }
 }
