@@ -10,7 +10,7 @@ export SWIFT_DETERMINISTIC_HASHING=1
 what="${1:-store}"
 n="${2:-100000}"
 
-bash scripts/setup.sh
+bash scripts/setup.sh --tests
 swift build -c release >/dev/null
 bin="$(swift build -c release --show-bin-path)"
 

@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # Installs what SyncNode needs on Debian 12 (idempotent; run as root or with sudo).
+#   scripts/setup.sh           to build and run a node
+#   scripts/setup.sh --tests   and to run the test suite and benchmarks
 set -euo pipefail
 
 # avahi, dbus, iproute2, util-linux: DNS-SD and the multi-host lab (scripts/lab.sh); curl: the multi-node test;
-# zbar-tools: the QR tests' scanner; zlib1g-dev: gzip-encoded attachments (CouchDB sends text ones so);
-# nodejs, chromium: run PouchDB (in Node.js, and in a browser page) for the interoperability tests. Name `dbus` explicitly: dbus-broker alone lacks dbus-daemon.
-packages=(libsqlite3-dev sqlite3 python3 python3-venv libavahi-client-dev libqrencode-dev avahi-daemon avahi-utils dbus
-          iproute2 util-linux curl zbar-tools zlib1g-dev nodejs chromium)
+# zlib1g-dev: gzip-encoded attachments (CouchDB sends text ones so). Name `dbus` explicitly: dbus-broker
+# alone lacks dbus-daemon.
+packages=(libsqlite3-dev sqlite3 python3 libavahi-client-dev libqrencode-dev avahi-daemon avahi-utils dbus
+          iproute2 util-linux curl zlib1g-dev)
+tests=false
+if [ "${1:-}" = "--tests" ]; then
+  tests=true
+  # zbar-tools: the QR tests' scanner; nodejs, chromium: PouchDB in Node.js and in a browser page;
+  # python3-venv: the Python clients below.
+  packages+=(python3-venv zbar-tools nodejs chromium)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -23,11 +32,14 @@ fi
 
 command -v swift >/dev/null || { echo "setup: the Swift toolchain (6.1 or later) must be on PATH" >&2; exit 1; }
 
-# Independent CouchDB clients from PyPI for the interoperability tests, in the repo's own venv.
-venv="$(cd "$(dirname "$0")/.." && pwd)/.venv"
-if ! "$venv/bin/python" -c "import couchdb, pycouchdb, aiocouch, sofa, zeroconf, playwright" 2>/dev/null; then
-  echo "setup: installing Python test clients into $venv" >&2
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "couchdb==1.2" "pycouchdb" "typing_extensions" "aiocouch" "django-sofa==0.2.1" "django>=4.2,<5.1" "djangorestframework>=3.14,<3.16" "zeroconf" "playwright"
+# Independent CouchDB clients from PyPI for the interoperability tests, in the repo's own venv
+# (Playwright drives Debian's chromium; it downloads no browser).
+if $tests; then
+  venv="$(cd "$(dirname "$0")/.." && pwd)/.venv"
+  if ! "$venv/bin/python" -c "import couchdb, pycouchdb, aiocouch, sofa, zeroconf, playwright" 2>/dev/null; then
+    echo "setup: installing Python test clients into $venv" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "couchdb==1.2" "pycouchdb" "typing_extensions" "aiocouch" "django-sofa==0.2.1" "django>=4.2,<5.1" "djangorestframework>=3.14,<3.16" "zeroconf" "playwright"
+  fi
 fi
 echo "setup: ok" >&2

@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export SWIFT_DETERMINISTIC_HASHING=1
 
-bash scripts/setup.sh
+bash scripts/setup.sh --tests
 if [ -z "${SYNCNODE_COUCHDB_URL:-}" ]; then
   echo "test: ******** SYNCNODE_COUCHDB_URL is not set: the CouchDB interoperability tests are SKIPPED (set it to an admin URL of a CouchDB 3.x, e.g. http://admin:secret@127.0.0.1:5984; .ci/run starts one) ********" >&2
 fi
