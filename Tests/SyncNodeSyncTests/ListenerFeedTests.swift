@@ -221,7 +221,7 @@ import Testing
 
 /// Connections that stall are closed after the idle timeout: before a TLS
 /// ClientHello, in the middle of request headers or of a body, and idle
-/// between requests. (The bound each waits for is liveness, not speed.)
+/// between requests. (The 20 s each may wait is a liveness bound, not speed.)
 @Suite struct ListenerStallTests {
     final class Watcher: ChannelInboundHandler, @unchecked Sendable {
         typealias InboundIn = ByteBuffer
@@ -244,7 +244,8 @@ import Testing
                 try channel.pipeline.syncOperations.addHandler(Watcher(closed: closed))
             }
         }.connect(host: "127.0.0.1", port: h.listener.port ?? 0).get()
-        if !send.isEmpty { try await channel.writeAndFlush(ByteBuffer(string: send)).get() }
+        // Under load the listener may close first (the handshake outlasted the timeout): that is the outcome sought too.
+        if !send.isEmpty { try? await channel.writeAndFlush(ByteBuffer(string: send)).get() }
         let gaveUp = loop.scheduleTask(in: .seconds(20)) { closed.fail(ChannelError.connectTimeout(.seconds(20))) }
         defer { gaveUp.cancel() }
         do {
@@ -257,7 +258,7 @@ import Testing
     }
 
     @Test func stalledConnectionsAreClosed() async throws {
-        let h = try await ListenerHarness(idleTimeout: .seconds(1))
+        let h = try await ListenerHarness(idleTimeout: .seconds(2))
         try await withCleanup({ await h.shutdown() }) {
             let auth = "Authorization: \(ListenerHarness.authorization)\r\n"
             let noClientHello = try await ListenerStallTests.closes(h, tls: false, send: "")
@@ -310,13 +311,16 @@ import Testing
             let idle = try await (0..<2).asyncMap { _ in
                 try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: h.listener.port ?? 0).get()
             }
-            while h.listener.status.activeConnections < 2 { try await Task.sleep(for: .milliseconds(10)) }
+            let deadline = ContinuousClock.now.advanced(by: .seconds(20))  // liveness bounds, not timings
+            while h.listener.status.activeConnections < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
             let refused = try await ListenerConnectionLimitTests.exchange(h, "/_up")
             #expect(refused.hasPrefix("HTTP/1.1 503"), "\(refused.prefix(200))")
             #expect(refused.contains(#""error":"service_unavailable""#))
             #expect(h.listener.status.refusedConnections == 1)
             for channel in idle { try await channel.close() }
-            while h.listener.status.activeConnections > 0 { try await Task.sleep(for: .milliseconds(10)) }
+            while h.listener.status.activeConnections > 0, ContinuousClock.now < deadline.advanced(by: .seconds(20)) {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             let admitted = try await ListenerConnectionLimitTests.exchange(h, "/_up")
             #expect(admitted.hasPrefix("HTTP/1.1 200"), "\(admitted.prefix(200))")
         }
