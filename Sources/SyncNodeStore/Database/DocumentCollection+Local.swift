@@ -26,16 +26,20 @@ extension DocumentCollection {
     /// current one; without it the document must not exist (CouchDB's rule),
     /// unless `force` is set.
     @discardableResult
+    /// `0-N`, as this store writes a local document's revisions (a replicator may send any
+    /// revision of the usual form too).
+    private static func isLocalRevision(_ rev: String) -> Bool {
+        let digits = rev.utf8.dropFirst(2)
+        return rev.hasPrefix("0-") && (1...18).contains(digits.count) && digits.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
+
     package func putLocalDocument(id: String, json: String, rev: String?, force: Bool = false) throws -> LocalDocument {
         try checkLive()
         guard !id.isEmpty, id.utf8.count <= 250 else { throw StoreError.invalidDocumentID(id, reason: "local IDs are 1-250 bytes") }
         guard !id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
             throw StoreError.invalidDocumentID(id, reason: "a local ID holds no control characters")
         }
-        // `0-N` as this store writes them, or any revision of the usual form a replicator may send.
-        if let rev, !(rev.hasPrefix("0-") && rev.utf8.count > 2 && rev.utf8.count < 22 && rev.utf8.dropFirst(2).allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })) {
-            _ = try RevisionID.validate(rev)
-        }
+        if let rev, !Self.isLocalRevision(rev) { _ = try RevisionID.validate(rev) }
         _ = try JSONParser.parseObject(json)
         return try database.write { db in
             let current = try Int64.fetchOne(db, sql: "SELECT generation FROM \(tables.local) WHERE id = ?", arguments: [id])

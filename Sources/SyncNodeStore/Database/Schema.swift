@@ -106,14 +106,16 @@ enum Schema {
     /// picked again from its tree, and the bodies swap places if it changed (no new sequence:
     /// the leaves are the same, only which one shows).
     private static func repickWinners(_ db: GRDB.Database, _ t: CollectionTables) throws {
-        let rows = try Row.fetchAll(db, sql: "SELECT key, rev, deleted, body, tree FROM \(t.docs) WHERE instr(tree, char(10)) > 0")
+        // Trees only (bodies are read just for the rows that change): an upgrade must not hold every body in memory.
+        let rows = try Row.fetchAll(db, sql: "SELECT key, rev, tree FROM \(t.docs) WHERE instr(tree, char(10)) > 0")
         for row in rows {
             let key: Int64 = row["key"], stored: String = row["rev"], tree = try RevisionTree(serialized: row["tree"])
             guard let winner = tree.winner, tree.nodes[winner].rev != stored else { continue }
             let winnerRev = tree.nodes[winner].rev
+            let storedBody = try String.fetchOne(db, sql: "SELECT body FROM \(t.docs) WHERE key = ?", arguments: [key]) ?? "{}"
             let body = try String.fetchOne(db, sql: "SELECT body FROM \(t.revs) WHERE doc_key = ? AND rev = ?", arguments: [key, winnerRev]) ?? "{}"
             try db.execute(sql: "DELETE FROM \(t.revs) WHERE doc_key = ? AND rev = ?", arguments: [key, winnerRev])
-            try db.execute(sql: "INSERT OR REPLACE INTO \(t.revs)(doc_key, rev, body) VALUES(?, ?, ?)", arguments: [key, stored, row["body"] as String])
+            try db.execute(sql: "INSERT OR REPLACE INTO \(t.revs)(doc_key, rev, body) VALUES(?, ?, ?)", arguments: [key, stored, storedBody])
             try db.execute(sql: "UPDATE \(t.docs) SET rev = ?, deleted = ?, body = ? WHERE key = ?",
                            arguments: [winnerRev, tree.nodes[winner].deleted ? 1 : 0, body, key])
         }
