@@ -124,10 +124,12 @@ extension Handlers {
         // As CouchDB: the winner's path, newest first, each available, deleted or missing (compacted away); not with ?rev=.
         // (`att_encoding_info` adds nothing: attachments are stored decoded, and identity ones carry no encoding fields.)
         if try query.bool("revs_info"), query["rev"] == nil, case .dictionary(var object) = try DocumentValue(json: json) {
-            object["_revs_info"] = .array(try revision.history.map { rev in
-                let stored = rev == revision.rev ? revision : try c.revision(id: id, rev: rev)
-                let status = stored?.body == nil ? "missing" : stored?.deleted == true ? "deleted" : "available"
-                return ["rev": .string(rev), "status": .string(status)]
+            object["_revs_info"] = .array(try c.inSnapshot {
+                try revision.history.map { rev in
+                    let stored = rev == revision.rev ? revision : try c.revision(id: id, rev: rev)
+                    let status = stored?.body == nil ? "missing" : stored?.deleted == true ? "deleted" : "available"
+                    return ["rev": .string(rev), "status": .string(status)]
+                }
             })
             json = DocumentValue.dictionary(object).toJSON()
         }
@@ -161,7 +163,7 @@ extension Handlers {
             let parent = query["rev"] ?? request.headers[.ifMatch].map(unquote)
             let rev = try editAttachments(c, id: id, rev: parent) { attachments in
                 let digest = try c.storeBlobContent(data)
-                let revpos = Int64((parent.flatMap(WireDocument.generation) ?? 0) + 1)
+                let revpos = Int64(WireDocument.childGeneration(of: parent))
                 attachments[name] = ["@type": "blob", "digest": .string(digest), "length": .int(Int64(data.count)),
                                      "content_type": .string(type), "revpos": .int(revpos)]
             }

@@ -29,12 +29,11 @@ extension Handlers {
             }
         }
         var out: [String: DocumentValue] = ["docs": .array(docs), "bookmark": .string(Self.bookmark(skip: find.skip + docs.count))]
-        let plan = try query.explain()
-        let indexed = plan.contains("USING INDEX") || plan.contains("USING COVERING INDEX")
-        let known = try Set(c.indexes)
+        let known = find.useIndex.isEmpty ? [] : try Set(c.indexes)
         if let missing = find.useIndex.first(where: { !known.contains(Self.indexName(designDocument: $0)) }) {
             out["warning"] = .string("\(missing) was not found, or is not a valid index for this query.")
-        } else if !indexed {
+        } else if !(try query.explain()).split(separator: "\n").contains(where: { $0.hasPrefix("SEARCH") && $0.contains(" USING ") }) {
+            // SQLite's plan steps name any index they search ("SEARCH s0 USING INDEX ..."); the SQL above them is not looked at.
             out["warning"] = "No matching index found, create an index to optimize query time."
         }
         if body["execution_stats"] == .bool(true) {

@@ -127,15 +127,15 @@ public struct ListenerStatus: Sendable, Equatable {
 /// Counts connections, requests and bytes, for ``Listener/status`` and the connection limits.
 final class ListenerStats: Sendable {
     private let counts = Mutex(ListenerStatus())
-    /// Admitted connections open now, by client address.
-    private let perAddress = Mutex<[String: Int]>([:])
+    /// Admitted connections open now: in all, and by client address.
+    private let admitted = Mutex<(total: Int, byAddress: [String: Int])>((0, [:]))
 
     /// Records a new connection; false when it is beyond `limits` (it is counted, not admitted).
     func connectionOpened(address: String, limits: ConnectionLimits) -> Bool {
-        let admitted = perAddress.withLock { open in
-            let total = open.values.reduce(0, +)
-            guard total < limits.total, open[address, default: 0] < limits.perAddress else { return false }
-            open[address, default: 0] += 1
+        let admitted = self.admitted.withLock { open in
+            guard open.total < limits.total, open.byAddress[address, default: 0] < limits.perAddress else { return false }
+            open.total += 1
+            open.byAddress[address, default: 0] += 1
             return true
         }
         counts.withLock { $0.activeConnections += 1; $0.totalConnections += 1; if !admitted { $0.refusedConnections += 1 } }
@@ -145,9 +145,10 @@ final class ListenerStats: Sendable {
     func connectionClosed(address: String, admitted: Bool) {
         counts.withLock { $0.activeConnections -= 1 }
         guard admitted else { return }
-        perAddress.withLock { open in
-            let left = open[address, default: 1] - 1
-            open[address] = left > 0 ? left : nil
+        self.admitted.withLock { open in
+            let left = open.byAddress[address, default: 1] - 1
+            open.byAddress[address] = left > 0 ? left : nil
+            open.total -= 1
         }
     }
     func requestStarted() { counts.withLock { $0.activeRequests += 1; $0.totalRequests += 1 } }

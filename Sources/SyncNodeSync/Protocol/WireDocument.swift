@@ -174,6 +174,11 @@ enum WireDocument {
         return Int(rev[..<dash])
     }
 
+    /// The generation of a new child of `parent` (1 for a first revision).
+    static func childGeneration(of parent: String?) -> Int {
+        (parent.flatMap(generation) ?? 0) + 1
+    }
+
     static func suffix(_ rev: String) -> String {
         guard let dash = rev.firstIndex(of: "-") else { return rev }
         return String(rev[rev.index(after: dash)...])
