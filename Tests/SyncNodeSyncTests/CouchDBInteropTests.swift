@@ -246,12 +246,12 @@ struct CouchDB {
         return t.hasPrefix("text/") || ["application/javascript", "application/json", "application/xml"].contains { t.hasPrefix($0) }
     }
 
-    static var configured: Bool { ProcessInfo.processInfo.environment["SYNCNODE_COUCHDB_URL"] != nil }
+    static var configured: Bool { ProcessInfo.processInfo.environment["SYNCNODE_COUCHDB_URL"]?.isEmpty == false }
 
     let base: String
     let authorization: String
-    let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
-                            configuration: .init(timeout: .init(connect: .seconds(10), read: .seconds(120))))
+    /// Made once the URL is known good: a client dropped without shutdown traps.
+    let client: HTTPClient
 
     init() throws {
         guard let raw = ProcessInfo.processInfo.environment["SYNCNODE_COUCHDB_URL"], var url = URLComponents(string: raw),
@@ -263,6 +263,8 @@ struct CouchDB {
         url.password = nil
         url.path = ""
         base = url.string ?? raw
+        client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
+                            configuration: .init(timeout: .init(connect: .seconds(10), read: .seconds(120))))
     }
 
     func endpoint(_ db: String) -> DocumentValue {

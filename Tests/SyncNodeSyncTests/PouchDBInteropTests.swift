@@ -78,5 +78,5 @@ extension PouchDBInteropTests {
 
 /// The PouchDB bundles at `SYNCNODE_POUCHDB_DIR`.
 enum PouchDB {
-    static var directory: String? { ProcessInfo.processInfo.environment["SYNCNODE_POUCHDB_DIR"] }
+    static var directory: String? { ProcessInfo.processInfo.environment["SYNCNODE_POUCHDB_DIR"].flatMap { $0.isEmpty ? nil : $0 } }
 }
