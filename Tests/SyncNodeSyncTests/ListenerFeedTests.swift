@@ -327,7 +327,54 @@ import Testing
     }
 }
 
-@Suite struct ListenerTransferCodingTests {
+@Suite struct ListenerFramingTests {
+    /// An answer whose framing the client can read: a JSON error, its length, and a close.
+    static func expectClosingJSONError(_ reply: String, status: Int, error: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(reply.hasPrefix("HTTP/1.1 \(status)"), "\(reply.prefix(300))", sourceLocation: sourceLocation)
+        #expect(reply.contains(#""error":"\#(error)""#) && reply.contains(#""reason":""#), "\(reply.prefix(300))", sourceLocation: sourceLocation)
+        let body = reply.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
+        #expect(reply.lowercased().contains("content-length: \(body.utf8.count)\r\n"), "\(reply.prefix(300))", sourceLocation: sourceLocation)
+        #expect(reply.lowercased().contains("connection: close"), "\(reply.prefix(300))", sourceLocation: sourceLocation)
+    }
+
+    /// NIO strips the body and length of any answer to CONNECT and would then keep the connection.
+    @Test func connectGets405WithABodyAndACLose() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            let reply = try await ListenerConnectionLimitTests.exchange(
+                h, raw: "CONNECT /_uuids HTTP/1.1\r\nHost: x\r\nAuthorization: \(ListenerHarness.authorization)\r\n\r\n")
+            Self.expectClosingJSONError(reply, status: 405, error: "method_not_allowed")
+        }
+    }
+
+    /// Bytes the HTTP parser rejects get a JSON 400, not NIO's empty one.
+    @Test(arguments: ["GE T / HTTP/1.1\r\nHost: x\r\n\r\n", "GET / HTTP/1.1\r\nBad Name: v\r\n\r\n",
+                      "PUT /db/x HTTP/1.1\r\nContent-Length: -1\r\n\r\n{}", "GARBAGE\r\n\r\n"])
+    func unparsableRequestsGetAJSON400(_ raw: String) async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            let reply = try await ListenerConnectionLimitTests.exchange(h, raw: raw)
+            Self.expectClosingJSONError(reply, status: 400, error: "bad_request")
+        }
+    }
+
+    /// `/db/../x` would otherwise write document `..` with attachment `x`.
+    @Test func dotSegmentsAreRefused() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            for path in ["/db/../x", "/db/./x", "/db/.."] {
+                let reply = try await ListenerConnectionLimitTests.exchange(
+                    h, raw: "PUT \(path) HTTP/1.1\r\nHost: x\r\nAuthorization: \(ListenerHarness.authorization)\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+                #expect(reply.hasPrefix("HTTP/1.1 400") && reply.contains("percent-encode"), "\(path): \(reply.prefix(300))")
+            }
+            #expect(try await h.request(.GET, "/db")["doc_count"]?.int == 0)
+            // Spelled percent-encoded, `..` is an ordinary ID.
+            #expect(try await h.request(.PUT, "/db/%2E%2E", body: "{}").status == 201)
+        }
+    }
+
+
     /// A body in a transfer coding the listener does not decode is refused, not read as plain chunks.
     @Test func transferCodingsOtherThanChunkedAre501() async throws {
         let h = try await ListenerHarness()

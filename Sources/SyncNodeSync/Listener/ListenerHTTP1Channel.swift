@@ -6,7 +6,7 @@ import NIOHTTPTypesHTTP1
 
 /// The listener's HTTP/1 connections: ``HTTP1Channel`` with a
 /// ``FlushCoalescingHandler`` below its HTTP codec (directly above NIOSSL
-/// when wrapped with TLS) and a ``TransferCodingCheck`` before its heads
+/// when wrapped with TLS) and a ``FramingGuard`` before its heads
 /// become HTTPTypes.
 struct ListenerHTTP1Channel: HTTPChannelHandler {
     typealias Value = HTTP1Channel.Value
@@ -19,7 +19,7 @@ struct ListenerHTTP1Channel: HTTPChannelHandler {
         }.flatMap { base.setup(channel: channel, logger: logger) }.flatMapThrowing { value in
             // Transfer-Encoding is gone once heads become HTTPTypes: it is checked before that.
             let operations = channel.pipeline.syncOperations
-            try operations.addHandler(TransferCodingCheck(), position: .before(try operations.handler(type: HTTP1ToHTTPServerCodec.self)))
+            try operations.addHandler(FramingGuard(), position: .before(try operations.handler(type: HTTP1ToHTTPServerCodec.self)))
             return value
         }
     }

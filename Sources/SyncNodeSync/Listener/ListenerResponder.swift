@@ -76,6 +76,11 @@ struct ListenerResponder: HTTPResponder {
             throw CouchError.badRequest("empty path segment in '\(path)'")
         }
         return try trimmed.split(separator: "/", omittingEmptySubsequences: true).map { raw in
+            // Clients and proxies resolve `.` and `..` before sending, so a raw one means another
+            // resource than the one written (`/db/../x` as document `..`); an ID spelled so is percent-encoded.
+            if raw == "." || raw == ".." {
+                throw CouchError.badRequest("'\(raw)' path segment in '\(path)': percent-encode it (%2E) when it is part of an ID")
+            }
             guard let decoded = raw.removingPercentEncoding else {
                 throw CouchError.badRequest("invalid percent-encoding in path segment '\(raw)'")
             }
