@@ -146,7 +146,10 @@ final class AuthRateLimiter: Sendable {
 
     init(limit: Int) { self.limit = limit }
 
-    private static func key(_ address: String, _ user: String) -> String { address + "\u{0}" + user }
+    /// At most `maxEntries` keys, each with at most 64 characters of the user name: made-up
+    /// names, long or many, cannot grow the table without bound.
+    private static let maxEntries = 10_000
+    private static func key(_ address: String, _ user: String) -> String { address + "\u{0}" + user.prefix(64) }
 
     /// How long the next attempt for (address, user) waits.
     func delay(address: String, user: String) -> Duration {
@@ -171,7 +174,13 @@ final class AuthRateLimiter: Sendable {
             } else {
                 f[key] = (1, now)
             }
-            if f.count > 10_000 { f = f.filter { $0.value.since.duration(to: now) <= window } }
+            if f.count > Self.maxEntries {
+                f = f.filter { $0.value.since.duration(to: now) <= window }
+                // Still full: a flood of fresh keys. Keep the most persistent guessers.
+                if f.count > Self.maxEntries {
+                    f = Dictionary(uniqueKeysWithValues: f.sorted { $0.value.count > $1.value.count }.prefix(Self.maxEntries / 2).map { ($0.key, $0.value) })
+                }
+            }
         }
     }
 
