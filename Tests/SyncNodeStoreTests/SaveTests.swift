@@ -271,4 +271,20 @@ import Testing
         if ownFirst { #expect(heard.values.first == ["own"], "in-process commits are told directly: \(heard.values)") }
         #expect(heard.values.joined().filter { $0 == "external" }.count == 1, "\(heard.values)")
     }
+
+    #if os(Linux)
+    /// An idle database costs no wakeups: the watcher reads the counters only after a write.
+    @Test func anIdleDatabaseIsNotPolled() async throws {
+        let dir = try TempDirectory()
+        let mine = try dir.open()
+        let other = try dir.open()
+        defer { try? mine.close(); try? other.close() }
+        try await Task.sleep(for: .milliseconds(600))  // two polls' worth of the old quarter-second timer
+        #expect(mine.externalChanges.polls == 0)
+        try other.defaultCollection().save(MutableDocument(id: "wake"))
+        let deadline = ContinuousClock.now.advanced(by: .seconds(5))
+        while mine.externalChanges.polls == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(mine.externalChanges.polls >= 1)
+    }
+    #endif
 }
