@@ -358,6 +358,19 @@ import Testing
         }
     }
 
+    /// A bad request after one still being answered waits for that answer, then gets its 400.
+    @Test func anUnreadableRequestIsAnsweredAfterTheOneBeforeIt() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let slow = "GET /db/_changes?feed=longpoll&since=now&timeout=300 HTTP/1.1\r\nHost: x\r\nAuthorization: \(ListenerHarness.authorization)\r\n\r\n"
+            let reply = try await ListenerConnectionLimitTests.exchange(h, raw: slow + "GARBAGE\r\n\r\n")
+            #expect(reply.hasPrefix("HTTP/1.1 200"), "\(reply.prefix(300))")
+            let second = reply.range(of: "HTTP/1.1 400").map { String(reply[$0.lowerBound...]) } ?? ""
+            Self.expectClosingJSONError(second, status: 400, error: "bad_request")
+        }
+    }
+
     /// `/db/../x` would otherwise write document `..` with attachment `x`.
     @Test func dotSegmentsAreRefused() async throws {
         let h = try await ListenerHarness()
