@@ -64,6 +64,7 @@ let package = Package(
         // System libraries: DNS-SD through avahi-client, QR codes through libqrencode (Debian's -dev packages).
         .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
         .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(name: "CMalloc"),
         .target(
             name: "SyncNodeDiscovery",
             dependencies: [
@@ -86,6 +87,7 @@ let package = Package(
         .executableTarget(
             name: "syncnode",
             dependencies: [
+                "CMalloc",
                 "SyncNodeStore",
                 "SyncNodeSync",
                 "SyncNodeDiscovery",

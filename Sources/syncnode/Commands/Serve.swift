@@ -36,6 +36,8 @@ struct Serve: AsyncParsableCommand {
     var conflicts: ConflictPolicy = .resolve
     @Option(name: .customLong("cors-origin"), help: "Let web pages from this origin (e.g. https://app.example:8443, or *) use the API with credentials (repeatable): PouchDB in a browser.")
     var corsOrigins: [String] = []
+    @Option(name: .customLong("idle-timeout"), help: "Seconds a connection may stay silent (TLS handshake, headers, a body that stops, idle keep-alive) before it is closed; feeds with heartbeats stay open.")
+    var idleTimeout: Int = 60
     @Option(help: "How to draw the pairing QR code on stdout: light-on-dark (dark terminals), dark-on-light, or none.")
     var qr: QRStyle = .lightOnDark
 
@@ -46,6 +48,7 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         guard (user == nil) == (password == nil) else { throw ValidationError("--user and --password go together") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
+        guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1...86400 seconds") }
         for text in syncWith { _ = try PeerURL.parse(text, option: "--sync-with") }
         if autoSync && noBrowse { throw ValidationError("--auto-sync needs browsing (drop --no-browse)") }
         if !trusted.isEmpty && !autoSync { throw ValidationError("--trust is for --auto-sync (pin a --sync-with peer with the fp= of its pairing URL)") }
@@ -65,6 +68,7 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
+        AllocatorTuning.forServing()
         let directory = try NodeDirectory(url: node.directoryURL)
         let served = databases.isEmpty ? ["default"] : databases
         for name in served { _ = try directory.database(name, create: true) }
@@ -73,7 +77,8 @@ struct Serve: AsyncParsableCommand {
         let trust = autoSync && !noBrowse ? try TrustedPeers(directory: directory.url, trusted: trusted, trustOnFirstUse: trustOnFirstUse) : nil
         let listener = Listener(config: ListenerConfiguration(
             directory: directory, databases: databases.isEmpty ? nil : databases, port: port, host: host,
-            disableTLS: noTls, authenticator: credentials.isEmpty ? nil : .users(credentials), allowedOrigins: corsOrigins))
+            disableTLS: noTls, authenticator: credentials.isEmpty ? nil : .users(credentials), allowedOrigins: corsOrigins,
+            idleTimeout: .seconds(idleTimeout)))
         do {
             try await listener.start()
         } catch {
