@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Testing
+import X509
 @testable import SyncNodeStore
 @testable import SyncNodeSync
 
@@ -178,6 +179,31 @@ import Testing
             }
             try await pinned.shutdown()
         }
+    }
+
+    /// Clients that trust cert.pem and check names can reach the node by its LAN
+    /// addresses and its `.local` name, not only by localhost.
+    @Test func theNodeCertificateNamesItsAddressesAndHostName() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-sans-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let identity = try NodeDirectory(url: dir).tlsIdentity()
+        let certificate = try Certificate(derEncoded: identity.certificateDER)
+        let sans = try #require(try certificate.extensions.subjectAlternativeNames)
+        var names: Set<String> = [], addresses: Set<[UInt8]> = []
+        for san in sans {
+            switch san {
+            case .dnsName(let name): names.insert(name)
+            case .ipAddress(let bytes): addresses.insert(Array(bytes.bytes))
+            default: break
+            }
+        }
+        for ip in LocalAddresses.ipv4() + ["127.0.0.1", "::1"] {
+            #expect(addresses.contains(try #require(TLSIdentity.ipAddressBytes(ip))), "\(ip) missing from \(sans)")
+        }
+        let host = try #require(ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init))
+        #expect(names.isSuperset(of: ["localhost", host, host + ".local"]), "\(names)")
+        // The same certificate after a restart: peers pin it.
+        #expect(try NodeDirectory(url: dir).tlsIdentity().fingerprint == identity.fingerprint)
     }
 
     @Test func importedPEMIdentityIsServed() async throws {

@@ -40,8 +40,24 @@ public final class NodeDirectory: Sendable {
     }
 
     /// The node's TLS identity, made and saved on first use.
+    ///
+    /// Its certificate names the machine's host name, that name under `.local`
+    /// (its mDNS name, which follows the machine across address changes) and
+    /// the IPv4 addresses it has when the identity is made, so clients that
+    /// trust `cert.pem` and check names can connect by any of them. The
+    /// certificate is not re-issued when addresses change later: peers pin the
+    /// SHA-256 of the whole certificate (as Syncthing's device IDs do), so a new
+    /// one would be a new identity to every peer. Connect by the `.local` name then.
     public func tlsIdentity() throws -> TLSIdentity {
-        try TLSIdentity.persistent(in: url.appendingPathComponent(".node/tls", isDirectory: true), commonName: "syncnode")
+        try TLSIdentity.persistent(in: url.appendingPathComponent(".node/tls", isDirectory: true), commonName: "syncnode",
+                                   hosts: { Self.certificateHosts() })
+    }
+
+    /// The names and addresses a new certificate is made for.
+    static func certificateHosts() -> [String] {
+        let name = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? ""
+        let names = name.isEmpty || name == "localhost" ? [] : [name, name + ".local"]
+        return names + LocalAddresses.ipv4()
     }
 
     /// The secret that signs session cookies (``SessionCookies``): 32 random

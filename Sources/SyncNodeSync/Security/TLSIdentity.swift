@@ -75,8 +75,8 @@ public struct TLSIdentity: Sendable {
     }
 
     /// Loads the identity kept in `directory` (`cert.pem`, `key.pem`), making
-    /// and saving a self-signed one the first time.
-    public static func persistent(in directory: URL, commonName: String) throws -> TLSIdentity {
+    /// and saving a self-signed one for `hosts` the first time.
+    public static func persistent(in directory: URL, commonName: String, hosts: () -> [String] = { [] }) throws -> TLSIdentity {
         let certURL = directory.appendingPathComponent("cert.pem")
         let keyURL = directory.appendingPathComponent("key.pem")
         let fm = FileManager.default
@@ -88,7 +88,7 @@ public struct TLSIdentity: Sendable {
                 throw SyncError.invalidIdentity("cannot load the TLS identity in \(directory.path): \(error); delete both files to make a new one")
             }
         }
-        let identity = try makeSelfSigned(commonName: commonName)
+        let identity = try makeSelfSigned(commonName: commonName, hosts: hosts())
         do {
             try fm.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             // The key is created 0600 before any byte is written to it.
