@@ -37,11 +37,15 @@ struct Sync: AsyncParsableCommand {
         let token = reporter.attach(to: replicator)
         defer { token.remove() }
         let start = Date()
-        replicator.start()
         let termination = Termination.listen()
-        let stopper = Task { await termination.wait(); replicator.stop() }
-        await replicator.waitUntilStopped()
-        stopper.cancel()
+        let run = {
+            replicator.start()
+            let stopper = Task { await termination.wait(); replicator.stop() }
+            await replicator.waitUntilStopped()
+            stopper.cancel()
+        }
+        // A one-shot sync is bulk work, perhaps a whole database; a continuous one runs on and on.
+        if continuous { await run() } else { try await db.withBulkWrites { await run() } }
         reporter.finish()
         let status = replicator.status
         if let error = status.error {
