@@ -22,7 +22,6 @@ final class ExternalChangeWatcher: Sendable {
         weak var database: Database?
         var seen: [Int64: Int64] = [:]
         var source: Source?
-        var pollScheduled = false
     }
 
     /// Dispatch sources may be cancelled from any thread; Linux's Dispatch does not mark them Sendable.
@@ -36,12 +35,12 @@ final class ExternalChangeWatcher: Sendable {
     /// How many times the counters were read: no writes, no reads (on Linux).
     var polls: Int { pollCount.load(ordering: .relaxed) }
     static let interval = DispatchTimeInterval.milliseconds(250)
-    /// Writes within this window after a wakeup are read by one poll.
+    /// Writes within this window after a wakeup are read by one poll (Linux).
     static let coalescing = DispatchTimeInterval.milliseconds(50)
 
     func start(database: Database) throws {
         let counters = try database.read { db in try Self.counters(db) }
-        let source = Source(base: Self.watchWrites(in: database.path.path, queue: queue, handler: { [self] in schedulePoll() }) ?? makeTimer())
+        let source = Source(base: Self.watchWrites(in: database.path.path, queue: queue, handler: { [self] in poll() }) ?? makeTimer())
         state.withLock { s in
             s.database = database
             s.seen = counters
@@ -59,6 +58,9 @@ final class ExternalChangeWatcher: Sendable {
 
     /// A read source on an inotify watch for writes to files directly inside
     /// `directory`; nil where inotify is unavailable (then the watcher polls).
+    /// After each wakeup the source rests for ``coalescing`` before `handler`
+    /// runs: the kernel folds repeated events meanwhile, so a heavy writer (an
+    /// import writes its log page by page) costs about 20 wakeups a second, not one per write.
     private static func watchWrites(in directory: String, queue: DispatchQueue, handler: @escaping @Sendable () -> Void) -> (any DispatchSourceProtocol)? {
         #if os(Linux)
         let fd = inotify_init1(Int32(IN_NONBLOCK) | Int32(IN_CLOEXEC))
@@ -68,11 +70,17 @@ final class ExternalChangeWatcher: Sendable {
             return nil
         }
         let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        // Dispatch releases the handler when the source is cancelled, which ends this cycle.
+        let resting = Source(base: source)
         source.setEventHandler {
-            // The events only say "written"; drain them and look at the counters.
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while read(fd, &buffer, buffer.count) > 0 {}
-            handler()
+            resting.base.suspend()
+            queue.asyncAfter(deadline: .now() + coalescing) {
+                // The events only say "written": drain them, then look at the counters.
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while read(fd, &buffer, buffer.count) > 0 {}
+                handler()
+                resting.base.resume()
+            }
         }
         source.setCancelHandler { close(fd) }
         source.resume()
@@ -80,19 +88,6 @@ final class ExternalChangeWatcher: Sendable {
         #else
         return nil
         #endif
-    }
-
-    /// Runs on `queue`.
-    private func schedulePoll() {
-        let first = state.withLock { s in
-            defer { s.pollScheduled = true }
-            return !s.pollScheduled
-        }
-        guard first else { return }
-        queue.asyncAfter(deadline: .now() + Self.coalescing) { [self] in
-            state.withLock { $0.pollScheduled = false }
-            poll()
-        }
     }
 
     func stop() {
