@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Benchmarks (release build): the store against raw SQLite, then `syncnode import`
-# against a ten-line Python importer, both on the same N generated documents.
+# Benchmarks (release build): the store against raw SQLite, then `syncnode import` against
+# Python's executemany and `syncnode sync --pull` against that import (whole processes), all
+# on the same N generated documents.
 #   scripts/bench.sh [store|listener|replication|query|codable] [N]
+#   scripts/bench.sh scale [N ...]      import and pull at 100k and 1M (or the given N), then
+#                                       the query benchmark at 1M (SCALE_QUERY_N overrides)
 #   scripts/bench.sh couchdb [N ...]   replication with CouchDB and PouchDB (needs SYNCNODE_COUCHDB_URL,
 #                                      an admin URL, and SYNCNODE_POUCHDB_DIR, as the interoperability tests)
 set -euo pipefail
@@ -17,33 +20,16 @@ bin="$(swift build -c release --show-bin-path)"
 case "$what" in
   store)
     "$bin/SyncNodeBenchmarks" store "$n"
-
-    work="$(mktemp -d)"
-    trap 'rm -rf "$work"' EXIT
-    "$bin/SyncNodeBenchmarks" generate "$n" > "$work/docs.jsonl"
-    cat > "$work/baseline.py" <<'PY'
-import json, sqlite3, sys
-con = sqlite3.connect(sys.argv[1])
-con.execute("PRAGMA journal_mode=WAL")
-con.execute("CREATE TABLE docs(id TEXT PRIMARY KEY, body TEXT)")
-with con:
-    for line in open(sys.argv[2]):
-        doc = json.loads(line)
-        con.execute("INSERT INTO docs(id, body) VALUES(?, ?)", (doc["_id"], line))
-print(con.execute("SELECT count(*) FROM docs").fetchone()[0])
-PY
-    now() { date +%s.%N; }
-    t0=$(now); count=$(python3 "$work/baseline.py" "$work/py.sqlite3" "$work/docs.jsonl"); t1=$(now)
-    out=$("$bin/syncnode" --dir "$work/node" import bench "$work/docs.jsonl" 2>/dev/null); t2=$(now)
-    python3 - "$n" "$t0" "$t1" "$t2" "$count" "$out" <<'PY'
-import json, sys
-n, t0, t1, t2 = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-py, ours = t1 - t0, t2 - t1
-imported = json.loads(sys.argv[6])["imported"]
-assert int(sys.argv[5]) == n and imported == n, (sys.argv[5], imported)
-print(f"cli import         syncnode {n/ours:9.0f} docs/s ({ours:.3f} s)   python {n/py:9.0f} docs/s ({py:.3f} s)   "
-      f"ratio {ours/py:.2f} (target < 1.0: {'met' if ours < py else 'MISSED'}; whole processes)")
-PY
+    python3 scripts/bench/scale.py "$bin" "$n"
+    ;;
+  scale)
+    # The million-document set: whole-process import and pull at 100k and 1M (RSS flat
+    # between them), then the query benchmark at 1M.
+    shift || true
+    sizes=("$@")
+    [ ${#sizes[@]} -eq 0 ] && sizes=(100000 1000000)
+    python3 scripts/bench/scale.py "$bin" "${sizes[@]}"
+    "$bin/SyncNodeBenchmarks" query "${SCALE_QUERY_N:-1000000}"
     ;;
   listener|replication)
     # Logs go to a file, shown only when the benchmark fails.
@@ -62,7 +48,7 @@ PY
     "$bin/SyncNodeBenchmarks" "$what" "$n"
     ;;
   *)
-    echo "usage: scripts/bench.sh [store|listener|replication|query|codable] [N] | couchdb [N ...]" >&2
+    echo "usage: scripts/bench.sh [store|listener|replication|query|codable] [N] | scale [N ...] | couchdb [N ...]" >&2
     exit 2
     ;;
 esac

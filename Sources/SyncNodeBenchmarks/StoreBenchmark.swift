@@ -111,10 +111,10 @@ enum StoreBenchmark {
             throw StoreError.storage("benchmark self-check failed: \(revs) gets, \(names) reads, \(stored) stored of \(count)")
         }
 
-        Report.compare("bulk insert", count: count, ours: insert, baseline: rawInsert, target: 4.0)
+        Report.compare("bulk insert", count: count, ours: insert, baseline: rawInsert, target: 3.0)
         Report.compare("get by ID", count: count, ours: get, baseline: rawGet, target: 2.5)
         Report.compare("get + read a field", count: count, ours: getAndRead, baseline: rawGet, target: nil)
-        Report.compare("update all", count: count, ours: update, baseline: rawUpdate, target: nil)
+        Report.compare("update all", count: count, ours: update, baseline: rawUpdate, target: 4.0)
         print(String(format: "peak RSS %.0f MB", Report.peakRSSMegabytes()))
     }
 }
