@@ -11,29 +11,19 @@ import Testing
         let user = "hostile", password = "s3cret-Pass"
         let idleTimeout = 3
         let node = try PythonClientTests.Node(user: user, password: password, arguments: ["--idle-timeout", "\(idleTimeout)"])
-        let run = Process()
-        run.executableURL = python
         var arguments = [PythonClientTests.root.appendingPathComponent("Tests/hostile/hostile_input.py").path,
                          "https://localhost:\(node.port)", user, password, node.certificate.path,
                          "\(node.process.processIdentifier)", "--idle-timeout", "\(idleTimeout)"]
         // A failure prints its seed; SYNCNODE_HOSTILE_SEED replays it.
         if let seed = ProcessInfo.processInfo.environment["SYNCNODE_HOSTILE_SEED"] { arguments += ["--seed", seed] }
-        run.arguments = arguments
-        let output = Pipe()
-        run.standardOutput = output
-        run.standardError = output
+        let (status, text): (Int32, String)
         do {
-            try run.run()
+            (status, text) = try PythonClientTests.runScript(python, arguments, timeout: 600)
         } catch {
             _ = node.stop()
             throw error
         }
-        let watchdog = DispatchWorkItem { if run.isRunning { run.interrupt(); run.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 600, execute: watchdog)
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        run.waitUntilExit()
-        watchdog.cancel()
-        #expect(run.terminationStatus == 0, "hostile_input.py failed:\n\(text)")
+        #expect(status == 0, "hostile_input.py failed:\n\(text)")
         #expect(text.contains("hostile: ok"), "hostile_input.py printed:\n\(text)")
         print(text.split(separator: "\n").first { $0.hasPrefix("hostile: seed") } ?? "")
         #expect(node.process.isRunning, "the node died during the campaign")

@@ -75,32 +75,39 @@ import Testing
         }
     }
 
+    /// Runs a script to its end (killed after `timeout` seconds: a hung client must not hang
+    /// the suite) and returns its exit status and everything it printed.
+    static func runScript(_ python: URL, _ arguments: [String], timeout: Double = 120) throws -> (status: Int32, output: String) {
+        let run = Process()
+        run.executableURL = python
+        run.arguments = arguments
+        let output = Pipe()
+        run.standardOutput = output
+        run.standardError = output
+        try run.run()
+        let watchdog = DispatchWorkItem { if run.isRunning { run.interrupt(); run.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        run.waitUntilExit()
+        watchdog.cancel()
+        return (run.terminationStatus, text)
+    }
+
     @Test(arguments: ["check_couchdb_python.py", "check_pycouchdb.py", "check_aiocouch.py"])
     func clientExercisesPass(_ script: String) throws {
         let python = try Self.executable(".venv/bin/python")
         // pycouchdb splits credentials out of the URL without decoding them, so it gets a plain password.
         let user = "tester", password = script == "check_pycouchdb.py" ? "plain-Pass_123" : "p@ss: wörd"
         let node = try Node(user: user, password: password)
-        let run = Process()
-        run.executableURL = python
-        run.arguments = [Self.root.appendingPathComponent("Tests/interop/\(script)").path,
-                         "https://localhost:\(node.port)", user, password, node.certificate.path]
-        let output = Pipe()
-        run.standardOutput = output
-        run.standardError = output
+        let (status, text): (Int32, String)
         do {
-            try run.run()
+            (status, text) = try Self.runScript(python, [Self.root.appendingPathComponent("Tests/interop/\(script)").path,
+                                                         "https://localhost:\(node.port)", user, password, node.certificate.path])
         } catch {
             _ = node.stop()
             throw error
         }
-        // A hung client must not hang the suite.
-        let watchdog = DispatchWorkItem { if run.isRunning { run.interrupt(); run.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: watchdog)
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        run.waitUntilExit()
-        watchdog.cancel()
-        #expect(run.terminationStatus == 0, "\(script) failed:\n\(text)")
+        #expect(status == 0, "\(script) failed:\n\(text)")
         #expect(text.contains(": ok"), "\(script) printed:\n\(text)")
         // SIGTERM ends the node cleanly.
         #expect(node.stop() == 0)
