@@ -305,9 +305,13 @@ extension Handlers {
                 json.writeRaw(#","docs":["#)
                 var any = false
                 for revision in found where revision.body != nil {
-                    let mode = wantAttachments ? try WireDocument.attachments(of: revision, attsSince: attsSince, collection: collection) : .stubs
                     json.writeRaw(any ? #",{"ok":"# : #"{"ok":"#)
-                    json.writeRaw(try wireJSON(revision, collection: collection, revs: revs, attachments: mode))
+                    if !WireDocument.appendSimple(
+                        id: revision.id, rev: revision.rev, deleted: revision.deleted, body: revision.body,
+                        revisions: revs ? revision.history : nil, to: &json) {
+                        let mode = wantAttachments ? try WireDocument.attachments(of: revision, attsSince: attsSince, collection: collection) : .stubs
+                        json.writeRaw(try wireJSON(revision, collection: collection, revs: revs, attachments: mode))
+                    }
                     json.writeRaw("}")
                     any = true
                 }
