@@ -286,5 +286,25 @@ import Testing
         while mine.externalChanges.polls == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         #expect(mine.externalChanges.polls >= 1)
     }
+
+    /// A user may hold 128 inotify instances in all; a node with more databases than
+    /// that must not fall back to polling for the rest (one instance serves the process).
+    @Test func moreDatabasesThanInotifyInstancesStayUnpolled() async throws {
+        let dir = try TempDirectory()
+        let databases = try (0..<140).map { try dir.open("db\($0)") }
+        defer { for db in databases { try? db.close() } }
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(databases.map(\.externalChanges.polls).reduce(0, +) == 0)
+        let last = try #require(databases.last)
+        let other = try dir.open("db139")
+        defer { try? other.close() }
+        let heard = Collector<[String]>()
+        let token = try last.defaultCollection().addChangeListener { heard.append($0.documentIDs) }
+        defer { token.remove() }
+        try other.defaultCollection().save(MutableDocument(id: "external"))
+        let deadline = ContinuousClock.now.advanced(by: .seconds(5))
+        while !heard.values.joined().contains("external"), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(heard.values.joined().contains("external"))
+    }
     #endif
 }

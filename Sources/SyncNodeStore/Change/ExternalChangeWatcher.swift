@@ -2,9 +2,6 @@ import Dispatch
 import Foundation
 import GRDB
 import Synchronization
-#if os(Linux)
-import Glibc
-#endif
 
 /// Notices commits made by other processes on the same database file (a
 /// `syncnode put` beside a running node) and tells this process's listeners.
@@ -14,19 +11,20 @@ import Glibc
 /// process committed in between). When a file of the database's directory is
 /// written (its write-ahead log, on every commit of any process), it reads
 /// each collection's sequence counter (one small query) and, when another
-/// process moved it, announces the documents changed since. On Linux an
-/// inotify watch wakes it, so an idle database costs no wakeups at all;
-/// elsewhere it polls four times a second.
+/// process moved it, announces the documents changed since. On Linux the
+/// process's ``DirectoryWriteMonitor`` wakes it, so an idle database costs no
+/// wakeups at all; elsewhere it polls four times a second.
 final class ExternalChangeWatcher: Sendable {
     private struct State {
         weak var database: Database?
         var seen: [Int64: Int64] = [:]
-        var source: Source?
+        var subscription: DirectoryWriteMonitor.Subscription?
+        var timer: Timer?
     }
 
     /// Dispatch sources may be cancelled from any thread; Linux's Dispatch does not mark them Sendable.
-    private struct Source: @unchecked Sendable {
-        let base: any DispatchSourceProtocol
+    private struct Timer: @unchecked Sendable {
+        let base: any DispatchSourceTimer
     }
 
     private let queue = DispatchQueue(label: "syncnode.external-changes")
@@ -35,65 +33,35 @@ final class ExternalChangeWatcher: Sendable {
     /// How many times the counters were read: no writes, no reads (on Linux).
     var polls: Int { pollCount.load(ordering: .relaxed) }
     static let interval = DispatchTimeInterval.milliseconds(250)
-    /// Writes within this window after a wakeup are read by one poll (Linux).
-    static let coalescing = DispatchTimeInterval.milliseconds(50)
 
     func start(database: Database) throws {
         let counters = try database.read { db in try Self.counters(db) }
-        let source = Source(base: Self.watchWrites(in: database.path.path, queue: queue, handler: { [self] in poll() }) ?? makeTimer())
+        let subscription = DirectoryWriteMonitor.shared?.subscribe(directory: database.path.path) { [self] in
+            queue.async { [self] in poll() }
+        }
+        let timer = subscription == nil ? makeTimer() : nil
         state.withLock { s in
             s.database = database
             s.seen = counters
-            s.source = source
+            s.subscription = subscription
+            s.timer = timer
         }
     }
 
-    private func makeTimer() -> any DispatchSourceProtocol {
+    private func makeTimer() -> Timer {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + Self.interval, repeating: Self.interval, leeway: .milliseconds(50))
         timer.setEventHandler { [self] in poll() }
         timer.resume()
-        return timer
-    }
-
-    /// A read source on an inotify watch for writes to files directly inside
-    /// `directory`; nil where inotify is unavailable (then the watcher polls).
-    /// After each wakeup the source rests for ``coalescing`` before `handler`
-    /// runs: the kernel folds repeated events meanwhile, so a heavy writer (an
-    /// import writes its log page by page) costs about 20 wakeups a second, not one per write.
-    private static func watchWrites(in directory: String, queue: DispatchQueue, handler: @escaping @Sendable () -> Void) -> (any DispatchSourceProtocol)? {
-        #if os(Linux)
-        let fd = inotify_init1(Int32(IN_NONBLOCK) | Int32(IN_CLOEXEC))
-        guard fd >= 0 else { return nil }
-        guard inotify_add_watch(fd, directory, UInt32(IN_MODIFY)) >= 0 else {
-            close(fd)
-            return nil
-        }
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        // Dispatch releases the handler when the source is cancelled, which ends this cycle.
-        let resting = Source(base: source)
-        source.setEventHandler {
-            resting.base.suspend()
-            queue.asyncAfter(deadline: .now() + coalescing) {
-                // The events only say "written": drain them, then look at the counters.
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                while read(fd, &buffer, buffer.count) > 0 {}
-                handler()
-                resting.base.resume()
-            }
-        }
-        source.setCancelHandler { close(fd) }
-        source.resume()
-        return source
-        #else
-        return nil
-        #endif
+        return Timer(base: timer)
     }
 
     func stop() {
         state.withLock { s in
-            s.source?.base.cancel()
-            s.source = nil
+            s.subscription?.cancel()
+            s.subscription = nil
+            s.timer?.base.cancel()
+            s.timer = nil
             s.database = nil
         }
     }
