@@ -4,9 +4,11 @@ import SyncNodeStore
 /// One direction of a replication pass: the CouchDB replication algorithm
 /// from `source` to `target`, until the source's feed is exhausted.
 ///
-/// Batches are pipelined: while batch n is written to the target and
-/// checkpointed, batch n+1 is read (changes, `_revs_diff`, fetch) from the
-/// source, so at most two batches are in memory.
+/// Batches are pipelined three deep: while batch n is written to the target
+/// and checkpointed, batch n+1's revisions are compared (`_revs_diff`) and
+/// fetched, and batch n+2's page of changes is read, so at most two batches of
+/// documents are in memory. Reading a page of changes needs only the page
+/// before it, so it need not wait for that page's documents.
 struct ReplicationRun: Sendable {
     let replicator: Replicator
     let source: any ReplicationPeer
@@ -34,9 +36,13 @@ struct ReplicationRun: Sendable {
         var history = Self.history(sourceCheckpoint)
         var written = 0
         replicator.logger.debug("replicating", metadata: ["direction": "\(isPush ? "push" : "pull")", "since": "\(since)"])
-        var next = try await read(since: since)
+        let first = try await changes(since: since)
+        var next = try await fetch(first)
+        var nextChanges = try await changes(after: first)
         while let batch = next {
-            async let following = read(since: batch.lastSeq)
+            let upcoming = nextChanges
+            async let following = fetch(upcoming)
+            async let afterThat = changes(after: upcoming)
             written += try await write(batch)
             since = batch.lastSeq
             // One entry per session (CouchDB's shape): its latest recorded sequence.
@@ -52,14 +58,13 @@ struct ReplicationRun: Sendable {
             try await replicator.withRetries { try await target.saveCheckpoint(id, checkpoint) }
             try await replicator.withRetries { try await source.saveCheckpoint(id, checkpoint) }
             next = try await following
+            nextChanges = try await afterThat
         }
         return (written, since)
     }
 
-    /// The next batch after `since`: its changes, the revisions the target
-    /// lacks, fetched (attachments the target has stay stubs) and filtered.
-    /// Nil when the feed has nothing more.
-    private func read(since: String) async throws -> Batch? {
+    /// The page of the source's changes after `since`; nil when the feed has nothing more.
+    private func changes(since: String) async throws -> PeerChanges? {
         let changes = try await replicator.withRetries {
             try await source.changes(since: since, limit: config.batchSize, documentIDs: config.documentIDs)
         }
@@ -67,6 +72,19 @@ struct ReplicationRun: Sendable {
         replicator.update { status in
             status.progress.total = max(status.progress.total, status.progress.completed + changes.rows.count + (changes.pending ?? 0))
         }
+        return changes
+    }
+
+    /// The page after `changes` (nil after the last).
+    private func changes(after changes: PeerChanges?) async throws -> PeerChanges? {
+        guard let changes else { return nil }
+        return try await self.changes(since: changes.lastSeq)
+    }
+
+    /// A page of changes as a batch: the revisions the target lacks, fetched
+    /// (attachments the target has stay stubs) and filtered.
+    private func fetch(_ changes: PeerChanges?) async throws -> Batch? {
+        guard let changes else { return nil }
         var asked: [String: [String]] = [:]
         for row in changes.rows { asked[row.id, default: []].append(contentsOf: row.revs) }
         let question = asked
