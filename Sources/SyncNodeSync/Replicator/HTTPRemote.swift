@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import Synchronization
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -15,7 +16,8 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
     let client: HTTPClient
     let headers: [(String, String)]
     let configuredUUID: String?
-    private var hasBulkGet = true  // touched only from the replicator's sequential task
+    /// False once the peer refused `_bulk_get` (fetches may run two at a time).
+    private let hasBulkGet = Atomic(true)
 
     /// Connects: with a pinned fingerprint the certificate is checked first
     /// (a wrong pin fails here, before any request). With trust on first use,
@@ -240,7 +242,18 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
     }
 
     func fetch(_ wanted: [WantedRevisions]) async throws -> [WireRevision] {
-        if hasBulkGet {
+        // Two halves at once: the peer builds, and this side parses, each on a core of its own.
+        if hasBulkGet.load(ordering: .relaxed), wanted.count >= 200 {
+            let middle = wanted.count / 2
+            async let head = fetchPart(Array(wanted[..<middle]))
+            let tail = try await fetchPart(Array(wanted[middle...]))
+            return try await head + tail
+        }
+        return try await fetchPart(wanted)
+    }
+
+    private func fetchPart(_ wanted: [WantedRevisions]) async throws -> [WireRevision] {
+        if hasBulkGet.load(ordering: .relaxed) {
             let docs: [DocumentValue] = wanted.flatMap { want in
                 want.revs.map { rev -> DocumentValue in
                     var spec: [String: DocumentValue] = ["id": .string(want.id), "rev": .string(rev)]
@@ -255,7 +268,7 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
             }
             let value = (try? DocumentValue(json: text)) ?? .null
             guard [400, 404, 405, 501].contains(status) else { throw Self.error(status, value) }
-            hasBulkGet = false  // an older CouchDB or another implementation: fall back
+            hasBulkGet.store(false, ordering: .relaxed)  // an older CouchDB or another implementation: fall back
         }
         var out: [WireRevision] = []
         for want in wanted {
