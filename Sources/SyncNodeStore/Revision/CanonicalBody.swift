@@ -6,14 +6,20 @@ import Crypto
 package struct CanonicalBody: Sendable {
     /// The canonical JSON bytes (sorted keys, no whitespace).
     let json: [UInt8]
-    /// SHA-1 state after absorbing `json`; ``RevisionID/make(parent:deleted:body:)`` finishes it.
-    let digestState: Insecure.SHA1
+    /// SHA-1 state after absorbing `json`; ``RevisionID/make(parent:deleted:body:)``
+    /// finishes it. Nil for bodies that arrive with their revision (replicated ones
+    /// keep the ID they came with): make hashes those itself if ever asked.
+    let digestState: Insecure.SHA1?
 
-    init(json: [UInt8]) {
+    init(json: [UInt8], hashing: Bool = true) {
         self.json = json
-        var hasher = Insecure.SHA1()
-        hasher.update(data: json)
-        self.digestState = hasher
+        if hashing {
+            var hasher = Insecure.SHA1()
+            hasher.update(data: json)
+            self.digestState = hasher
+        } else {
+            self.digestState = nil
+        }
     }
 
     /// The canonical form of `object`, all members included (the sync layer
@@ -40,15 +46,17 @@ package struct CanonicalBody: Sendable {
     /// Canonicalizes the JSON object in `text`. Top-level members whose names
     /// start with `_` are not part of the body: they are returned apart, for
     /// the caller to interpret (`_id`) or reject.
-    package static func parse(objectJSON text: String) throws -> (body: CanonicalBody, reserved: [String: DocumentValue]) {
+    /// `hashing: false` leaves the revision hash for later (wire documents,
+    /// which mostly carry their revision ID).
+    package static func parse(objectJSON text: String, hashing: Bool = true) throws -> (body: CanonicalBody, reserved: [String: DocumentValue]) {
         if let (bytes, reserved) = try JSONCanonicalizer.canonicalObject(text) {
-            return (CanonicalBody(json: bytes), reserved)
+            return (CanonicalBody(json: bytes, hashing: hashing), reserved)
         }
         var values = try JSONParser.parseObject(text)
         var reserved: [String: DocumentValue] = [:]
         for key in values.keys where key.hasPrefix("_") { reserved[key] = values.removeValue(forKey: key) }
         var writer = JSONWriter()
         writer.writeObject(values)
-        return (CanonicalBody(json: writer.bytes), reserved)
+        return (CanonicalBody(json: writer.bytes, hashing: hashing), reserved)
     }
 }

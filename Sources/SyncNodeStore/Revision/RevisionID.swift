@@ -41,7 +41,11 @@ enum RevisionID {
     /// suffixes alike (see ``wins(_:over:)``). The body comes first so its hashing can happen early (see
     /// ``CanonicalBody``).
     static func make(parent: String?, deleted: Bool, body: CanonicalBody) -> String {
-        var hasher = body.digestState
+        var hasher = body.digestState ?? {
+            var fresh = Insecure.SHA1()
+            fresh.update(data: body.json)
+            return fresh
+        }()
         var suffix: [UInt8] = [0, deleted ? UInt8(ascii: "1") : UInt8(ascii: "0"), 0]
         suffix.append(contentsOf: (parent ?? "").utf8)
         hasher.update(data: suffix)

@@ -22,7 +22,8 @@ struct WireRevision: Sendable {
     /// Splits a wire document given as JSON text.
     /// - throws: ``StoreError/invalidJSON(_:)`` when it is not a JSON object.
     init(json: String) throws {
-        let (body, meta) = try CanonicalBody.parse(objectJSON: json)
+        // Most wire documents carry their revision: no hash until one is made.
+        let (body, meta) = try CanonicalBody.parse(objectJSON: json, hashing: false)
         self.init(meta: meta, body: body)
     }
 
