@@ -37,11 +37,6 @@ final class DirectoryWriteMonitor: Sendable {
         var handlers: [Int32: [(subscription: ObjectIdentifier, call: @Sendable () -> Void)]] = [:]
     }
 
-    /// Dispatch sources are thread-safe; Linux's Dispatch does not mark them Sendable.
-    private struct Source: @unchecked Sendable {
-        let base: any DispatchSourceRead
-    }
-
     private let fd: Int32
     private let queue = DispatchQueue(label: "syncnode.directory-writes")
     private let state = Mutex(State())
@@ -50,7 +45,7 @@ final class DirectoryWriteMonitor: Sendable {
         #if os(Linux)
         fd = inotify_init1(Int32(IN_NONBLOCK) | Int32(IN_CLOEXEC))
         guard fd >= 0 else { return nil }
-        let source = Source(base: DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue))
+        let source = SendableDispatchSource(base: DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue))
         // Lives as long as the process: the monitor is a process-wide singleton.
         source.base.setEventHandler { [self] in
             source.base.suspend()

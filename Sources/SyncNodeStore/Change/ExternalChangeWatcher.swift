@@ -19,12 +19,7 @@ final class ExternalChangeWatcher: Sendable {
         weak var database: Database?
         var seen: [Int64: Int64] = [:]
         var subscription: DirectoryWriteMonitor.Subscription?
-        var timer: Timer?
-    }
-
-    /// Dispatch sources may be cancelled from any thread; Linux's Dispatch does not mark them Sendable.
-    private struct Timer: @unchecked Sendable {
-        let base: any DispatchSourceTimer
+        var timer: SendableDispatchSource<any DispatchSourceTimer>?
     }
 
     private let queue = DispatchQueue(label: "syncnode.external-changes")
@@ -48,12 +43,12 @@ final class ExternalChangeWatcher: Sendable {
         }
     }
 
-    private func makeTimer() -> Timer {
+    private func makeTimer() -> SendableDispatchSource<any DispatchSourceTimer> {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + Self.interval, repeating: Self.interval, leeway: .milliseconds(50))
         timer.setEventHandler { [self] in poll() }
         timer.resume()
-        return Timer(base: timer)
+        return SendableDispatchSource(base: timer)
     }
 
     func stop() {
