@@ -65,15 +65,14 @@ final class FramingGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        switch state {
-        case .answering, .answered:
+        switch (state, error) {
+        case (.answering, is HTTPParserError), (.answering, is ByteToMessageDecoderError),
+             (.answered, is HTTPParserError), (.answered, is ByteToMessageDecoderError):
             return  // the decoder's complaints about bytes after the bad request
-        case .passing, .refusingCoding:
-            guard let parserError = error as? HTTPParserError else {
-                context.fireErrorCaught(error)
-                return
-            }
+        case (.passing, let parserError as HTTPParserError), (.refusingCoding, let parserError as HTTPParserError):
             answer(context: context, Answer(status: .badRequest, error: "bad_request", reason: "malformed HTTP request (\(parserError))"))
+        default:
+            context.fireErrorCaught(error)  // I/O and TLS errors end the connection as usual
         }
     }
 
