@@ -84,7 +84,7 @@ struct Import: ParsableCommand {
     /// dropped, any other top-level `_` name is an error.
     static func document(from line: String) throws -> (id: String, body: CanonicalBody) {
         let (body, reserved) = try CanonicalBody.parse(objectJSON: line)
-        // Made only when needed: Foundation's UUID() opens /dev/urandom each time (a third of the
+        // Made only when needed: Foundation's UUID() opens /dev/urandom each time (a fifth of the
         // import's system time when every line paid for one).
         var id: String?
         for (key, value) in reserved {
