@@ -105,7 +105,7 @@ extension DocumentCollection {
         case .revision(let rev): editBase = .revision(rev)
         case .current: editBase = .current
         }
-        guard let (rev, _) = try commitEdit(id: id, base: editBase, deleting: deleting, values: values, onConflict: { try onConflict(id, $0) }) else {
+        guard let (rev, _) = try commitEdit(id: id, base: editBase, deleting: deleting, body: { try encodeBody(values()) }, onConflict: { try onConflict(id, $0) }) else {
             return false
         }
         identity.update(id: id, base: keepsBase() ? base : .revision(rev))

@@ -55,12 +55,12 @@ extension DocumentCollection {
 
     /// Saves (or deletes) a local edit as a child of the current winner.
     /// `onConflict` decides when the document changed since `base`: return
-    /// true to save anyway, false to give up, or throw. `values` is read after
-    /// it, so a conflict handler's edits are saved. Returns the new revision
+    /// true to save anyway, false to give up, or throw. `body` encodes the
+    /// edit after it, so a conflict handler's edits are saved. Returns the new revision
     /// and sequence, or nil when `onConflict` gave up.
     func commitEdit(
         id: String, base: EditBase, deleting: Bool,
-        values: () throws -> [String: DocumentValue],
+        body: () throws -> CanonicalBody,
         onConflict: (Document?) throws -> Bool
     ) throws -> (rev: String, sequence: Int64)? {
         try checkLive()
@@ -76,9 +76,7 @@ extension DocumentCollection {
                     json: current.body, blobStore: database.blobStore)
                 guard try onConflict(stored) else { return nil }
             }
-            let values = deleting ? [:] : try values()
-            for key in values.keys where key.hasPrefix("_") { throw StoreError.reservedProperty(key) }
-            return try commitChild(db, id: id, of: current, body: try encodeBody(values), deleting: deleting)
+            return try commitChild(db, id: id, of: current, body: deleting ? try encodeBody([:]) : try body(), deleting: deleting)
         }
     }
 
@@ -86,7 +84,7 @@ extension DocumentCollection {
     func commitEdit(_ document: MutableDocument, deleting: Bool, onConflict: (Document?) throws -> Bool) throws -> Bool {
         guard let (rev, sequence) = try commitEdit(
             id: document.id, base: .revision(document.revisionID), deleting: deleting,
-            values: document.snapshot, onConflict: onConflict)
+            body: { try encodeBody(document) }, onConflict: onConflict)
         else { return false }
         document.revisionID = rev
         document.sequence = sequence
@@ -146,11 +144,31 @@ extension DocumentCollection {
     }
 
     /// Writes blob contents to the blob store and returns the canonical body.
+    /// - throws: ``StoreError/reservedProperty(_:)`` for a top-level key starting with `_`.
     func encodeBody(_ values: [String: DocumentValue]) throws -> CanonicalBody {
+        for key in values.keys where key.hasPrefix("_") { throw StoreError.reservedProperty(key) }
         for value in values.values { try storeBlobs(in: value) }
         var writer = JSONWriter()
         writer.writeObject(values)
         return CanonicalBody(json: writer.bytes)
+    }
+
+    /// ``encodeBody(_:)-([String:DocumentValue])`` for a document being edited, written from
+    /// its slots directly: no copy of the document as values on every save.
+    func encodeBody(_ document: MutableDictionary) throws -> CanonicalBody {
+        for key in document.storage.keys where key.hasPrefix("_") { throw StoreError.reservedProperty(key) }
+        for slot in document.storage.values { try storeBlobs(in: slot) }
+        var writer = JSONWriter()
+        writer.writeObject(document.storage) { writer, slot in writer.write(slot) }
+        return CanonicalBody(json: writer.bytes)
+    }
+
+    private func storeBlobs(in slot: MutableSlot) throws {
+        switch slot {
+        case .value(let value): try storeBlobs(in: value)
+        case .dictionary(let d): for s in d.storage.values { try storeBlobs(in: s) }
+        case .array(let a): for s in a.storage { try storeBlobs(in: s) }
+        }
     }
 
     private func storeBlobs(in value: DocumentValue) throws {
@@ -200,11 +218,19 @@ extension DocumentCollection {
         _ = try s.step()
         let key = current?.key ?? db.lastInsertedRowID
         for (rev, body) in spare where tree.index(of: rev) != nil {
-            try db.cachedStatement(sql: "INSERT OR REPLACE INTO \(tables.revs)(doc_key, rev, body) VALUES(?, ?, ?)")
-                .execute(arguments: [key, rev, body])
+            let keep = try raw(db, "INSERT OR REPLACE INTO \(tables.revs)(doc_key, rev, body) VALUES(?1, ?2, ?3)")
+            defer { keep.reset() }
+            keep.bind(1, key)
+            keep.bind(2, rev)
+            keep.bind(3, body)
+            _ = try keep.step()
         }
         for rev in removed {
-            try db.cachedStatement(sql: "DELETE FROM \(tables.revs) WHERE doc_key = ? AND rev = ?").execute(arguments: [key, rev])
+            let drop = try raw(db, "DELETE FROM \(tables.revs) WHERE doc_key = ?1 AND rev = ?2")
+            defer { drop.reset() }
+            drop.bind(1, key)
+            drop.bind(2, rev)
+            _ = try drop.step()
         }
         database.notifier.record(db, collectionID: tableID, documentID: id)
     }

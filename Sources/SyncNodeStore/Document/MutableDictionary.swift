@@ -17,6 +17,23 @@ enum MutableSlot {
     }
 }
 
+extension JSONWriter {
+    /// Writes a slot as its snapshot would be written, without making the snapshot.
+    mutating func write(_ slot: MutableSlot) {
+        switch slot {
+        case .value(let v): write(v)
+        case .dictionary(let d): writeObject(d.storage) { writer, slot in writer.write(slot) }
+        case .array(let a):
+            bytes.append(UInt8(ascii: "["))
+            for (i, slot) in a.storage.enumerated() {
+                if i > 0 { bytes.append(UInt8(ascii: ",")) }
+                write(slot)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        }
+    }
+}
+
 /// A JSON object that can be edited. ``MutableDocument`` is one too.
 ///
 /// Not `Sendable`: edit it on one task, then save it.

@@ -47,6 +47,12 @@ package struct JSONWriter {
     }
 
     package mutating func writeObject(_ object: [String: DocumentValue]) {
+        writeObject(object) { writer, value in writer.write(value) }
+    }
+
+    /// Writes `object` with its keys in canonical order, each value by `writeValue`:
+    /// one sorting rule for every kind of object the store encodes.
+    mutating func writeObject<Value>(_ object: [String: Value], writeValue: (inout JSONWriter, Value) -> Void) {
         bytes.append(UInt8(ascii: "{"))
         var first = true
         // For ASCII keys Swift's `<` is byte order and much faster than a byte-wise comparator.
@@ -57,7 +63,7 @@ package struct JSONWriter {
             first = false
             writeString(key)
             bytes.append(UInt8(ascii: ":"))
-            write(value)
+            writeValue(&self, value)
         }
         bytes.append(UInt8(ascii: "}"))
     }
