@@ -8,7 +8,7 @@ struct SyncNodeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "syncnode",
         abstract: "An embedded document database node with CouchDB-protocol LAN sync.",
-        subcommands: [Put.self, Get.self, Delete.self, Import.self, Export.self, Changes.self, QueryCommand.self, Serve.self, Sync.self, Peers.self, Identity.self])
+        subcommands: [Put.self, Get.self, Delete.self, Import.self, Export.self, Changes.self, QueryCommand.self, Serve.self, Sync.self, Peers.self, Identity.self, User.self])
 
     /// Exit codes: 0 ok, 1 user error, 2 usage, 3 network/peer failure.
     static func main() async {
@@ -68,8 +68,13 @@ struct SyncNodeCommand: AsyncParsableCommand {
         }
         guard !leading.isEmpty, let command = rest.first else { return args }
         // An unknown command: leave --dir out so the error names the command.
-        let known = configuration.subcommands.map { $0._commandName }
-        guard known.contains(command) else { return Array(rest) }
-        return [command] + leading + rest.dropFirst()
+        guard let type = configuration.subcommands.first(where: { $0._commandName == command }) else { return Array(rest) }
+        // A command with commands of its own (`user add`): the options go after both names.
+        var head = [command], tail = rest.dropFirst()
+        if let sub = tail.first, type.configuration.subcommands.contains(where: { $0._commandName == sub }) {
+            head.append(sub)
+            tail = tail.dropFirst()
+        }
+        return head + leading + tail
     }
 }

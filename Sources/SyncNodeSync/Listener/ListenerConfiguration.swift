@@ -32,8 +32,18 @@ public struct ListenerAuthenticator: Sendable {
         }, sessionKey: { user in users[user].map { Array(SHA256.hash(data: Data($0.utf8))) } })
     }
 
+    /// This authenticator for the users it knows (those with a session key), `other` for the rest.
+    public func fallingBack(to other: ListenerAuthenticator) -> ListenerAuthenticator {
+        ListenerAuthenticator({ user, password in
+            sessionKey(user) != nil ? check(user, password) : other.check(user, password)
+        }, sessionKey: { user in sessionKey(user) ?? other.sessionKey(user) })
+    }
+
     static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
+        constantTimeEquals(Array(a.utf8), Array(b.utf8))
+    }
+
+    static func constantTimeEquals(_ x: [UInt8], _ y: [UInt8]) -> Bool {
         var diff = UInt8(truncatingIfNeeded: x.count ^ y.count)
         for i in 0..<max(x.count, y.count) {
             diff |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0)

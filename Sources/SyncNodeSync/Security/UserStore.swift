@@ -1,0 +1,186 @@
+import _CryptoExtras
+import Crypto
+import Foundation
+import Synchronization
+import SyncNodeStore
+
+/// The people who may use a node, kept in one file (`.node/users.json`, mode
+/// 0600) with salted, slow password hashes: PBKDF2-HMAC-SHA512 with a random
+/// 16-byte salt per user, in the field names of CouchDB's `_users` documents
+/// (`password_scheme`, `pbkdf2_prf`, `iterations`, `salt`, `derived_key`).
+///
+/// A password is derived once per process: after a right one, the listener
+/// compares a keyed hash of it instead, so Basic auth on every request stays
+/// cheap while a stolen file stays slow to attack.
+public final class UserStore: Sendable {
+    /// The file.
+    public let file: URL
+    /// Rounds of PBKDF2: OWASP's figure for SHA-512 (and swift-crypto's minimum).
+    static let iterations = 210_000
+
+    private struct Entry: Equatable, Sendable {
+        let salt: [UInt8]
+        let derivedKey: [UInt8]
+        let iterations: Int
+    }
+
+    /// The file as last read, with what `stat` said of it then.
+    private struct Loaded: Sendable {
+        var stamp: [Int] = []
+        var users: [String: Entry] = [:]
+    }
+
+    private let loaded = Mutex(Loaded())
+    /// Passwords already derived in this process: user -> HMAC(processKey, password).
+    private let verified = Mutex<[String: [UInt8]]>([:])
+    private let processKey = SymmetricKey(size: .bits256)
+
+    /// The store in `file` (which need not exist yet).
+    public init(file: URL) {
+        self.file = file
+    }
+
+    /// The users file of a node directory.
+    public convenience init(directory: NodeDirectory) {
+        self.init(file: directory.url.appendingPathComponent(".node/users.json"))
+    }
+
+    /// The user names, sorted.
+    public func names() throws -> [String] {
+        try current().keys.sorted()
+    }
+
+    /// Adds `name`, or sets a new password for it.
+    /// - throws: ``SyncError/invalidConfiguration(_:)`` for an empty name or password, a
+    ///   name with a colon (HTTP Basic cannot carry it), or a file that cannot be written.
+    public func add(_ name: String, password: String) throws {
+        guard !name.isEmpty, !name.contains(":"), name.utf8.count <= 256 else {
+            throw SyncError.invalidConfiguration("a user name must be 1 to 256 bytes without ':' (got '\(name)')")
+        }
+        guard !password.isEmpty else { throw SyncError.invalidConfiguration("the password of '\(name)' is empty") }
+        var salt = [UInt8](repeating: 0, count: 16)
+        var generator = SystemRandomNumberGenerator()
+        for i in salt.indices { salt[i] = UInt8.random(in: .min ... .max, using: &generator) }
+        let entry = Entry(salt: salt, derivedKey: try Self.derive(password, salt: salt, iterations: Self.iterations), iterations: Self.iterations)
+        var users = try current()
+        users[name] = entry
+        try write(users)
+    }
+
+    /// Removes `name`; false when there was no such user.
+    @discardableResult
+    public func remove(_ name: String) throws -> Bool {
+        var users = try current()
+        guard users.removeValue(forKey: name) != nil else { return false }
+        try write(users)
+        return true
+    }
+
+    /// Whether `password` is `name`'s. The file is re-read when it changes, so users
+    /// added or removed with `syncnode user` apply to a running node.
+    public func check(_ name: String, _ password: String) -> Bool {
+        guard let users = try? current(), !users.isEmpty else { return false }
+        let keyed = Array(HMAC<SHA256>.authenticationCode(for: Data(password.utf8), using: processKey))
+        guard let entry = users[name] else {
+            // The same work as for a known user, so timing does not tell which names exist.
+            _ = try? Self.derive(password, salt: [UInt8](repeating: 0, count: 16), iterations: Self.iterations)
+            return false
+        }
+        if let known = verified.withLock({ $0[name] }), ListenerAuthenticator.constantTimeEquals(known, keyed) { return true }
+        guard let derived = try? Self.derive(password, salt: entry.salt, iterations: entry.iterations),
+              ListenerAuthenticator.constantTimeEquals(derived, entry.derivedKey) else { return false }
+        verified.withLock { $0[name] = keyed }
+        return true
+    }
+
+    /// Bytes that change with `name`'s password (session cookies are signed with them); nil for no such user.
+    public func sessionKey(_ name: String) -> [UInt8]? {
+        (try? current())?[name].map { Array(SHA256.hash(data: $0.derivedKey)) }
+    }
+
+    /// An authenticator for a listener.
+    public func authenticator() -> ListenerAuthenticator {
+        ListenerAuthenticator({ [self] in check($0, $1) }, sessionKey: { [self] in sessionKey($0) })
+    }
+
+    private static func derive(_ password: String, salt: [UInt8], iterations: Int) throws -> [UInt8] {
+        let key = try KDF.Insecure.PBKDF2.deriveKey(
+            from: Array(password.utf8), salt: salt, using: .sha512, outputByteCount: 32, unsafeUncheckedRounds: iterations)
+        return key.withUnsafeBytes { Array($0) }
+    }
+
+    // MARK: - The file
+
+    private func current() throws -> [String: Entry] {
+        var info = stat()
+        let found = stat(file.path, &info) == 0
+        #if canImport(Darwin)
+        let modified = info.st_mtimespec
+        #else
+        let modified = info.st_mtim
+        #endif
+        // Replaced files get a new inode; edits in place a new time or size.
+        let stamp = found ? [Int(info.st_ino), Int(info.st_size), Int(modified.tv_sec), Int(modified.tv_nsec)] : [-1]
+        if let users = loaded.withLock({ $0.stamp == stamp ? $0.users : nil }) { return users }
+        let users = try read()
+        loaded.withLock { $0 = Loaded(stamp: stamp, users: users) }
+        verified.withLock { v in v = v.filter { users[$0.key] != nil } }
+        return users
+    }
+
+    private func read() throws -> [String: Entry] {
+        guard let data = FileManager.default.contents(atPath: file.path) else { return [:] }
+        guard case .dictionary(let root)? = try? DocumentValue(json: String(decoding: data, as: UTF8.self)),
+              case .dictionary(let users)? = root["users"] else {
+            throw SyncError.invalidConfiguration("\(file.path) is not a users file ({\"users\": {...}}); remove it to start over")
+        }
+        var entries: [String: Entry] = [:]
+        for (name, value) in users {
+            guard case .dictionary(let fields) = value, fields["password_scheme"] == "pbkdf2", fields["pbkdf2_prf"] == "sha512",
+                  case .string(let salt)? = fields["salt"], let saltBytes = Self.bytes(hex: salt),
+                  case .string(let key)? = fields["derived_key"], let keyBytes = Self.bytes(hex: key),
+                  case .int(let iterations)? = fields["iterations"], (1...10_000_000).contains(iterations) else {
+                throw SyncError.invalidConfiguration("\(file.path): the entry of '\(name)' is not a PBKDF2-SHA512 hash; set its password again with `syncnode user add`")
+            }
+            entries[name] = Entry(salt: saltBytes, derivedKey: keyBytes, iterations: Int(iterations))
+        }
+        return entries
+    }
+
+    private func write(_ users: [String: Entry]) throws {
+        var object: [String: DocumentValue] = [:]
+        for (name, entry) in users {
+            object[name] = [
+                "password_scheme": "pbkdf2", "pbkdf2_prf": "sha512", "iterations": .int(Int64(entry.iterations)),
+                "salt": .string(Self.hex(entry.salt)), "derived_key": .string(Self.hex(entry.derivedKey)),
+            ]
+        }
+        let text = DocumentValue.dictionary(["users": .dictionary(object)]).toJSON() + "\n"
+        // Written beside and renamed over: a reader sees the old file or the new, never half of one.
+        let temporary = file.deletingLastPathComponent().appendingPathComponent(".users-\(UUID().uuidString).json")
+        guard FileManager.default.createFile(atPath: temporary.path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw SyncError.invalidConfiguration("cannot write \(temporary.path)")
+        }
+        guard rename(temporary.path, file.path) == 0 else {
+            try? FileManager.default.removeItem(at: temporary)
+            throw SyncError.invalidConfiguration("cannot replace \(file.path): \(String(cString: strerror(errno)))")
+        }
+        loaded.withLock { $0 = Loaded() }
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { String(format: "%02x", $0) }.joined()
+    }
+
+    static func bytes(hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0, !digits.isEmpty else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(digits.count / 2)
+        for i in stride(from: 0, to: digits.count, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[i...i + 1], as: UTF8.self), radix: 16) else { return nil }
+            out.append(byte)
+        }
+        return out
+    }
+}

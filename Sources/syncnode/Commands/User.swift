@@ -1,0 +1,75 @@
+import ArgumentParser
+import Foundation
+import SyncNodeStore
+import SyncNodeSync
+
+/// `syncnode user add|remove|list`: the people who may sign in, kept hashed in DIR/.node/users.json.
+struct User: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage who may sign in to the node with a password (salted PBKDF2 hashes in DIR/.node/users.json; a running node sees changes at once).",
+        subcommands: [Add.self, Remove.self, List.self])
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add a user or set a new password. The password comes from $SYNCNODE_PASSWORD, else a prompt (or one line of stdin).")
+
+        @OptionGroup var node: NodeOptions
+        @Argument(help: "The user name (no ':').") var name: String
+        @Flag(help: "Make a random password and print it once.") var generate = false
+
+        func run() throws {
+            let password = try generate ? Self.randomPassword() : Self.readPassword(for: name)
+            let store = try User.store(node)
+            do { try store.add(name, password: password) } catch { throw CLIError.user("\(error)") }
+            Output.line(generate ? ["ok": true, "user": .string(name), "password": .string(password)] : ["ok": true, "user": .string(name)])
+        }
+
+        static func randomPassword() -> String {
+            var generator = SystemRandomNumberGenerator()
+            let random = Data((0..<18).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+            return random.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        }
+
+        static func readPassword(for name: String) throws -> String {
+            if let password = Serve.environmentPassword { return password }
+            let text: String?
+            if isatty(STDIN_FILENO) != 0 {
+                text = getpass("Password for \(name): ").map { String(cString: $0) }
+            } else {
+                text = readLine(strippingNewline: true)
+            }
+            guard let text, !text.isEmpty else { throw CLIError.user("no password given (set SYNCNODE_PASSWORD, type it, or use --generate)") }
+            return text
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove a user: its password and session cookies stop working.")
+
+        @OptionGroup var node: NodeOptions
+        @Argument(help: "The user name.") var name: String
+
+        func run() throws {
+            let removed: Bool
+            do { removed = try User.store(node).remove(name) } catch { throw CLIError.user("\(error)") }
+            guard removed else { throw CLIError.user("no user '\(name)'") }
+            Output.line(["ok": true, "user": .string(name)])
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the user names (never a password or hash).")
+
+        @OptionGroup var node: NodeOptions
+
+        func run() throws {
+            let names: [String]
+            do { names = try User.store(node).names() } catch { throw CLIError.user("\(error)") }
+            Output.line(["users": .array(names.map { .string($0) })])
+        }
+    }
+
+    static func store(_ node: NodeOptions) throws -> UserStore {
+        UserStore(directory: try NodeDirectory(url: node.directoryURL))
+    }
+}
