@@ -74,7 +74,7 @@ more_than() { [ "$(count "$1" "$2")" -gt "$3" ]; }
 start_node() {  # I [extra serve options]
   local i=$1; shift
   : > "$WORK/out$i"
-  $LAB exec "$i" "$BIN" --dir "$WORK/n$i" serve --name "node-$i" --user lab --password secret --auto-sync \
+  SYNCNODE_PASSWORD=secret $LAB exec "$i" "$BIN" --dir "$WORK/n$i" serve --name "node-$i" --user lab --auto-sync \
     $TRUST --qr none "$@" >> "$WORK/out$i" 2>> "$WORK/err$i" &
   PID[$i]=$!
   wait_until 20 grep -q "listening on" "$WORK/out$i" || fail "node $i did not start"

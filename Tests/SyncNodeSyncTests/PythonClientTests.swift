@@ -36,13 +36,23 @@ import Testing
     /// A `syncnode serve` child process.
     final class Node: @unchecked Sendable {
         let process = Process()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-serve-\(UUID().uuidString)")
         let stderr = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-serve-\(UUID().uuidString).log")
+        let directory: URL
         var port = 0
+        /// The pairing URL the node printed.
+        var url = URLComponents()
 
-        init(user: String, password: String, arguments: [String] = []) throws {
+        /// A node on loopback signing in `user` (its password passed as scripts should, in SYNCNODE_PASSWORD).
+        convenience init(user: String, password: String, arguments: [String] = []) throws {
+            try self.init(arguments: ["--host", "127.0.0.1", "--user", user] + arguments, environment: ["SYNCNODE_PASSWORD": password])
+        }
+
+        /// `syncnode serve ARGUMENTS` in `directory` (default: a new one).
+        init(arguments: [String], directory: URL? = nil, environment: [String: String] = [:]) throws {
+            self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-serve-\(UUID().uuidString)")
             process.executableURL = try executable(".build/debug/syncnode")
-            process.arguments = ["--dir", directory.path, "serve", "--host", "127.0.0.1", "--user", user, "--password", password] + arguments
+            process.arguments = ["--dir", self.directory.path, "serve"] + arguments
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
             let out = Pipe()
             process.standardOutput = out
             guard FileManager.default.createFile(atPath: stderr.path, contents: nil) else {
@@ -59,17 +69,21 @@ import Testing
                 throw SyncError.listenerFailed("serve printed \(text.debugDescription); stderr: \((try? String(contentsOf: stderr, encoding: .utf8)) ?? "")")
             }
             self.port = port
+            self.url = url
             #expect(url.queryItems?.contains { $0.name == "fp" } == true)
             #expect(url.queryItems?.contains { $0.name == "uuid" } == true)
         }
 
         var certificate: URL { directory.appendingPathComponent(".node/tls/cert.pem") }
 
+        /// What the node wrote on stderr so far.
+        var errors: String { (try? String(contentsOf: stderr, encoding: .utf8)) ?? "" }
+
         /// SIGTERM, and the exit status.
-        func stop() -> Int32 {
+        func stop(keepingDirectory: Bool = false) -> Int32 {
             process.terminate()
             process.waitUntilExit()
-            try? FileManager.default.removeItem(at: directory)
+            if !keepingDirectory { try? FileManager.default.removeItem(at: directory) }
             try? FileManager.default.removeItem(at: stderr)
             return process.terminationStatus
         }

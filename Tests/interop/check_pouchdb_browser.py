@@ -52,8 +52,9 @@ def main():
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
         origin = f"http://127.0.0.1:{httpd.server_port}"
 
-        serve = subprocess.Popen([syncnode, "--dir", node_dir, "serve", "--host", "127.0.0.1", "--user", user, "--password", password,
+        serve = subprocess.Popen([syncnode, "--dir", node_dir, "serve", "--host", "127.0.0.1", "--user", user,
                                   "--no-advertise", "--no-browse", "--qr", "none", "--cors-origin", origin],
+                                 env={**os.environ, "SYNCNODE_PASSWORD": password},
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         port = urllib.parse.urlsplit(serve.stdout.readline().split("listening on ", 1)[1].strip()).port
         base = f"https://127.0.0.1:{port}"

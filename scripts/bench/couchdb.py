@@ -61,7 +61,8 @@ def main():
         node_dir = os.path.join(work, f"node{n}")
         subprocess.run([f"{bin_dir}/syncnode", "--dir", node_dir, "import", "src", docs], check=True, stdout=subprocess.DEVNULL)
         serve = subprocess.Popen([f"{bin_dir}/syncnode", "--dir", node_dir, "serve", "--host", "127.0.0.1", "--user", user,
-                                  "--password", password, "--no-advertise", "--no-browse", "--qr", "none"],
+                                  "--no-advertise", "--no-browse", "--qr", "none"],
+                                 env={**os.environ, "SYNCNODE_PASSWORD": password},
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
             line = serve.stdout.readline()

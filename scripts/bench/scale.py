@@ -85,7 +85,8 @@ def main():
             python, imported = statistics.median(python_times), statistics.median(import_times)
 
             serve = subprocess.Popen([syncnode, "--dir", node, "serve", "--db", "bench", "--host", "127.0.0.1", "--user", user,
-                                      "--password", password, "--no-advertise", "--no-browse", "--qr", "none"],
+                                      "--no-advertise", "--no-browse", "--qr", "none"],
+                                     env={**os.environ, "SYNCNODE_PASSWORD": password},
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             try:
                 line = serve.stdout.readline().decode()

@@ -60,6 +60,27 @@ public final class NodeDirectory: Sendable {
         return names + LocalAddresses.ipv4()
     }
 
+    /// The credential a node serves with when it is given none: user `admin`
+    /// and a random password, made on first use and kept in
+    /// `.node/credential.json` (mode 0600), so it stays the same across restarts.
+    public func generatedCredential() throws -> (user: String, password: String) {
+        let file = url.appendingPathComponent(".node/credential.json")
+        if let data = FileManager.default.contents(atPath: file.path),
+           let saved = try? DocumentValue(json: String(decoding: data, as: UTF8.self)),
+           case .string(let user)? = saved["user"], case .string(let password)? = saved["password"], !user.isEmpty, !password.isEmpty {
+            return (user, password)
+        }
+        var generator = SystemRandomNumberGenerator()
+        let random = Data((0..<18).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        // base64url: nothing to escape in a URL's user info.
+        let password = random.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        let text = DocumentValue.dictionary(["user": "admin", "password": .string(password)]).toJSON() + "\n"
+        guard FileManager.default.createFile(atPath: file.path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw SyncError.invalidConfiguration("cannot write the node's credential \(file.path)")
+        }
+        return ("admin", password)
+    }
+
     /// The secret that signs session cookies (``SessionCookies``): 32 random
     /// bytes in `.node/session-secret` (mode 0600), made on first use.
     func sessionSecret() throws -> Data {

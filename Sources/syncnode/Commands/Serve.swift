@@ -15,10 +15,16 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("db"), help: "A database to serve (repeatable). Default: `default`, plus every database in the directory, and clients may create more.")
     var databases: [String] = []
     @Option(help: "The port; 0 picks a free one.") var port: Int = 0
-    @Option(help: "The address to listen on.") var host: String = "0.0.0.0"
-    @Option(help: "HTTP Basic user name (with --password); also used with auto-synced peers.") var user: String?
-    @Option(help: "HTTP Basic password (with --user).") var password: String?
-    @Option(help: "A JSON file {\"user\": \"password\", ...} of accepted credentials.") var users: String?
+    @Option(help: "The address to listen on (default: 0.0.0.0, every IPv4 interface; 127.0.0.1 with --anonymous).")
+    var host: String?
+    @Option(help: "HTTP Basic user name; its password comes from $SYNCNODE_PASSWORD (or --password). Also used with auto-synced peers. Without --user, --users or users made with `syncnode user add`, the node makes a credential of its own (DIR/.node/credential.json) and prints it in its pairing URL.")
+    var user: String?
+    @Option(help: "The password of --user. Every user of this machine can read it in `ps`: prefer $SYNCNODE_PASSWORD.")
+    var password: String?
+    @Option(help: "A JSON file {\"user\": \"password\", ...} of accepted credentials, in plain text (deprecated: `syncnode user add` keeps hashes instead).")
+    var users: String?
+    @Flag(help: "Serve without authentication: whoever can connect may read and write every database. Listens on 127.0.0.1 unless --host is given.")
+    var anonymous = false
     @Flag(help: "Serve plain HTTP instead of HTTPS.") var noTls = false
     @Option(help: "The node's DNS-SD name (default: the host name).") var name: String?
     @Flag(help: "Do not advertise the node through DNS-SD.") var noAdvertise = false
@@ -46,7 +52,14 @@ struct Serve: AsyncParsableCommand {
     }
 
     func validate() throws {
-        guard (user == nil) == (password == nil) else { throw ValidationError("--user and --password go together") }
+        if anonymous && (user != nil || users != nil) { throw ValidationError("--anonymous serves without authentication: drop --user and --users, or drop --anonymous") }
+        if password != nil && user == nil { throw ValidationError("--password needs --user") }
+        if user != nil && password == nil && Self.environmentPassword == nil {
+            throw ValidationError("--user needs a password: set SYNCNODE_PASSWORD (or pass --password)")
+        }
+        if autoSync && user == nil && !anonymous {
+            throw ValidationError("--auto-sync needs --user with a password every node of the mesh shares (or --anonymous): peers do not sign in by certificate yet")
+        }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
         guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1...86400 seconds") }
         for text in syncWith { _ = try PeerURL.parse(text, option: "--sync-with") }
@@ -72,12 +85,16 @@ struct Serve: AsyncParsableCommand {
         let directory = try NodeDirectory(url: node.directoryURL)
         let served = databases.isEmpty ? ["default"] : databases
         for name in served { _ = try directory.database(name, create: true) }
-        let credentials = try readCredentials()
+        let password = self.password ?? Self.environmentPassword
+        if self.password != nil {
+            Output.error("warning: --password can be read by every user of this machine (ps, /proc); pass it in SYNCNODE_PASSWORD instead")
+        }
+        let (authenticator, shown) = try authentication(directory: directory, password: password)
         // Files that can be wrong are read before the node says it is listening.
         let trust = autoSync && !noBrowse ? try TrustedPeers(directory: directory.url, trusted: trusted, trustOnFirstUse: trustOnFirstUse) : nil
         let listener = Listener(config: ListenerConfiguration(
-            directory: directory, databases: databases.isEmpty ? nil : databases, port: port, host: host,
-            disableTLS: noTls, authenticator: credentials.isEmpty ? nil : .users(credentials), allowedOrigins: corsOrigins,
+            directory: directory, databases: databases.isEmpty ? nil : databases, port: port, host: host ?? (anonymous ? "127.0.0.1" : "0.0.0.0"),
+            disableTLS: noTls, authenticator: authenticator, allowedOrigins: corsOrigins,
             idleTimeout: .seconds(idleTimeout)))
         do {
             try await listener.start()
@@ -89,7 +106,7 @@ struct Serve: AsyncParsableCommand {
         }
         let fingerprint = listener.tlsIdentity?.fingerprint
         let pairing = PairingURL(
-            base: base, database: served[0], user: credentials.count == 1 ? user : nil, password: credentials.count == 1 ? password : nil,
+            base: base, database: served[0], user: shown?.user, password: shown?.password,
             uuid: directory.uuid, fingerprint: fingerprint)
         let termination = Termination.listen()
         // Written straight to the file descriptor: scripts wait for this line.
@@ -105,7 +122,7 @@ struct Serve: AsyncParsableCommand {
         if !noAdvertise {
             let record = ServiceRecord(
                 name: name ?? ProcessInfo.processInfo.hostName, port: boundPort, uuid: directory.uuid, databases: advertised(),
-                tls: fingerprint != nil, fingerprint: fingerprint, requiresAuth: !credentials.isEmpty)
+                tls: fingerprint != nil, fingerprint: fingerprint, requiresAuth: authenticator != nil)
             advertiser = try Advertiser(record: record, onStatus: status.report)
             advertiser?.start()
         }
@@ -150,7 +167,29 @@ struct Serve: AsyncParsableCommand {
         directory.closeAll()
     }
 
-    private func readCredentials() throws -> [String: String] {
+    static var environmentPassword: String? {
+        ProcessInfo.processInfo.environment["SYNCNODE_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// Who may sign in (nil: anyone, with --anonymous), and the credential the pairing URL
+    /// shows: --user's, or the node's own when it is given none.
+    private func authentication(directory: NodeDirectory, password: String?) throws -> (ListenerAuthenticator?, (user: String, password: String)?) {
+        guard !anonymous else { return (nil, nil) }
+        var credentials = try readCredentials(password: password)
+        let store = UserStore(directory: directory)
+        let stored: [String]
+        do { stored = try store.names() } catch { throw CLIError.user("\(error)") }
+        var shown = user.flatMap { name in password.map { (user: name, password: $0) } }
+        if credentials.isEmpty && stored.isEmpty {
+            let own = try directory.generatedCredential()
+            credentials[own.user] = own.password
+            shown = own
+        }
+        // Users added with `syncnode user add` while the node runs can sign in too.
+        return (ListenerAuthenticator.users(credentials).fallingBack(to: store.authenticator()), credentials.count == 1 ? shown : nil)
+    }
+
+    private func readCredentials(password: String?) throws -> [String: String] {
         var credentials: [String: String] = [:]
         if let user, let password { credentials[user] = password }
         if let users {
@@ -158,12 +197,13 @@ struct Serve: AsyncParsableCommand {
                   case .dictionary(let entries)? = try? DocumentValue(json: String(decoding: data, as: UTF8.self)) else {
                 throw CLIError.user("cannot read users file \(users): expected a JSON object {\"user\": \"password\"}")
             }
-            // An empty file would serve every database without a password: say so rather than do it.
-            guard !entries.isEmpty else { throw CLIError.user("users file \(users) names no user; omit --users to serve without authentication") }
+            // An empty file is more likely a mistake than a wish: say so.
+            guard !entries.isEmpty else { throw CLIError.user("users file \(users) names no user; omit --users (the node then makes a credential of its own) or serve with --anonymous") }
             for (name, value) in entries {
                 guard case .string(let secret) = value else { throw CLIError.user("users file: the password of '\(name)' must be a string") }
                 credentials[name] = secret
             }
+            Output.error("warning: --users \(users) keeps passwords in plain text; move each user to hashed storage with `syncnode user add NAME` (password from SYNCNODE_PASSWORD or stdin), then drop --users")
         }
         return credentials
     }

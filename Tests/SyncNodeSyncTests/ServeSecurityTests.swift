@@ -1,0 +1,128 @@
+import AsyncHTTPClient
+import Foundation
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import Testing
+@testable import SyncNodeStore
+@testable import SyncNodeSync
+
+/// `syncnode serve` is closed by default: a node given no credential makes its own, serving
+/// anonymously takes a flag and stays on loopback, and users added with `syncnode user` sign in
+/// against salted hashes.
+@Suite(.serialized) struct ServeSecurityTests {
+    static let quiet = ["--no-advertise", "--no-browse", "--qr", "none"]
+
+    /// The status of `GET path` on the node, with Basic credentials when given.
+    static func status(_ node: PythonClientTests.Node, _ path: String, user: String? = nil, password: String? = nil) async throws -> UInt {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .file(node.certificate.path)
+        tls.certificateVerification = .noHostnameVerification
+        let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: .init(tlsConfiguration: tls))
+        var request = HTTPClientRequest(url: "https://127.0.0.1:\(node.port)\(path)")
+        if let user, let password {
+            request.headers.add(name: "Authorization", value: "Basic " + Data("\(user):\(password)".utf8).base64EncodedString())
+        }
+        do {
+            let status = try await client.execute(request, timeout: .seconds(20)).status.code
+            try await client.shutdown()
+            return status
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+
+    static func permissions(_ file: URL) throws -> Int {
+        try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int)
+    }
+
+    @Test func aNodeGivenNoCredentialMakesItsOwnAndKeepsIt() async throws {
+        let first = try PythonClientTests.Node(arguments: ["--host", "127.0.0.1"] + Self.quiet)
+        let directory = first.directory
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let user = try #require(first.url.user), password = try #require(first.url.password)
+        #expect(user == "admin" && password.count >= 24)
+        #expect(try await Self.status(first, "/default") == 401)
+        #expect(try await Self.status(first, "/_all_dbs") == 401)
+        #expect(try await Self.status(first, "/default", user: user, password: password + "x") == 401)
+        #expect(try await Self.status(first, "/default", user: user, password: password) == 200)
+        #expect(try Self.permissions(directory.appendingPathComponent(".node/credential.json")) == 0o600)
+        #expect(first.stop(keepingDirectory: true) == 0)
+
+        let again = try PythonClientTests.Node(arguments: ["--host", "127.0.0.1"] + Self.quiet, directory: directory)
+        #expect(again.url.user == user && again.url.password == password)
+        #expect(try await Self.status(again, "/default", user: user, password: password) == 200)
+        #expect(again.stop(keepingDirectory: true) == 0)
+    }
+
+    @Test func anonymousServingTakesAFlagAndStaysOnLoopback() async throws {
+        let node = try PythonClientTests.Node(arguments: ["--anonymous"] + Self.quiet)
+        defer { _ = node.stop() }
+        #expect(node.url.host == "127.0.0.1")
+        #expect(node.url.user == nil && node.url.password == nil)
+        #expect(try await Self.status(node, "/default") == 200)
+        #expect(!FileManager.default.fileExists(atPath: node.directory.appendingPathComponent(".node/credential.json").path))
+    }
+
+    @Test func usersSignInAgainstSaltedHashes() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-users-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let syncnode = try PythonClientTests.executable(".build/debug/syncnode")
+        let added = try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "add", "ann"], environment: ["SYNCNODE_PASSWORD": "correct horse"])
+        #expect(added.0 == 0, "\(added.2)")
+        let file = directory.appendingPathComponent(".node/users.json")
+        let stored = try String(contentsOf: file, encoding: .utf8)
+        #expect(!stored.contains("correct horse") && stored.contains("pbkdf2"))
+        #expect(try Self.permissions(file) == 0o600)
+
+        let node = try PythonClientTests.Node(arguments: ["--host", "127.0.0.1"] + Self.quiet, directory: directory)
+        defer { _ = node.stop() }
+        // Users exist, so the node makes no credential of its own and shows none.
+        #expect(node.url.user == nil)
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent(".node/credential.json").path))
+        #expect(try await Self.status(node, "/default", user: "ann", password: "correct horse") == 200)
+        #expect(try await Self.status(node, "/default", user: "ann", password: "correct horsE") == 401)
+        #expect(try await Self.status(node, "/default") == 401)
+
+        // Changes apply to the running node.
+        let generated = try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "add", "bob", "--generate"])
+        let bobPassword = try #require(try DocumentValue(json: generated.1)["password"]?.string)
+        #expect(try await Self.status(node, "/default", user: "bob", password: bobPassword) == 200)
+        #expect(try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "remove", "ann"]).0 == 0)
+        #expect(try await Self.status(node, "/default", user: "ann", password: "correct horse") == 401)
+        let listed = try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "list"]).1
+        #expect(listed.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"users":["bob"]}"#)
+        let missing = try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "remove", "ann"])
+        #expect(missing.0 == 1 && missing.2.contains("no user 'ann'"))
+        #expect(!node.errors.contains("correct horse") && !node.errors.contains(bobPassword))
+    }
+
+    @Test(arguments: [
+        (["--anonymous", "--user", "u"], "--anonymous serves without authentication"),
+        (["--user", "u"], "SYNCNODE_PASSWORD"),
+        (["--password", "p"], "--password needs --user"),
+        (["--auto-sync"], "--auto-sync needs --user"),
+    ])
+    func contradictoryOptionsAreRefused(_ arguments: [String], _ message: String) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-refused-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (status, _, stderr) = try ChildProcess.run(
+            try PythonClientTests.executable(".build/debug/syncnode"), ["--dir", directory.path, "serve"] + Self.quiet + arguments,
+            environment: ["SYNCNODE_PASSWORD": ""])
+        #expect(status == 2 && stderr.contains(message), "\(stderr)")
+    }
+
+    @Test func plainTextPasswordsAreWarnedAbout() async throws {
+        let users = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-users-\(UUID().uuidString).json")
+        try Data(#"{"ann": "s3cret-pw"}"#.utf8).write(to: users)
+        defer { try? FileManager.default.removeItem(at: users) }
+        let node = try PythonClientTests.Node(arguments: ["--host", "127.0.0.1", "--users", users.path, "--user", "bob", "--password", "other-pw"] + Self.quiet)
+        defer { _ = node.stop() }
+        #expect(try await Self.status(node, "/default", user: "ann", password: "s3cret-pw") == 200)
+        #expect(try await Self.status(node, "/default", user: "bob", password: "other-pw") == 200)
+        #expect(node.errors.contains("syncnode user add"))
+        #expect(node.errors.contains("SYNCNODE_PASSWORD"))
+        #expect(!node.errors.contains("s3cret-pw") && !node.errors.contains("other-pw"))
+    }
+}
