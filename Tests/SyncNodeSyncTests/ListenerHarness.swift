@@ -19,7 +19,8 @@ final class ListenerHarness: @unchecked Sendable {
 
     init(auth: Bool = true, tls: Bool = true, directory existing: URL? = nil, authFailuresPerMinute: Int = 10,
          databases: [String]? = nil, faultInjector: FaultInjector? = nil, idleTimeout: Duration = .seconds(60),
-         maxConnectionsPerAddress: Int = 256) async throws {
+         maxConnectionsPerAddress: Int = 256, peerTrust: (trusted: [String], firstUse: Bool)? = nil,
+         onUntrustedPeer: (@Sendable (String, String) -> Void)? = nil) async throws {
         directory = existing ?? FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-listener-\(UUID().uuidString)")
         node = try NodeDirectory(url: directory)
         var config = ListenerConfiguration(
@@ -27,6 +28,9 @@ final class ListenerHarness: @unchecked Sendable {
             authenticator: auth ? .users([Self.user: Self.password]) : nil, allowedOrigins: ["http://app.example"],
             idleTimeout: idleTimeout, authFailuresPerMinute: authFailuresPerMinute, maxConnectionsPerAddress: maxConnectionsPerAddress)
         config.faultInjector = faultInjector
+        let node = self.node
+        config.trustedPeers = try peerTrust.map { try TrustStore(directory: node, trusted: $0.trusted, trustOnFirstUse: $0.firstUse) }
+        config.onUntrustedPeer = onUntrustedPeer
         listener = Listener(config: config)
         try await listener.start()
         guard let port = listener.port else { throw SyncError.listenerFailed("no port") }

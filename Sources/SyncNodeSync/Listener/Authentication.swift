@@ -12,6 +12,9 @@ import SyncNodeStore
 struct Authentication: Sendable {
     /// nil: everyone is let in (an anonymous node).
     let authenticator: ListenerAuthenticator?
+    /// Peers admitted by their client certificate; nil: none.
+    let trustedPeers: TrustStore?
+    let onUntrustedPeer: (@Sendable (_ fingerprint: String, _ address: String) -> Void)?
     let cookies: SessionCookies
     let rateLimiter: AuthRateLimiter
     /// Cookies are marked Secure over HTTPS.
@@ -25,9 +28,11 @@ struct Authentication: Sendable {
         var refreshedCookie: String?
     }
 
-    /// The user a request authenticates as; throws 401 (after a delay, past too many failures).
-    func check(_ request: Request, remoteAddress: String) async throws -> Login {
+    /// The user a request authenticates as: by password, session cookie or, for a peer,
+    /// its client certificate; throws 401 (after a delay, past too many failures).
+    func check(_ request: Request, context: ListenerContext) async throws -> Login {
         guard authenticator != nil else { return Login(user: nil) }
+        let remoteAddress = context.remoteAddress
         if let (user, password) = Self.basicCredentials(request) {
             try await checkPassword(user, password, remoteAddress: remoteAddress)
             return Login(user: user)
@@ -38,6 +43,11 @@ struct Authentication: Sendable {
             }
             let refreshed = cookies.needsRefresh(issued: issued) ? cookie(for: user) : nil
             return Login(user: user, refreshedCookie: refreshed)
+        }
+        if let trustedPeers, let fingerprint = await context.clientFingerprint() {
+            if let peer = trustedPeers.principal(clientFingerprint: fingerprint, address: remoteAddress) { return Login(user: peer) }
+            onUntrustedPeer?(fingerprint, remoteAddress)
+            throw CouchError(status: 401, error: "unauthorized", reason: "This node does not trust certificate \(fingerprint); its operator can admit it with `\(TrustStore.addCommand(fingerprint))`.")
         }
         // No password was tried: not a failure to limit (clients and peers' discovery probes ask first, then log in).
         throw CouchError.unauthorized
@@ -75,14 +85,15 @@ struct Authentication: Sendable {
     /// `/_session`: `POST` logs in (form or JSON `name` and `password`) and
     /// sets the cookie, `GET` tells who the request authenticates as,
     /// `DELETE` clears the cookie.
-    func session(_ request: Request, remoteAddress: String) async throws -> Response {
+    func session(_ request: Request, context: ListenerContext) async throws -> Response {
+        let remoteAddress = context.remoteAddress
         switch request.method {
         case .get, .head:
             // A wrong password is refused; no (or an expired) cookie answers with a null name, as CouchDB does.
             let basic = Self.basicCredentials(request) != nil
-            let login = basic ? try await check(request, remoteAddress: remoteAddress)
-                : (try? await check(request, remoteAddress: remoteAddress)) ?? Login(user: nil)
-            let method = basic ? "default" : login.user != nil ? "cookie" : nil
+            let login = basic ? try await check(request, context: context)
+                : (try? await check(request, context: context)) ?? Login(user: nil)
+            let method = basic ? "default" : login.user?.hasPrefix("peer:") == true ? "certificate" : login.user != nil ? "cookie" : nil
             var info: [String: DocumentValue] = ["authentication_handlers": ["cookie", "default"]]
             if let method { info["authenticated"] = .string(method) }
             var response = HTTP.json(["ok": true, "userCtx": userContext(login.user), "info": .dictionary(info)])

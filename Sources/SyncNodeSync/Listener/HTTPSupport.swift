@@ -3,16 +3,29 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import NIOCore
+import NIOSSL
 import SyncNodeStore
 
-/// The per-request context: the client's address, for auth rate limiting.
+/// The per-request context: the client's address, for auth rate limiting, and its connection,
+/// for the certificate a peer signs in with.
 struct ListenerContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     let remoteAddress: String
+    let channel: any Channel
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
+        channel = source.channel
+    }
+
+    /// The fingerprint of the certificate the client presented in the TLS handshake; nil without one (or without TLS).
+    func clientFingerprint() async -> String? {
+        let channel = channel
+        return try? await channel.eventLoop.submit { () -> String? in
+            guard let certificate = try channel.pipeline.syncOperations.nioSSL_peerCertificate() else { return nil }
+            return TLSIdentity.fingerprint(der: try certificate.toDERBytes())
+        }.get()
     }
 }
 

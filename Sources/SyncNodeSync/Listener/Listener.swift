@@ -63,7 +63,7 @@ public final class Listener: Sendable {
         guard state.withLock({ $0.task == nil }) else { return }
         let identity = config.disableTLS ? nil : try (config.tlsIdentity ?? config.directory.tlsIdentity())
         let authentication = Authentication(
-            authenticator: config.authenticator,
+            authenticator: config.authenticator, trustedPeers: config.trustedPeers, onUntrustedPeer: config.onUntrustedPeer,
             cookies: SessionCookies(secret: try config.directory.sessionSecret(), timeout: config.sessionTimeout),
             rateLimiter: AuthRateLimiter(limit: config.authFailuresPerMinute), secure: identity != nil, logger: logger)
         let responder = ListenerResponder(
@@ -77,7 +77,9 @@ public final class Listener: Sendable {
             idleTimeout: .nanoseconds(config.idleTimeout.components.seconds * 1_000_000_000 + config.idleTimeout.components.attoseconds / 1_000_000_000),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 64 * 1024, maxHeaderListSize: 128 * 1024, maxHeaderFieldCount: 200))
         let plain = HTTPServerBuilder { responder in ListenerHTTP1Channel(base: HTTP1Channel(responder: responder, configuration: http1)) }
-        let server: HTTPServerBuilder = try identity.map { try .tls(plain, tlsConfiguration: $0.serverConfiguration()) } ?? plain
+        let server: HTTPServerBuilder = try identity.map {
+            try .tls(plain, configuration: $0.serverConfiguration(acceptingClientCertificates: config.trustedPeers != nil))
+        } ?? plain
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             responder: responder, server: server,

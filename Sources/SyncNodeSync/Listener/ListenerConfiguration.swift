@@ -79,6 +79,13 @@ public struct ListenerConfiguration: Sendable {
     public var tlsIdentity: TLSIdentity?
     /// Checks passwords (HTTP Basic, and `POST /_session` logins); nil lets everyone in.
     public var authenticator: ListenerAuthenticator?
+    /// Peers that sign in by certificate: a client presenting a certificate this
+    /// store trusts is admitted as that peer, without a password (mutual TLS).
+    /// Nil asks clients for no certificate.
+    public var trustedPeers: TrustStore?
+    /// Called once per connection whose client presented a certificate that is
+    /// not trusted and no password (a peer asking to sync): with its fingerprint and address.
+    public var onUntrustedPeer: (@Sendable (_ fingerprint: String, _ address: String) -> Void)?
     /// Refuse every write.
     public var readOnly: Bool
     /// Origins allowed by CORS ("*" for any).
@@ -106,7 +113,9 @@ public struct ListenerConfiguration: Sendable {
     public init(
         directory: NodeDirectory, databases: [String]? = nil, port: Int = 0, host: String = "0.0.0.0",
         disableTLS: Bool = false, tlsIdentity: TLSIdentity? = nil, authenticator: ListenerAuthenticator? = nil,
-        readOnly: Bool = false, allowedOrigins: [String] = [], maxRequestBodySize: Int = 64 << 20,
+        readOnly: Bool = false, allowedOrigins: [String] = [],
+        trustedPeers: TrustStore? = nil, onUntrustedPeer: (@Sendable (_ fingerprint: String, _ address: String) -> Void)? = nil,
+        maxRequestBodySize: Int = 64 << 20,
         idleTimeout: Duration = .seconds(60), authFailuresPerMinute: Int = 10, sessionTimeout: Int = 600,
         maxConnections: Int = 2048, maxConnectionsPerAddress: Int = 256
     ) {
@@ -119,6 +128,8 @@ public struct ListenerConfiguration: Sendable {
         self.authenticator = authenticator
         self.readOnly = readOnly
         self.allowedOrigins = allowedOrigins
+        self.trustedPeers = trustedPeers
+        self.onUntrustedPeer = onUntrustedPeer
         self.maxRequestBodySize = maxRequestBodySize
         self.idleTimeout = idleTimeout
         self.authFailuresPerMinute = authFailuresPerMinute

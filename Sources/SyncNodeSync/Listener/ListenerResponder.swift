@@ -57,9 +57,9 @@ struct ListenerResponder: HTTPResponder {
         }
         // Logging in needs no login.
         if request.uri.path == "/_session" || request.uri.path == "/_session/" {
-            return try await authentication.session(request, remoteAddress: context.remoteAddress)
+            return try await authentication.session(request, context: context)
         }
-        let login = try await authentication.check(request, remoteAddress: context.remoteAddress)
+        let login = try await authentication.check(request, context: context)
         let segments = try Self.segments(request.uri.path)
         var response = try await handlers.handle(request, segments: segments)
         if let cookie = login.refreshedCookie { response.headers[.setCookie] = cookie }

@@ -35,7 +35,7 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         let (client, pinnedFingerprint) = try await makeClient(
             scheme: scheme, host: host, port: port, pinnedCertificate: config.pinnedServerCertificate,
             pinnedFingerprint: config.pinnedFingerprint ?? trusted, acceptSelfSigned: config.acceptOnlySelfSignedServerCertificate,
-            connectTimeout: config.connectTimeout)
+            clientIdentity: config.clientIdentity, connectTimeout: config.connectTimeout)
         var headers = config.headers.map { ($0.key, $0.value) }
         if let auth = config.authenticator { headers.append(("Authorization", auth.authorizationHeader)) }
         let remote = HTTPRemote(root: root(scheme: scheme, host: host, port: port), database: database, client: client, headers: headers, configuredUUID: config.remoteUUID)
@@ -45,9 +45,10 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
     /// An HTTP client for one peer. With a pinned fingerprint the certificate
     /// is fetched and checked first, so a wrong pin fails in one handshake;
     /// `acceptSelfSigned` pins whatever self-signed certificate is seen.
-    /// Returns the fingerprint pinned, if any.
+    /// `clientIdentity` is presented as the client certificate. Returns the fingerprint pinned, if any.
     static func makeClient(scheme: String, host: String, port: Int, pinnedCertificate: [UInt8]? = nil, pinnedFingerprint: String?,
-                           acceptSelfSigned: Bool = false, connectTimeout: Duration) async throws -> (HTTPClient, pinned: String?) {
+                           acceptSelfSigned: Bool = false, clientIdentity: TLSIdentity? = nil,
+                           connectTimeout: Duration) async throws -> (HTTPClient, pinned: String?) {
         var configuration = HTTPClient.Configuration(
             timeout: .init(connect: .init(connectTimeout), read: .seconds(120)))
         configuration.httpVersion = .http1Only
@@ -57,6 +58,7 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         if scheme == "https" {
             var tls = TLSConfiguration.makeClientConfiguration()
             tls.minimumTLSVersion = .tlsv12
+            try clientIdentity?.presentAsClient(in: &tls)
             if pinned == nil, let expected = pinnedFingerprint {
                 let seen = try await CertificateProbe.certificate(host: host, port: port, timeout: connectTimeout)
                 let fingerprint = TLSIdentity.fingerprint(der: seen)

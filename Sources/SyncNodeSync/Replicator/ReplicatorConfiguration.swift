@@ -61,6 +61,9 @@ public struct ReplicatorConfiguration: Sendable {
     public var authenticator: BasicAuthenticator?
     /// Extra HTTP headers sent with every request.
     public var headers: [String: String] = [:]
+    /// The identity this node presents as its TLS client certificate: a peer
+    /// that trusts its fingerprint admits it without a password. Nil presents none.
+    public var clientIdentity: TLSIdentity?
     /// The peer's certificate fingerprint (base64url SHA-256) to pin; default: the URL's `fp`.
     public var pinnedFingerprint: String?
     /// The peer's certificate (DER) to pin.

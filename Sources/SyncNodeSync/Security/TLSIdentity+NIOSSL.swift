@@ -1,8 +1,21 @@
+import HummingbirdTLS
 import NIOSSL
 
 extension TLSIdentity {
-    /// The server-side TLS configuration presenting this identity.
-    func serverConfiguration() throws -> TLSConfiguration {
+    /// The server-side TLS configuration presenting this identity. When
+    /// `acceptingClientCertificates`, clients are asked for a certificate (and
+    /// may send none): any is accepted in the handshake, and the listener decides
+    /// by its fingerprint whom it belongs to (a self-signed peer identity has no
+    /// authority to check it against).
+    func serverConfiguration(acceptingClientCertificates: Bool) throws -> TLSChannelConfiguration {
+        let tls = try serverTLSConfiguration(requestingClientCertificate: acceptingClientCertificates)
+        guard acceptingClientCertificates else { return TLSChannelConfiguration(tlsConfiguration: tls) }
+        return TLSChannelConfiguration(tlsConfiguration: tls, customVerificationCallback: { _, promise in
+            promise.succeed(.certificateVerified)
+        })
+    }
+
+    private func serverTLSConfiguration(requestingClientCertificate: Bool) throws -> TLSConfiguration {
         let certificate = try NIOSSLCertificate(bytes: certificateDER, format: .der)
         let key = try NIOSSLPrivateKey(bytes: Array(privateKeyPEM.utf8), format: .pem)
         var tls = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
@@ -12,9 +25,16 @@ extension TLSIdentity {
             .TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, .TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
             .TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
         ]
+        if requestingClientCertificate { tls.certificateVerification = .optionalVerification }
         // Fail now, not when the server starts accepting.
         _ = try NIOSSLContext(configuration: tls)
         return tls
+    }
+
+    /// Presents this identity as the client certificate of `tls` (mutual TLS: a node signs in to its peers so).
+    func presentAsClient(in tls: inout TLSConfiguration) throws {
+        tls.certificateChain = [.certificate(try NIOSSLCertificate(bytes: certificateDER, format: .der))]
+        tls.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: Array(privateKeyPEM.utf8), format: .pem))
     }
 
     /// A client configuration that trusts exactly this certificate (a pin).

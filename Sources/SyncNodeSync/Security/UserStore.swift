@@ -112,15 +112,7 @@ public final class UserStore: Sendable {
     // MARK: - The file
 
     private func current() throws -> [String: Entry] {
-        var info = stat()
-        let found = stat(file.path, &info) == 0
-        #if canImport(Darwin)
-        let modified = info.st_mtimespec
-        #else
-        let modified = info.st_mtim
-        #endif
-        // Replaced files get a new inode; edits in place a new time or size.
-        let stamp = found ? [Int(info.st_ino), Int(info.st_size), Int(modified.tv_sec), Int(modified.tv_nsec)] : [-1]
+        let stamp = FileStamp.of(file)
         if let users = loaded.withLock({ $0.stamp == stamp ? $0.users : nil }) { return users }
         let users = try read()
         loaded.withLock { $0 = Loaded(stamp: stamp, users: users) }

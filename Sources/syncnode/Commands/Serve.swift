@@ -33,10 +33,10 @@ struct Serve: AsyncParsableCommand {
     var syncWith: [String] = []
     @Flag(name: .customLong("auto-sync"), help: "Keep a continuous push/pull replication with every discovered peer that is trusted.")
     var autoSync = false
-    @Option(name: .customLong("trust"), help: "Trust a peer's certificate fingerprint for --auto-sync (repeatable; see also DIR/.node/trusted-peers).")
+    @Option(name: .customLong("trust"), help: "Trust a peer's certificate fingerprint (repeatable; see also `syncnode trust`): --auto-sync syncs with it, and it signs in with that certificate, without a password.")
     var trusted: [String] = []
     @Flag(name: .customLong("trust-on-first-use"),
-          help: "Trust a peer's self-signed certificate the first time it is seen, then only that one (--sync-with URLs without fp, discovered peers).")
+          help: "Trust a peer's self-signed certificate the first time it is seen, then only that one: --sync-with URLs without fp, discovered peers, and peers signing in with a certificate not seen before (anyone on the LAN who connects first).")
     var trustOnFirstUse = false
     @Option(help: "For --sync-with and --auto-sync: resolve (each conflict's winner is kept and the other leaves tombstoned, alike on every node) or keep (conflicts stay, as CouchDB keeps them).")
     var conflicts: ConflictPolicy = .resolve
@@ -57,15 +57,11 @@ struct Serve: AsyncParsableCommand {
         if user != nil && password == nil && Self.environmentPassword == nil {
             throw ValidationError("--user needs a password: set SYNCNODE_PASSWORD (or pass --password)")
         }
-        if autoSync && user == nil && !anonymous {
-            throw ValidationError("--auto-sync needs --user with a password every node of the mesh shares (or --anonymous): peers do not sign in by certificate yet")
-        }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
         guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1...86400 seconds") }
         for text in syncWith { _ = try PeerURL.parse(text, option: "--sync-with") }
         if autoSync && noBrowse { throw ValidationError("--auto-sync needs browsing (drop --no-browse)") }
-        if !trusted.isEmpty && !autoSync { throw ValidationError("--trust is for --auto-sync (pin a --sync-with peer with the fp= of its pairing URL)") }
-        if trustOnFirstUse && !autoSync && syncWith.isEmpty { throw ValidationError("--trust-on-first-use is for --auto-sync or --sync-with") }
+        if anonymous && (!trusted.isEmpty || trustOnFirstUse) { throw ValidationError("--anonymous admits everyone: --trust and --trust-on-first-use mean nothing with it") }
         if let name, name.isEmpty || name.utf8.count > 63 {
             throw ValidationError("--name must be 1 to 63 bytes (a DNS-SD instance name)")
         }
@@ -91,10 +87,14 @@ struct Serve: AsyncParsableCommand {
         }
         let (authenticator, shown) = try authentication(directory: directory, password: password)
         // Files that can be wrong are read before the node says it is listening.
-        let trust = autoSync && !noBrowse ? try TrustedPeers(directory: directory.url, trusted: trusted, trustOnFirstUse: trustOnFirstUse) : nil
+        let trust: TrustStore
+        do { trust = try TrustStore(directory: directory, trusted: trusted, trustOnFirstUse: trustOnFirstUse) } catch { throw CLIError.user("\(error)") }
+        let identity = noTls ? nil : try directory.tlsIdentity()
+        let asking = UntrustedPeerReporter(directory: directory.url)
         let listener = Listener(config: ListenerConfiguration(
             directory: directory, databases: databases.isEmpty ? nil : databases, port: port, host: host ?? (anonymous ? "127.0.0.1" : "0.0.0.0"),
-            disableTLS: noTls, authenticator: authenticator, allowedOrigins: corsOrigins,
+            disableTLS: noTls, tlsIdentity: identity, authenticator: authenticator, allowedOrigins: corsOrigins,
+            trustedPeers: anonymous || noTls ? nil : trust, onUntrustedPeer: asking.report,
             idleTimeout: .seconds(idleTimeout)))
         do {
             try await listener.start()
@@ -133,9 +133,8 @@ struct Serve: AsyncParsableCommand {
             let made = try Browser(
                 ignoring: directory.uuid, authenticator: BasicAuthenticator(user: user, password: password),
                 onStatus: status.report)
-            let watched = PeerWatcher(autoSync: trust.map {
-                PeerWatcher.AutoSync(directory: directory, databases: advertised, trust: $0, user: user, password: password, conflicts: conflicts)
-            })
+            let watched = PeerWatcher(autoSync: autoSync ? PeerWatcher.AutoSync(
+                directory: directory, databases: advertised, trust: trust, identity: identity, user: user, password: password, conflicts: conflicts) : nil)
             made.start()
             watching = Task { await watched.run(made.events) }
             browser = made
@@ -151,7 +150,7 @@ struct Serve: AsyncParsableCommand {
         let explicit = try syncWith.map { text in
             let url = try PeerURL.parse(text, option: "--sync-with")
             guard let collection = try directory.database(served[0])?.defaultCollection() else { throw CLIError.user("no database \(served[0])") }
-            return PeerSync(collection: collection, url: url, trustOnFirstUse: trustOnFirstUse, conflicts: conflicts,
+            return PeerSync(collection: collection, url: url, identity: identity, trustOnFirstUse: trustOnFirstUse, conflicts: conflicts,
                             label: "sync \(url.host ?? "?"):\(url.port.map(String.init) ?? "")")
         }
 
@@ -206,6 +205,21 @@ struct Serve: AsyncParsableCommand {
             Output.error("warning: --users \(users) keeps passwords in plain text; move each user to hashed storage with `syncnode user add NAME` (password from SYNCNODE_PASSWORD or stdin), then drop --users")
         }
         return credentials
+    }
+}
+
+/// Prints one line per certificate that asks to sync without being trusted, saying how to admit it.
+final class UntrustedPeerReporter: Sendable {
+    private let directory: URL
+    private let seen = Mutex<Set<String>>([])
+
+    init(directory: URL) {
+        self.directory = directory
+    }
+
+    func report(fingerprint: String, address: String) {
+        guard seen.withLock({ $0.insert(fingerprint).inserted }) else { return }
+        Output.progress("syncnode: a peer at \(address) with certificate \(fingerprint) asks to sync; admit it with `\(TrustStore.addCommand(fingerprint, directory: directory.path))`")
     }
 }
 

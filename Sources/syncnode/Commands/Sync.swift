@@ -32,6 +32,8 @@ struct Sync: AsyncParsableCommand {
         config.maxAttempts = attempts
         config.continuous = continuous
         config.conflictResolver = conflicts.resolver
+        // The node signs in with its certificate too: a peer that trusts it needs no password.
+        config.clientIdentity = try NodeDirectory(url: node.directoryURL).tlsIdentity()
         let replicator = Replicator(config: config)
         let reporter = ProgressReporter(label: "sync")
         let token = reporter.attach(to: replicator)

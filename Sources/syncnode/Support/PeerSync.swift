@@ -8,8 +8,9 @@ final class PeerSync: Sendable {
     let replicator: Replicator
     private let tokens: [ListenerToken]
 
-    init(collection: DocumentCollection, url: URL, trustOnFirstUse: Bool, conflicts: ConflictPolicy, label: String) {
+    init(collection: DocumentCollection, url: URL, identity: TLSIdentity?, trustOnFirstUse: Bool, conflicts: ConflictPolicy, label: String) {
         var config = ReplicatorConfiguration(collection: collection, target: .url(url))
+        config.clientIdentity = identity
         config.continuous = true
         config.conflictResolver = conflicts.resolver
         config.acceptOnlySelfSignedServerCertificate = trustOnFirstUse

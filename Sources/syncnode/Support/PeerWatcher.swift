@@ -10,7 +10,9 @@ actor PeerWatcher {
     struct AutoSync {
         var directory: NodeDirectory
         var databases: @Sendable () -> [String]
-        var trust: TrustedPeers
+        var trust: TrustStore
+        /// Presented to peers as the client certificate.
+        var identity: TLSIdentity?
         var user: String?
         var password: String?
         var conflicts: ConflictPolicy
@@ -53,8 +55,8 @@ actor PeerWatcher {
 
     private func start(_ peer: Peer) {
         guard let autoSync, syncs[peer.uuid] == nil else { return }
-        guard autoSync.trust.admit(peer) else {
-            Output.progress("syncnode: not syncing with \(peer.name): \(autoSync.trust.refusal(peer))")
+        guard autoSync.trust.admit(fingerprint: peer.record.fingerprint, uuid: peer.uuid, name: peer.name) else {
+            Output.progress("syncnode: not syncing with \(peer.name): \(autoSync.trust.refusal(fingerprint: peer.record.fingerprint, uuid: peer.uuid))")
             return
         }
         syncs[peer.uuid] = (peer, [:])
@@ -71,7 +73,7 @@ actor PeerWatcher {
             guard let collection = try? autoSync.directory.database(name)?.defaultCollection() else { continue }
             let url = peer.url(database: name, user: autoSync.user, password: autoSync.password)
             running.replications[name] = PeerSync(
-                collection: collection, url: url, trustOnFirstUse: false, conflicts: autoSync.conflicts, label: "sync \(peer.name)/\(name)")
+                collection: collection, url: url, identity: autoSync.identity, trustOnFirstUse: false, conflicts: autoSync.conflicts, label: "sync \(peer.name)/\(name)")
         }
         syncs[peer.uuid] = running
     }
