@@ -4,6 +4,7 @@
 # an independent DNS-SD stack (Python zeroconf):
 #   - no daemon on a host: one error line, the listener works, and discovery starts by itself with the daemon;
 #   - every node discovers the other two within 5 s; zeroconf sees our TXT and we see a zeroconf service;
+#   - no shared password: the nodes admit each other by certificate fingerprint (mutual TLS, --trust);
 #   - documents written on each host reach all others;
 #   - partition (a host's link down), writes on both sides, heal: identical documents and revisions;
 #   - a node killed -9 and restarted (on another port): converges again;
@@ -32,7 +33,6 @@ export SYNCNODE_LAB="$WORK/lab"
 LAB="bash scripts/lab.sh"
 # Discovery's debug lines go to the nodes' stderr files, shown if the test fails.
 export SYNCNODE_LOG=debug
-AUTH=lab:secret
 declare -A PID PORT
 
 say() { echo "multinode: $*" >&2; }
@@ -74,16 +74,20 @@ more_than() { [ "$(count "$1" "$2")" -gt "$3" ]; }
 start_node() {  # I [extra serve options]
   local i=$1; shift
   : > "$WORK/out$i"
-  SYNCNODE_PASSWORD=secret $LAB exec "$i" "$BIN" --dir "$WORK/n$i" serve --name "node-$i" --user lab --auto-sync \
+  # No --user anywhere: the nodes admit each other by certificate fingerprint (--trust) alone.
+  $LAB exec "$i" "$BIN" --dir "$WORK/n$i" serve --name "node-$i" --auto-sync \
     $TRUST --qr none "$@" >> "$WORK/out$i" 2>> "$WORK/err$i" &
   PID[$i]=$!
   wait_until 20 grep -q "listening on" "$WORK/out$i" || fail "node $i did not start"
   PORT[$i]=$(sed -n 's/.*listening on https:\/\/[^@]*@[^:]*:\([0-9]*\)\/.*/\1/p' "$WORK/out$i" | head -1)
 }
 
+# The credential node I made itself (user:password), for the script's own requests.
+auth_of() { $PY -c 'import json, sys; c = json.load(open(sys.argv[1])); print(c["user"] + ":" + c["password"])' "$WORK/n$1/.node/credential.json"; }
+
 api() {  # I METHOD PATH [JSON]: HTTP on host I's own node
   local i=$1 method=$2 path=$3
-  $LAB exec "$i" curl -sk --noproxy '*' -u "$AUTH" -X "$method" -H 'Content-Type: application/json' \
+  $LAB exec "$i" curl -sk --noproxy '*' -u "$(auth_of "$i")" -X "$method" -H 'Content-Type: application/json' \
     "https://127.0.0.1:${PORT[$i]}/$path" ${4:+-d "$4"}
 }
 

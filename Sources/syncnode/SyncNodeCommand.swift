@@ -8,7 +8,7 @@ struct SyncNodeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "syncnode",
         abstract: "An embedded document database node with CouchDB-protocol LAN sync.",
-        subcommands: [Put.self, Get.self, Delete.self, Import.self, Export.self, Changes.self, QueryCommand.self, Serve.self, Sync.self, Peers.self, Identity.self, User.self])
+        subcommands: [Put.self, Get.self, Delete.self, Import.self, Export.self, Changes.self, QueryCommand.self, Serve.self, Sync.self, Peers.self, Identity.self, User.self, Trust.self])
 
     /// Exit codes: 0 ok, 1 user error, 2 usage, 3 network/peer failure.
     static func main() async {

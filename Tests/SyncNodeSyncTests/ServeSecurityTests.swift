@@ -102,7 +102,7 @@ import Testing
         (["--anonymous", "--user", "u"], "--anonymous serves without authentication"),
         (["--user", "u"], "SYNCNODE_PASSWORD"),
         (["--password", "p"], "--password needs --user"),
-        (["--auto-sync"], "--auto-sync needs --user"),
+        (["--anonymous", "--trust-on-first-use"], "--anonymous admits everyone"),
     ])
     func contradictoryOptionsAreRefused(_ arguments: [String], _ message: String) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-refused-\(UUID().uuidString)")

@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import SyncNodeStore
+import SyncNodeSync
+
+/// `syncnode trust add|remove|list`: the peers this node trusts by certificate (DIR/.node/trusted-peers).
+struct Trust: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage the peers this node trusts by certificate fingerprint: it syncs with them (--auto-sync) and admits them without a password. A running node sees changes at once.",
+        subcommands: [Add.self, Remove.self, List.self])
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Trust a peer's certificate fingerprint (as its `syncnode identity` prints).")
+
+        @OptionGroup var node: NodeOptions
+        @Argument(help: "The fingerprint; write --  before one that starts with '-'.") var fingerprint: String
+        @Option(help: "The peer's UUID: the node then refuses that UUID with any other certificate.") var uuid: String?
+        @Option(help: "A note kept beside it (e.g. the machine's name).") var note: String = ""
+
+        func run() throws {
+            do { try Trust.store(node).add(fingerprint: fingerprint, uuid: uuid, note: note) } catch { throw CLIError.user("\(error)") }
+            Output.line(["ok": true, "fingerprint": .string(fingerprint)])
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Stop trusting a fingerprint: the peer is refused from its next request on.")
+
+        @OptionGroup var node: NodeOptions
+        @Argument(help: "The fingerprint.") var fingerprint: String
+
+        func run() throws {
+            let removed: Bool
+            do { removed = try Trust.store(node).remove(fingerprint: fingerprint) } catch { throw CLIError.user("\(error)") }
+            guard removed else { throw CLIError.user("\(fingerprint) is not in the trusted peers") }
+            Output.line(["ok": true, "fingerprint": .string(fingerprint)])
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the trusted peers as JSON lines {\"fingerprint\",\"uuid\",\"note\"}.")
+
+        @OptionGroup var node: NodeOptions
+
+        func run() throws {
+            let entries: [TrustStore.Entry]
+            do { entries = try Trust.store(node).entries() } catch { throw CLIError.user("\(error)") }
+            for entry in entries {
+                Output.line(["fingerprint": .string(entry.fingerprint), "uuid": entry.uuid.map { .string($0) } ?? .null, "note": .string(entry.note)])
+            }
+        }
+    }
+
+    static func store(_ node: NodeOptions) throws -> TrustStore {
+        try TrustStore(directory: try NodeDirectory(url: node.directoryURL))
+    }
+}
