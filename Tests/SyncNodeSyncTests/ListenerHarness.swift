@@ -20,12 +20,12 @@ final class ListenerHarness: @unchecked Sendable {
     init(auth: Bool = true, tls: Bool = true, directory existing: URL? = nil, authFailuresPerMinute: Int = 10,
          databases: [String]? = nil, faultInjector: FaultInjector? = nil, idleTimeout: Duration = .seconds(60),
          maxConnectionsPerAddress: Int = 256, peerTrust: (trusted: [String], firstUse: Bool)? = nil,
-         onUntrustedPeer: (@Sendable (String, String) -> Void)? = nil) async throws {
+         onUntrustedPeer: (@Sendable (String, String) -> Void)? = nil, authenticator: ListenerAuthenticator? = nil) async throws {
         directory = existing ?? FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-listener-\(UUID().uuidString)")
         node = try NodeDirectory(url: directory)
         var config = ListenerConfiguration(
             directory: node, databases: databases, host: "127.0.0.1", disableTLS: !tls,
-            authenticator: auth ? .users([Self.user: Self.password]) : nil, allowedOrigins: ["http://app.example"],
+            authenticator: auth ? authenticator ?? .users([Self.user: Self.password]) : nil, allowedOrigins: ["http://app.example"],
             idleTimeout: idleTimeout, authFailuresPerMinute: authFailuresPerMinute, maxConnectionsPerAddress: maxConnectionsPerAddress)
         config.faultInjector = faultInjector
         let node = self.node

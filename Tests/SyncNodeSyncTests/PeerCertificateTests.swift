@@ -24,13 +24,14 @@ import Testing
         return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: .init(tlsConfiguration: tls))
     }
 
-    static func send(_ client: HTTPClient, _ h: ListenerHarness, _ method: HTTPMethod, _ path: String, auth: String? = nil) async throws -> (Int, String) {
+    static func send(_ client: HTTPClient, _ h: ListenerHarness, _ method: HTTPMethod, _ path: String, auth: String? = nil,
+                     body: String? = nil) async throws -> (Int, String) {
         var request = HTTPClientRequest(url: h.base + path)
         request.method = method
         if let auth { request.headers.add(name: "Authorization", value: auth) }
         if method != .GET {
             request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(string: method == .POST && path.hasSuffix("_bulk_docs") ? #"{"docs":[]}"# : "{}"))
+            request.body = .bytes(ByteBuffer(string: body ?? (method == .POST && path.hasSuffix("_bulk_docs") ? #"{"docs":[]}"# : "{}")))
         }
         let response = try await client.execute(request, timeout: .seconds(30))
         return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 20)))

@@ -14,12 +14,13 @@ import Testing
     static let quiet = ["--no-advertise", "--no-browse", "--qr", "none"]
 
     /// The status of `GET path` on the node, with Basic credentials when given.
-    static func status(_ node: PythonClientTests.Node, _ path: String, user: String? = nil, password: String? = nil) async throws -> UInt {
+    static func status(_ node: PythonClientTests.Node, _ path: String, method: HTTPMethod = .GET, user: String? = nil, password: String? = nil) async throws -> UInt {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .file(node.certificate.path)
         tls.certificateVerification = .noHostnameVerification
         let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: .init(tlsConfiguration: tls))
         var request = HTTPClientRequest(url: "https://127.0.0.1:\(node.port)\(path)")
+        request.method = method
         if let user, let password {
             request.headers.add(name: "Authorization", value: "Basic " + Data("\(user):\(password)".utf8).base64EncodedString())
         }
@@ -92,7 +93,14 @@ import Testing
         #expect(try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "remove", "ann"]).0 == 0)
         #expect(try await Self.status(node, "/default", user: "ann", password: "correct horse") == 401)
         let listed = try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "list"]).1
-        #expect(listed.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"users":["bob"]}"#)
+        #expect(listed.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"roles":[],"user":"bob"}"#)
+        // Users are not server admins unless made so.
+        let admin = try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "add", "carl", "--admin", "--role", "ops"],
+                                         environment: ["SYNCNODE_PASSWORD": "carl-pw"])
+        #expect(admin.0 == 0, "\(admin.2)")
+        #expect(try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "list"]).1.contains(#"{"roles":["_admin","ops"],"user":"carl"}"#))
+        #expect(try await Self.status(node, "/newdb", method: .PUT, user: "bob", password: bobPassword) == 403)
+        #expect(try await Self.status(node, "/newdb", method: .PUT, user: "carl", password: "carl-pw") == 201)
         let missing = try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "remove", "ann"])
         #expect(missing.0 == 1 && missing.2.contains("no user 'ann'"))
         #expect(!node.errors.contains("correct horse") && !node.errors.contains(bobPassword))

@@ -21,31 +21,42 @@ struct Authentication: Sendable {
     let secure: Bool
     let logger: Logger
 
-    /// A request's authenticated user.
+    /// A request's authenticated principal.
     struct Login {
-        var user: String?
+        var principal: Principal
         /// A fresh cookie to send back, when the request's own is past a tenth of its life.
         var refreshedCookie: String?
+
+        var user: String? { principal.name }
+    }
+
+    /// Nobody signed in (on a node with authentication).
+    static let nobody = Login(principal: Principal(name: nil, roles: []))
+
+    private func login(_ user: String, refreshedCookie: String? = nil) -> Login {
+        Login(principal: Principal(name: user, roles: authenticator?.roles(user) ?? []), refreshedCookie: refreshedCookie)
     }
 
     /// The user a request authenticates as: by password, session cookie or, for a peer,
     /// its client certificate; throws 401 (after a delay, past too many failures).
     func check(_ request: Request, context: ListenerContext) async throws -> Login {
-        guard authenticator != nil else { return Login(user: nil) }
+        guard authenticator != nil else { return Login(principal: .anonymousNode) }
         let remoteAddress = context.remoteAddress
         if let (user, password) = Self.basicCredentials(request) {
             try await checkPassword(user, password, remoteAddress: remoteAddress)
-            return Login(user: user)
+            return login(user)
         }
         if let value = request.cookies[SessionCookies.name]?.value, !value.isEmpty {
             guard let authenticator, let (user, issued) = cookies.verify(value, userKey: authenticator.sessionKey) else {
                 throw CouchError(status: 401, error: "unauthorized", reason: "The session cookie is invalid or has expired; log in again.")
             }
             let refreshed = cookies.needsRefresh(issued: issued) ? cookie(for: user) : nil
-            return Login(user: user, refreshedCookie: refreshed)
+            return login(user, refreshedCookie: refreshed)
         }
         if let trustedPeers, let fingerprint = await context.clientFingerprint() {
-            if let peer = trustedPeers.principal(clientFingerprint: fingerprint, address: remoteAddress) { return Login(user: peer) }
+            if let peer = trustedPeers.principal(clientFingerprint: fingerprint, address: remoteAddress) {
+                return Login(principal: Principal(name: peer, roles: ["peer"]))
+            }
             onUntrustedPeer?(fingerprint, remoteAddress)
             throw CouchError(status: 401, error: "unauthorized", reason: "This node does not trust certificate \(fingerprint); its operator can admit it with `\(TrustStore.addCommand(fingerprint))`.")
         }
@@ -92,17 +103,18 @@ struct Authentication: Sendable {
             // A wrong password is refused; no (or an expired) cookie answers with a null name, as CouchDB does.
             let basic = Self.basicCredentials(request) != nil
             let login = basic ? try await check(request, context: context)
-                : (try? await check(request, context: context)) ?? Login(user: nil)
+                : (try? await check(request, context: context)) ?? Self.nobody
             let method = basic ? "default" : login.user?.hasPrefix("peer:") == true ? "certificate" : login.user != nil ? "cookie" : nil
             var info: [String: DocumentValue] = ["authentication_handlers": ["cookie", "default"]]
             if let method { info["authenticated"] = .string(method) }
-            var response = HTTP.json(["ok": true, "userCtx": userContext(login.user), "info": .dictionary(info)])
+            var response = HTTP.json(["ok": true, "userCtx": userContext(login.principal), "info": .dictionary(info)])
             if let cookie = login.refreshedCookie { response.headers[.setCookie] = cookie }
             return response
         case .post:
             let (user, password) = try await credentials(in: request)
             try await checkPassword(user, password, remoteAddress: remoteAddress)
-            var response = HTTP.json(["ok": true, "name": .string(user), "roles": ["_admin"]])
+            let roles = authenticator?.roles(user) ?? []
+            var response = HTTP.json(["ok": true, "name": .string(user), "roles": .array(roles.map { .string($0) })])
             response.headers[.setCookie] = cookie(for: user)
             return response
         case .delete:
@@ -114,10 +126,9 @@ struct Authentication: Sendable {
         }
     }
 
-    /// Every authenticated user may do everything, so each is an admin (and so is everyone on an anonymous node).
-    private func userContext(_ user: String?) -> DocumentValue {
-        let admin = user != nil || authenticator == nil
-        return ["name": user.map { .string($0) } ?? .null, "roles": admin ? ["_admin"] : []]
+    /// CouchDB's `userCtx`: the name (null when nobody signed in) and roles.
+    private func userContext(_ principal: Principal) -> DocumentValue {
+        ["name": principal.name.map { .string($0) } ?? .null, "roles": .array(principal.roles.map { .string($0) })]
     }
 
     /// `name` and `password` from a form or JSON body.

@@ -7,7 +7,7 @@ extension Handlers {
     /// database of this node and another one, here or at a URL. One-shot
     /// requests answer when done with CouchDB's history shape; continuous ones
     /// answer at once with `_local_id`, and `cancel: true` stops them.
-    func replicate(_ request: Request) async throws -> Response {
+    func replicate(_ request: Request, principal: Principal) async throws -> Response {
         guard request.method == .post else { throw Self.methodNotAllowed("POST") }
         let body = try await request.jsonObject(limit: bodyLimit)
         let source = local(try Self.endpoint(body["source"], name: "source"))
@@ -25,7 +25,19 @@ extension Handlers {
             guard await replications.cancel(id: id) else { throw CouchError.notFound("no such replication is running") }
             return HTTP.json(["ok": true, "_local_id": .string(id)])
         }
-        var config = try configuration(source: source, target: target, createTarget: body["create_target"] == .bool(true))
+        // The asker's own access applies: reading the local source, writing (or creating) the local target.
+        let createTarget = body["create_target"] == .bool(true)
+        if case .local(let name) = source, try access(of: principal, to: try Self.parse(keyspace: name).database) < .reader {
+            throw CouchError.forbidden("\(principal.description) may not read '\(name)'")
+        }
+        if case .local(let name) = target {
+            let database = try Self.parse(keyspace: name).database
+            if createTarget, !principal.isServerAdmin, try directory.database(database) == nil {
+                throw CouchError.forbidden("Only server admins may create databases; \(principal.description) is not one.")
+            }
+            if try access(of: principal, to: database) < .writer { throw CouchError.forbidden("\(principal.description) may not write '\(name)'") }
+        }
+        var config = try configuration(source: source, target: target, createTarget: createTarget)
         config.documentIDs = documentIDs
         config.continuous = continuous
         if !continuous { config.maxAttempts = 3 }

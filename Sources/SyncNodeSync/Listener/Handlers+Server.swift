@@ -13,12 +13,13 @@ extension Handlers {
         ])
     }
 
-    func server(_ request: Request, endpoint: String, rest: [String]) async throws -> Response {
+    func server(_ request: Request, endpoint: String, rest: [String], principal: Principal) async throws -> Response {
         guard rest.isEmpty else { throw CouchError.notFound() }
         switch endpoint {
         case "_all_dbs":
             guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            let names = directory.databaseNames().filter(isServed)
+            // Only what the asker may read: a database's name is not everyone's to know.
+            let names = try directory.databaseNames().filter(isServed).filter { try access(of: principal, to: $0) >= .reader }
             return HTTP.json(.array(names.map { .string($0) }))
         case "_up":
             return HTTP.json(["status": "ok"])
@@ -27,7 +28,7 @@ extension Handlers {
             let count = min(try QueryOptions(request.uri).int("count") ?? 1, 1000)
             return HTTP.json(["uuids": .array((0..<count).map { _ in .string(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")) })])
         case "_replicate":
-            return try await replicate(request)
+            return try await replicate(request, principal: principal)
         default:
             throw CouchError.notFound()
         }

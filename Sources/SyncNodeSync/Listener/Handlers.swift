@@ -17,10 +17,11 @@ struct Handlers: Sendable {
     var directory: NodeDirectory { config.directory }
     var bodyLimit: Int { config.maxRequestBodySize }
 
-    func handle(_ request: Request, segments: [String]) async throws -> Response {
+    func handle(_ request: Request, segments: [String], principal: Principal) async throws -> Response {
         guard let first = segments.first else { return try welcome(request) }
-        if first.hasPrefix("_") { return try await server(request, endpoint: first, rest: Array(segments.dropFirst())) }
+        if first.hasPrefix("_") { return try await server(request, endpoint: first, rest: Array(segments.dropFirst()), principal: principal) }
         let keyspace = first
+        try authorize(request, keyspace: keyspace, rest: Array(segments.dropFirst()), principal: principal)
         guard segments.count > 1 else { return try await database(request, keyspace: keyspace) }
         let second = segments[1]
         if second == "_local" {
@@ -31,6 +32,10 @@ struct Handlers: Sendable {
         if second == "_index", segments.count >= 5, segments[segments.count - 2] == "json",
            segments.count == 5 || (segments.count == 6 && segments[2] == "_design") {
             return try deleteIndex(request, keyspace: keyspace, name: segments[segments.count - 1])
+        }
+        if second == "_security" {
+            guard segments.count == 2 else { throw CouchError.notFound() }
+            return try await security(request, keyspace: keyspace)
         }
         if second.hasPrefix("_") {
             guard segments.count == 2 else { throw CouchError.notFound() }

@@ -7,18 +7,23 @@ public struct ListenerAuthenticator: Sendable {
     /// Bytes that change when the user's password does, nil for an unknown user: session
     /// cookies are signed with them, so a cookie ends with its user or the user's password.
     let sessionKey: @Sendable (_ user: String) -> [UInt8]?
+    /// A signed-in user's roles, matched against databases' `_security`; `_admin` makes a server admin.
+    let roles: @Sendable (_ user: String) -> [String]
 
     /// Authenticates with a callback; `sessionKey` (see ``users(_:)``) lets session cookies
     /// end when a user goes or changes password; without it they last until they expire.
+    /// `roles` gives a signed-in user's roles (default: server admin).
     public init(
         _ check: @escaping @Sendable (_ user: String, _ password: String) -> Bool,
-        sessionKey: @escaping @Sendable (_ user: String) -> [UInt8]? = { _ in [] }
+        sessionKey: @escaping @Sendable (_ user: String) -> [UInt8]? = { _ in [] },
+        roles: @escaping @Sendable (_ user: String) -> [String] = { _ in ["_admin"] }
     ) {
         self.check = check
         self.sessionKey = sessionKey
+        self.roles = roles
     }
 
-    /// Authenticates against fixed credentials, comparing in constant time.
+    /// Authenticates against fixed credentials, comparing in constant time. Each is a server admin.
     public static func users(_ users: [String: String]) -> ListenerAuthenticator {
         ListenerAuthenticator({ user, password in
             // Compare against every entry so timing reveals neither names nor passwords.
@@ -36,7 +41,8 @@ public struct ListenerAuthenticator: Sendable {
     public func fallingBack(to other: ListenerAuthenticator) -> ListenerAuthenticator {
         ListenerAuthenticator({ user, password in
             sessionKey(user) != nil ? check(user, password) : other.check(user, password)
-        }, sessionKey: { user in sessionKey(user) ?? other.sessionKey(user) })
+        }, sessionKey: { user in sessionKey(user) ?? other.sessionKey(user) },
+        roles: { user in sessionKey(user) != nil ? roles(user) : other.roles(user) })
     }
 
     static func constantTimeEquals(_ a: String, _ b: String) -> Bool {

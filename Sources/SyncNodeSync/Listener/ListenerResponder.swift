@@ -61,7 +61,7 @@ struct ListenerResponder: HTTPResponder {
         }
         let login = try await authentication.check(request, context: context)
         let segments = try Self.segments(request.uri.path)
-        var response = try await handlers.handle(request, segments: segments)
+        var response = try await handlers.handle(request, segments: segments, principal: login.principal)
         if let cookie = login.refreshedCookie { response.headers[.setCookie] = cookie }
         return response
     }

@@ -105,6 +105,14 @@ public final class NodeDirectory: Sendable {
             .filter { Database.exists(name: $0, directory: url) }.sorted()
     }
 
+    /// The databases every signed-in principal may read (their `_security` lists no members
+    /// or readers): what discovery may name to the whole LAN.
+    public func openDatabaseNames() -> [String] {
+        databaseNames().filter { name in
+            (try? database(name)).flatMap { $0 }.map { (try? DatabaseSecurity.of($0).isOpen) ?? false } ?? false
+        }
+    }
+
     /// The open database `name`; nil when it does not exist and `create` is false.
     public func database(_ name: String, create: Bool = false) throws -> Database? {
         if let db = open.withLock({ $0[name] }) { return db }
@@ -134,7 +142,8 @@ public final class NodeDirectory: Sendable {
         return stream
     }
 
-    private func databasesChanged() {
+    /// Tells ``databaseNameUpdates()`` watchers to look again (a database was made, deleted or its access changed).
+    func databasesChanged() {
         let names = databaseNames()
         for watcher in watchers.withLock({ Array($0.values) }) { watcher.yield(names) }
     }

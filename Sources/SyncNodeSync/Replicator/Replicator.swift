@@ -33,6 +33,8 @@ public final class Replicator: Sendable {
         var run = 0
         var serverFingerprint: String?
         var remoteIdentity: String?
+        /// The peer's 403 to a push-and-pull's push (it lets us read, not write): pulls go on, pushes wait for a restart.
+        var pushRefusal: CouchError?
     }
 
     public init(config: ReplicatorConfiguration, logger: Logger = Logger(label: "syncnode.replicator")) {
@@ -96,6 +98,7 @@ public final class Replicator: Sendable {
             s.run += 1
             let run = s.run
             s.status.error = nil
+            s.pushRefusal = nil
             s.task = Task { [self] in
                 do {
                     if config.continuous {
@@ -132,7 +135,11 @@ public final class Replicator: Sendable {
             defer { if let http { Task { await http.shutdown() } } }
             let remoteID = try await withRetries { try await self.identity(of: remote) }
             let result = try await pass(remote: remote, remoteID: remoteID, reset: reset).result
-            update { $0.activity = .stopped }
+            let refusal = state.withLock { $0.pushRefusal }
+            update {
+                $0.activity = .stopped
+                $0.error = refusal
+            }
             return result
         } catch {
             update {
@@ -164,9 +171,10 @@ public final class Replicator: Sendable {
                     let remoteSince = try await pass(remote: remote, remoteID: remoteID, reset: reset).remoteSince
                     reset = false
                     delay = .milliseconds(200)
+                    let refusal = state.withLock { $0.pushRefusal }
                     update {
                         $0.activity = .idle
-                        $0.error = nil
+                        $0.error = refusal
                     }
                     try await waitForWork(remote: remote, remoteSince: remoteSince, localSignal: signal)
                 }
@@ -221,10 +229,16 @@ public final class Replicator: Sendable {
                                      id: replicationID(remoteID: remoteID, direction: "pull"), reset: reset)
             (result.pulled, remoteSince) = try await run.run()
         }
-        if config.replicatorType != .pull {
+        if config.replicatorType != .pull, state.withLock({ $0.pushRefusal == nil }) {
             let run = ReplicationRun(replicator: self, source: local, target: remote, isPush: true,
                                      id: replicationID(remoteID: remoteID, direction: "push"), reset: reset)
-            result.pushed = try await run.run().written
+            do {
+                result.pushed = try await run.run().written
+            } catch let refusal as CouchError where refusal.status == 403 && config.replicatorType == .pushAndPull {
+                // A peer may let us read and not write (a reader in its _security): pulling goes on.
+                logger.warning("the peer refuses our writes; pulling only", metadata: ["reason": "\(refusal.reason)"])
+                state.withLock { $0.pushRefusal = refusal }
+            }
         }
         return (result, remoteSince)
     }
@@ -232,7 +246,7 @@ public final class Replicator: Sendable {
     /// Returns when there may be something to replicate: a local change (when
     /// pushing) or a remote one (when pulling, by long poll), or after a minute.
     private func waitForWork(remote: any ReplicationPeer, remoteSince: String?, localSignal: ChangeSignal) async throws {
-        let pushing = config.replicatorType != .pull
+        let pushing = config.replicatorType != .pull && state.withLock { $0.pushRefusal == nil }
         let documentIDs = config.documentIDs
         let heartbeat = config.heartbeat
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -22,6 +22,7 @@ public final class UserStore: Sendable {
         let salt: [UInt8]
         let derivedKey: [UInt8]
         let iterations: Int
+        let roles: [String]
     }
 
     /// The file as last read, with what `stat` said of it then.
@@ -50,10 +51,17 @@ public final class UserStore: Sendable {
         try current().keys.sorted()
     }
 
-    /// Adds `name`, or sets a new password for it.
+    /// A user's roles, matched against databases' `_security` (`_admin`: a server admin); nil for no such user.
+    public func roles(of name: String) throws -> [String]? {
+        try current()[name]?.roles
+    }
+
+    /// Adds `name`, or sets a new password and roles for it. A user with role `_admin` is a
+    /// server admin (every database, creating and deleting them); others get what each
+    /// database's `_security` grants their name and roles.
     /// - throws: ``SyncError/invalidConfiguration(_:)`` for an empty name or password, a
     ///   name with a colon (HTTP Basic cannot carry it), or a file that cannot be written.
-    public func add(_ name: String, password: String) throws {
+    public func add(_ name: String, password: String, roles: [String] = []) throws {
         guard !name.isEmpty, !name.contains(":"), name.utf8.count <= 256 else {
             throw SyncError.invalidConfiguration("a user name must be 1 to 256 bytes without ':' (got '\(name)')")
         }
@@ -61,7 +69,8 @@ public final class UserStore: Sendable {
         var salt = [UInt8](repeating: 0, count: 16)
         var generator = SystemRandomNumberGenerator()
         for i in salt.indices { salt[i] = UInt8.random(in: .min ... .max, using: &generator) }
-        let entry = Entry(salt: salt, derivedKey: try Self.derive(password, salt: salt, iterations: Self.iterations), iterations: Self.iterations)
+        let entry = Entry(salt: salt, derivedKey: try Self.derive(password, salt: salt, iterations: Self.iterations),
+                          iterations: Self.iterations, roles: roles)
         var users = try current()
         users[name] = entry
         try write(users)
@@ -100,7 +109,8 @@ public final class UserStore: Sendable {
 
     /// An authenticator for a listener.
     public func authenticator() -> ListenerAuthenticator {
-        ListenerAuthenticator({ [self] in check($0, $1) }, sessionKey: { [self] in sessionKey($0) })
+        ListenerAuthenticator({ [self] in check($0, $1) }, sessionKey: { [self] in sessionKey($0) },
+                              roles: { [self] in (try? roles(of: $0)) ?? [] })
     }
 
     private static func derive(_ password: String, salt: [UInt8], iterations: Int) throws -> [UInt8] {
@@ -131,10 +141,11 @@ public final class UserStore: Sendable {
             guard case .dictionary(let fields) = value, fields["password_scheme"] == "pbkdf2", fields["pbkdf2_prf"] == "sha512",
                   case .string(let salt)? = fields["salt"], let saltBytes = Self.bytes(hex: salt),
                   case .string(let key)? = fields["derived_key"], let keyBytes = Self.bytes(hex: key),
-                  case .int(let iterations)? = fields["iterations"], (1...10_000_000).contains(iterations) else {
+                  case .int(let iterations)? = fields["iterations"], (1...10_000_000).contains(iterations),
+                  let roles = Self.strings(fields["roles"]) else {
                 throw SyncError.invalidConfiguration("\(file.path): the entry of '\(name)' is not a PBKDF2-SHA512 hash; set its password again with `syncnode user add`")
             }
-            entries[name] = Entry(salt: saltBytes, derivedKey: keyBytes, iterations: Int(iterations))
+            entries[name] = Entry(salt: saltBytes, derivedKey: keyBytes, iterations: Int(iterations), roles: roles)
         }
         return entries
     }
@@ -145,6 +156,7 @@ public final class UserStore: Sendable {
             object[name] = [
                 "password_scheme": "pbkdf2", "pbkdf2_prf": "sha512", "iterations": .int(Int64(entry.iterations)),
                 "salt": .string(Self.hex(entry.salt)), "derived_key": .string(Self.hex(entry.derivedKey)),
+                "roles": .array(entry.roles.map { .string($0) }),
             ]
         }
         let text = DocumentValue.dictionary(["users": .dictionary(object)]).toJSON() + "\n"
@@ -158,6 +170,14 @@ public final class UserStore: Sendable {
             throw SyncError.invalidConfiguration("cannot replace \(file.path): \(String(cString: strerror(errno)))")
         }
         loaded.withLock { $0 = Loaded() }
+    }
+
+    /// An array of strings (absent: none); nil for anything else.
+    private static func strings(_ value: DocumentValue?) -> [String]? {
+        guard let value else { return [] }
+        guard case .array(let items) = value else { return nil }
+        let strings = items.compactMap { item -> String? in if case .string(let s) = item { return s } else { return nil } }
+        return strings.count == items.count ? strings : nil
     }
 
     static func hex(_ bytes: [UInt8]) -> String {

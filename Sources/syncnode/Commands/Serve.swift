@@ -117,7 +117,11 @@ struct Serve: AsyncParsableCommand {
         Output.write(banner, to: .standardOutput)
 
         let status = DiscoveryStatusReporter()
-        let advertised: @Sendable () -> [String] = { [databases] in databases.isEmpty ? directory.databaseNames() : databases }
+        // Databases with members or readers in their _security stay off the LAN-wide TXT record (and so out of auto-sync).
+        let advertised: @Sendable () -> [String] = { [databases] in
+            let open = directory.openDatabaseNames()
+            return databases.isEmpty ? open : databases.filter(open.contains)
+        }
         var advertiser: Advertiser?
         if !noAdvertise {
             let record = ServiceRecord(
@@ -140,13 +144,13 @@ struct Serve: AsyncParsableCommand {
             browser = made
             watcher = watched
         }
-        // Databases clients create or delete: advertised, and synced with the peers that serve them too.
-        let following = databases.isEmpty ? Task { [advertiser, watcher] in
-            for await names in directory.databaseNameUpdates() {
-                advertiser?.update(databases: names)
+        // Databases clients create, delete or open up: advertised, and synced with the peers that serve them too.
+        let following = Task { [advertiser, watcher] in
+            for await _ in directory.databaseNameUpdates() {
+                advertiser?.update(databases: advertised())
                 await watcher?.databasesChanged()
             }
-        } : nil
+        }
         let explicit = try syncWith.map { text in
             let url = try PeerURL.parse(text, option: "--sync-with")
             guard let collection = try directory.database(served[0])?.defaultCollection() else { throw CLIError.user("no database \(served[0])") }
@@ -156,8 +160,8 @@ struct Serve: AsyncParsableCommand {
 
         await termination.wait()
         // The follower may be updating the advertiser: it ends first.
-        following?.cancel()
-        await following?.value
+        following.cancel()
+        await following.value
         advertiser?.stop()
         await browser?.stop()
         await watching?.value

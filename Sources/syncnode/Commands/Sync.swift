@@ -50,7 +50,11 @@ struct Sync: AsyncParsableCommand {
         if continuous { await run() } else { try await db.withBulkWrites { await run() } }
         reporter.finish()
         let status = replicator.status
+        let seconds = (Date().timeIntervalSince(start) * 1000).rounded() / 1000
+        let counts: [String: DocumentValue] = ["pushed": .int(Int64(status.result.pushed)), "pulled": .int(Int64(status.result.pulled)), "seconds": .double(seconds)]
         if let error = status.error {
+            // A peer that refused only our writes still let the pull through: say what was done, then why it is not all.
+            if let refusal = error as? CouchError, refusal.status == 403, config.replicatorType == .pushAndPull { Output.line(counts) }
             switch error {
             case let error as CouchError:
                 throw CLIError(message: "peer answered \(error)", exitCode: error.status == 401 || error.status == 403 ? 1 : 3)
@@ -60,7 +64,6 @@ struct Sync: AsyncParsableCommand {
                 throw CLIError(message: "\(error)", exitCode: 3)
             }
         }
-        let seconds = (Date().timeIntervalSince(start) * 1000).rounded() / 1000
-        Output.line(["pushed": .int(Int64(status.result.pushed)), "pulled": .int(Int64(status.result.pulled)), "seconds": .double(seconds)])
+        Output.line(counts)
     }
 }

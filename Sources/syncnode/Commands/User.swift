@@ -16,11 +16,13 @@ struct User: ParsableCommand {
         @OptionGroup var node: NodeOptions
         @Argument(help: "The user name (no ':').") var name: String
         @Flag(help: "Make a random password and print it once.") var generate = false
+        @Option(name: .customLong("role"), help: "A role, matched against databases' _security (repeatable).") var roles: [String] = []
+        @Flag(help: "A server admin: every database, and creating and deleting them (role _admin).") var admin = false
 
         func run() throws {
             let password = try generate ? Self.randomPassword() : Self.readPassword(for: name)
             let store = try User.store(node)
-            do { try store.add(name, password: password) } catch { throw CLIError.user("\(error)") }
+            do { try store.add(name, password: password, roles: (admin ? ["_admin"] : []) + roles) } catch { throw CLIError.user("\(error)") }
             Output.line(generate ? ["ok": true, "user": .string(name), "password": .string(password)] : ["ok": true, "user": .string(name)])
         }
 
@@ -58,14 +60,19 @@ struct User: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the user names (never a password or hash).")
+        static let configuration = CommandConfiguration(abstract: "Print the users as JSON lines {\"user\",\"roles\"} (never a password or hash).")
 
         @OptionGroup var node: NodeOptions
 
         func run() throws {
-            let names: [String]
-            do { names = try User.store(node).names() } catch { throw CLIError.user("\(error)") }
-            Output.line(["users": .array(names.map { .string($0) })])
+            let store = try User.store(node)
+            do {
+                for name in try store.names() {
+                    Output.line(["user": .string(name), "roles": .array((try store.roles(of: name) ?? []).map { .string($0) })])
+                }
+            } catch {
+                throw CLIError.user("\(error)")
+            }
         }
     }
 

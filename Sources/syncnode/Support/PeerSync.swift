@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SyncNodeStore
 import SyncNodeSync
 
@@ -18,9 +19,16 @@ final class PeerSync: Sendable {
         config.maxAttemptWaitTime = .seconds(5)
         replicator = Replicator(config: config)
         let reporter = ProgressReporter(label: label, inPlace: false)
+        let refusalReported = Mutex(false)
         let failures = replicator.addChangeListener { change in
             if change.status.activity == .stopped, let error = change.status.error {
                 Output.error("\(label) stopped: \(error)")
+            } else if let refusal = change.status.error as? CouchError, refusal.status == 403,
+                      refusalReported.withLock({ reported in
+                          defer { reported = true }
+                          return !reported
+                      }) {
+                Output.error("\(label): the peer refuses this node's writes (\(refusal.reason)); pulling only")
             }
         }
         tokens = [reporter.attach(to: replicator), failures]
