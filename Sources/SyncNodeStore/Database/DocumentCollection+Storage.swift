@@ -76,7 +76,7 @@ extension DocumentCollection {
                     json: current.body, blobStore: database.blobStore)
                 guard try onConflict(stored) else { return nil }
             }
-            return try commitChild(db, id: id, of: current, body: deleting ? try encodeBody([:]) : try body(), deleting: deleting)
+            return try commitChild(db, id: id, of: current, body: deleting ? try encodeBody([:]) : try body(), deleting: deleting, author: .local)
         }
     }
 
@@ -99,7 +99,7 @@ extension DocumentCollection {
         for (id, _) in documents { try Names.validateDocumentID(id) }
         return try database.write { db in
             try documents.map { id, body in
-                try commitChild(db, id: id, of: try loadRow(db, id: id), body: body, deleting: false).rev
+                try commitChild(db, id: id, of: try loadRow(db, id: id), body: body, deleting: false, author: .local).rev
             }
         }
     }
@@ -107,9 +107,12 @@ extension DocumentCollection {
     /// CouchDB's edit rule (`new_edits=true`): `parentRev` must name a leaf
     /// of the document (usually the winner; a losing leaf to resolve a
     /// conflict); without one the document must be missing or deleted.
-    /// - throws: ``StoreError/conflict(documentID:)`` otherwise.
+    /// - throws: ``StoreError/conflict(documentID:)`` otherwise; ``StoreError/rejected(documentID:reason:)``
+    ///   when the validator refuses it for `author`.
     @discardableResult
-    package func putRevision(id: String, parentRev: String?, body: CanonicalBody, deleting: Bool) throws -> (rev: String, sequence: Int64) {
+    package func putRevision(
+        id: String, parentRev: String?, body: CanonicalBody, deleting: Bool, author: WriteAuthor = .local
+    ) throws -> (rev: String, sequence: Int64) {
         try checkLive()
         try Names.validateDocumentID(id)
         return try database.write { db in
@@ -125,18 +128,20 @@ extension DocumentCollection {
             } else if deleting {
                 throw StoreError.notFound("document '\(id)' in \(fullName)")
             }
-            return try commitChild(db, id: id, of: current, parentRev: parentRev ?? current?.rev, body: body, deleting: deleting)
+            return try commitChild(db, id: id, of: current, parentRev: parentRev ?? current?.rev, body: body, deleting: deleting, author: author)
         }
     }
 
     /// Adds a local revision as a child of `parentRev` (default: the current winner).
     private func commitChild(
-        _ db: GRDB.Database, id: String, of current: StoredRow?, parentRev: String? = nil, body: CanonicalBody, deleting: Bool
+        _ db: GRDB.Database, id: String, of current: StoredRow?, parentRev: String? = nil, body: CanonicalBody, deleting: Bool,
+        author: WriteAuthor
     ) throws -> (rev: String, sequence: Int64) {
         let parentRev = parentRev ?? current?.rev
         let rev = RevisionID.make(parent: parentRev, deleted: deleting, body: body)
         var tree = try current?.tree() ?? RevisionTree()
         if let current, tree.index(of: rev) != nil { return (rev, current.sequence) }
+        try validate(id: id, rev: rev, deleted: deleting, json: body.text, replacing: current, author: author)
         let sequence = try nextSequence(db)
         tree.add(rev: rev, parent: parentRev.flatMap { tree.index(of: $0) }, deleted: deleting, sequence: sequence)
         try persist(db, id: id, current: current, tree: tree, newRev: rev, newBody: body.text, sequence: sequence)

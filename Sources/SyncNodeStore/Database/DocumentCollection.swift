@@ -19,6 +19,7 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
     let tables: CollectionTables
     var tableID: Int64 { tables.id }
     private let isDeleted = Mutex(false)
+    let validatorSlot = Mutex<DocumentValidator?>(nil)
 
     init(database: Database, scope: String, name: String, tableID: Int64) {
         self.database = database

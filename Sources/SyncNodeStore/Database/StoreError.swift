@@ -25,6 +25,8 @@ public enum StoreError: Error, Sendable, Equatable {
     case collectionDeleted(String)
     /// A revision ID is not of the form `<generation>-<suffix>`, or a history is inconsistent.
     case invalidRevision(String)
+    /// The collection's validator refused the write (see ``DocumentCollection/setValidator(_:)``).
+    case rejected(documentID: String, reason: String)
     /// A file-system operation failed (blobs, database directories).
     case io(String)
     /// SQLite reported an error.
@@ -43,7 +45,7 @@ extension StoreError {
     /// documents can go on without it.
     public var isDocumentLevel: Bool {
         switch self {
-        case .invalidJSON, .invalidValue, .reservedProperty, .invalidDocumentID, .conflict, .invalidRevision, .notFound: return true
+        case .invalidJSON, .invalidValue, .reservedProperty, .invalidDocumentID, .conflict, .invalidRevision, .notFound, .rejected: return true
         default: return false
         }
     }
@@ -64,6 +66,7 @@ extension StoreError: CustomStringConvertible, LocalizedError {
         case .databaseClosed(let name): return "database '\(name)' is closed; open it again"
         case .collectionDeleted(let name): return "collection '\(name)' was deleted; create it again"
         case .invalidRevision(let r): return "invalid revision: \(r)"
+        case .rejected(let id, let reason): return "document '\(id)' was rejected by the collection's validator: \(reason)"
         case .io(let r): return "I/O error: \(r)"
         case .storage(let r): return "storage error: \(r)"
         case .invalidQuery(let r): return "invalid query: \(r)"

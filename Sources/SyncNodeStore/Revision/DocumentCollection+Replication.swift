@@ -164,15 +164,19 @@ extension DocumentCollection {
     ///
     /// Blob contents the body refers to must already be in the blob store.
     @discardableResult
-    package func insertRevision(id: String, history: [String], deleted: Bool, body: [String: DocumentValue]) throws -> RevisionInsertion {
+    package func insertRevision(
+        id: String, history: [String], deleted: Bool, body: [String: DocumentValue], author: WriteAuthor = .local
+    ) throws -> RevisionInsertion {
         for key in body.keys where key.hasPrefix("_") && key != Self.attachmentsKey { throw StoreError.reservedProperty(key) }
-        return try insertRevision(id: id, history: history, deleted: deleted, body: CanonicalBody(object: body))
+        return try insertRevision(id: id, history: history, deleted: deleted, body: CanonicalBody(object: body), author: author)
     }
 
     /// ``insertRevision(id:history:deleted:body:)`` for a body already in
     /// canonical form (replication canonicalizes wire text without a value tree).
     @discardableResult
-    package func insertRevision(id: String, history: [String], deleted: Bool, body: CanonicalBody) throws -> RevisionInsertion {
+    package func insertRevision(
+        id: String, history: [String], deleted: Bool, body: CanonicalBody, author: WriteAuthor = .local
+    ) throws -> RevisionInsertion {
         try checkLive()
         try Names.validateDocumentID(id)
         guard let newest = history.first else { throw StoreError.invalidRevision("empty history for '\(id)'") }
@@ -188,6 +192,7 @@ extension DocumentCollection {
             let current = try loadRow(db, id: id)
             var tree = try current?.tree() ?? RevisionTree()
             guard tree.index(of: newest) == nil else { return .known }
+            try validate(id: id, rev: newest, deleted: deleted, json: json, replacing: current, author: author)
             let sequence = try nextSequence(db)
             guard tree.graft(history: history, deleted: deleted, sequence: sequence) != nil else { return .known }
             try persist(db, id: id, current: current, tree: tree, newRev: newest, newBody: json, sequence: sequence)

@@ -6,7 +6,7 @@ import SyncNodeStore
 
 extension Handlers {
     /// `/{keyspace}`: info, create, delete, and POST of a new document.
-    func database(_ request: Request, keyspace: String) async throws -> Response {
+    func database(_ request: Request, keyspace: String, author: WriteAuthor) async throws -> Response {
         switch request.method {
         case .get, .head:
             let c = try collection(keyspace)
@@ -53,7 +53,7 @@ extension Handlers {
             let c = try collection(keyspace)
             let revision = WireRevision(object: try await request.jsonObject(limit: bodyLimit))
             let id = try revision.decoded().id ?? UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-            let rev = try save(revision, id: id, in: c)
+            let rev = try save(revision, id: id, in: c, author: author)
             return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created,
                              headers: [.eTag: "\"\(rev)\"", .location: "/\(keyspace)/\(id)"])
         default:
@@ -61,7 +61,7 @@ extension Handlers {
         }
     }
 
-    func databaseEndpoint(_ request: Request, keyspace: String, endpoint: String) async throws -> Response {
+    func databaseEndpoint(_ request: Request, keyspace: String, endpoint: String, author: WriteAuthor) async throws -> Response {
         let c = try collection(keyspace)
         switch (endpoint, request.method) {
         case ("_all_docs", .get), ("_all_docs", .head), ("_all_docs", .post):
@@ -72,7 +72,7 @@ extension Handlers {
             return try await revsDiff(request, collection: c)
         case ("_bulk_docs", .post):
             try checkWritable()
-            return try await bulkDocs(request, collection: c)
+            return try await bulkDocs(request, collection: c, author: author)
         case ("_bulk_get", .post):
             return try await bulkGet(request, collection: c)
         case ("_ensure_full_commit", .post):
@@ -213,7 +213,7 @@ extension Handlers {
 
     // MARK: - _bulk_docs
 
-    private func bulkDocs(_ request: Request, collection: DocumentCollection) async throws -> Response {
+    private func bulkDocs(_ request: Request, collection: DocumentCollection, author: WriteAuthor) async throws -> Response {
         // Documents are split from the request text and canonicalized from it (no value tree each):
         // a replicator pushes thousands per request.
         let text = try await request.textBody(limit: bodyLimit)
@@ -234,10 +234,10 @@ extension Handlers {
                     if newEdits {
                         let docID = incoming.id ?? UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
                         id = docID
-                        let rev = try save(revision, id: docID, in: collection)
+                        let rev = try save(revision, id: docID, in: collection, author: author)
                         results.append(["ok": true, "id": .string(docID), "rev": .string(rev)])
                     } else {
-                        try ReplicatedRevision.insert(revision, into: collection)
+                        try ReplicatedRevision.insert(revision, into: collection, author: author)
                     }
                 } catch let error as StoreError where error.isDocumentLevel {
                     results.append(Self.refusal(id, CouchError(error)))
@@ -255,7 +255,7 @@ extension Handlers {
     }
 
     /// A client's edit (`new_edits=true`): a child of `_rev`, which must be a leaf.
-    func save(_ revision: WireRevision, id: String, in collection: DocumentCollection) throws -> String {
+    func save(_ revision: WireRevision, id: String, in collection: DocumentCollection, author: WriteAuthor) throws -> String {
         let incoming = try revision.decoded()
         var body = revision.body
         if incoming.deleted {
@@ -266,7 +266,7 @@ extension Handlers {
                 incoming.attachments, body: revision.bodyValues(), previousBody: previous?.body,
                 generation: WireDocument.childGeneration(of: incoming.rev), replicated: false, collection: collection))
         }
-        return try collection.putRevision(id: id, parentRev: incoming.rev, body: body, deleting: incoming.deleted).rev
+        return try collection.putRevision(id: id, parentRev: incoming.rev, body: body, deleting: incoming.deleted, author: author).rev
     }
 
     // MARK: - _bulk_get

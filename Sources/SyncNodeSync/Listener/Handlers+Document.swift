@@ -6,7 +6,7 @@ import SyncNodeStore
 
 extension Handlers {
     /// `/{keyspace}/{docid}`.
-    func document(_ request: Request, keyspace: String, id: String) async throws -> Response {
+    func document(_ request: Request, keyspace: String, id: String, author: WriteAuthor) async throws -> Response {
         let c = try collection(keyspace)
         let query = QueryOptions(request.uri)
         switch request.method {
@@ -28,10 +28,10 @@ extension Handlers {
             object["_id"] = .string(id)
             let revision = WireRevision(object: object)
             if try !query.bool("new_edits", default: true) {
-                try ReplicatedRevision.insert(revision, into: c)
+                try ReplicatedRevision.insert(revision, into: c, author: author)
                 return HTTP.json(["ok": true, "id": .string(id), "rev": .string(revision.rev)], status: .created)
             }
-            let rev = try save(revision, id: id, in: c)
+            let rev = try save(revision, id: id, in: c, author: author)
             return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created,
                              headers: [.eTag: "\"\(rev)\"", .location: "/\(keyspace)/\(id)"])
         case .delete:
@@ -39,7 +39,7 @@ extension Handlers {
             guard let rev = query["rev"] ?? request.headers[.ifMatch].map(unquote) else {
                 throw CouchError.conflict("Document update conflict: a rev is required to delete")
             }
-            let result = try c.putRevision(id: id, parentRev: rev, body: CanonicalBody(object: [:]), deleting: true)
+            let result = try c.putRevision(id: id, parentRev: rev, body: CanonicalBody(object: [:]), deleting: true, author: author)
             return HTTP.json(["ok": true, "id": .string(id), "rev": .string(result.rev)], headers: [.eTag: "\"\(result.rev)\""])
         default:
             throw Self.methodNotAllowed("GET,HEAD,PUT,DELETE")
@@ -139,7 +139,7 @@ extension Handlers {
     // MARK: - Attachments
 
     /// `/{keyspace}/{docid}/{name}`: one attachment's bytes.
-    func attachment(_ request: Request, keyspace: String, id: String, name: String) async throws -> Response {
+    func attachment(_ request: Request, keyspace: String, id: String, name: String, author: WriteAuthor) async throws -> Response {
         let c = try collection(keyspace)
         let query = QueryOptions(request.uri)
         switch request.method {
@@ -161,7 +161,7 @@ extension Handlers {
             let data = Data(buffer: try await request.bytesBody(limit: bodyLimit))
             let type = request.headers[.contentType].flatMap { $0.isEmpty ? nil : $0 } ?? "application/octet-stream"
             let parent = query["rev"] ?? request.headers[.ifMatch].map(unquote)
-            let rev = try editAttachments(c, id: id, rev: parent) { attachments in
+            let rev = try editAttachments(c, id: id, rev: parent, author: author) { attachments in
                 let digest = try c.storeBlobContent(data)
                 let revpos = Int64(WireDocument.childGeneration(of: parent))
                 attachments[name] = ["@type": "blob", "digest": .string(digest), "length": .int(Int64(data.count)),
@@ -173,7 +173,7 @@ extension Handlers {
             guard let parent = query["rev"] ?? request.headers[.ifMatch].map(unquote) else {
                 throw CouchError.conflict("Document update conflict: a rev is required")
             }
-            let rev = try editAttachments(c, id: id, rev: parent) { attachments in
+            let rev = try editAttachments(c, id: id, rev: parent, author: author) { attachments in
                 guard attachments.removeValue(forKey: name) != nil else { throw CouchError.notFound("Document is missing attachment") }
             }
             return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)])
@@ -184,7 +184,7 @@ extension Handlers {
 
     /// Saves a new revision whose named attachments are `edit`ed.
     private func editAttachments(
-        _ c: DocumentCollection, id: String, rev: String?, _ edit: (inout [String: DocumentValue]) throws -> Void
+        _ c: DocumentCollection, id: String, rev: String?, author: WriteAuthor, _ edit: (inout [String: DocumentValue]) throws -> Void
     ) throws -> String {
         var values: [String: DocumentValue] = [:]
         if let rev {
@@ -195,7 +195,7 @@ extension Handlers {
         if case .dictionary(let a)? = values[DocumentCollection.attachmentsKey] { attachments = a }
         try edit(&attachments)
         values[DocumentCollection.attachmentsKey] = attachments.isEmpty ? nil : .dictionary(attachments)
-        return try c.putRevision(id: id, parentRev: rev, body: CanonicalBody(object: values), deleting: false).rev
+        return try c.putRevision(id: id, parentRev: rev, body: CanonicalBody(object: values), deleting: false, author: author).rev
     }
 
     // MARK: - _local

@@ -22,7 +22,9 @@ struct Handlers: Sendable {
         if first.hasPrefix("_") { return try await server(request, endpoint: first, rest: Array(segments.dropFirst()), principal: principal) }
         let keyspace = first
         try authorize(request, keyspace: keyspace, rest: Array(segments.dropFirst()), principal: principal)
-        guard segments.count > 1 else { return try await database(request, keyspace: keyspace) }
+        // What a collection's validator is told about who writes.
+        let author = WriteAuthor(name: principal.name, roles: principal.roles, origin: .client)
+        guard segments.count > 1 else { return try await database(request, keyspace: keyspace, author: author) }
         let second = segments[1]
         if second == "_local" {
             guard segments.count > 2 else { throw CouchError.notFound() }
@@ -39,10 +41,10 @@ struct Handlers: Sendable {
         }
         if second.hasPrefix("_") {
             guard segments.count == 2 else { throw CouchError.notFound() }
-            return try await databaseEndpoint(request, keyspace: keyspace, endpoint: second)
+            return try await databaseEndpoint(request, keyspace: keyspace, endpoint: second, author: author)
         }
-        if segments.count == 2 { return try await document(request, keyspace: keyspace, id: second) }
-        return try await attachment(request, keyspace: keyspace, id: second, name: segments.dropFirst(2).joined(separator: "/"))
+        if segments.count == 2 { return try await document(request, keyspace: keyspace, id: second, author: author) }
+        return try await attachment(request, keyspace: keyspace, id: second, name: segments.dropFirst(2).joined(separator: "/"), author: author)
     }
 
     // MARK: - Keyspaces

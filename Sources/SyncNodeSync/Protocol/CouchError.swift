@@ -42,6 +42,7 @@ public struct CouchError: Error, Sendable, Equatable, CustomStringConvertible {
         case .databaseClosed(let n): self = CouchError(status: 503, error: "service_unavailable", reason: "database \(n) is closed")
         case .collectionDeleted: self = .notFound("Database does not exist.")
         case .invalidRevision(let r): self = .badRequest("Invalid rev format: \(r)")
+        case .rejected(_, let reason): self = .forbidden(reason)
         case .io(let r), .storage(let r): self = CouchError(status: 500, error: "internal_server_error", reason: r)
         case .invalidQuery(let r): self = CouchError(status: 400, error: "query_parse_error", reason: r)
         case .decodingFailed: self = CouchError(status: 500, error: "internal_server_error", reason: error.description)

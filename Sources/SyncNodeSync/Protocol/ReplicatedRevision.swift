@@ -5,7 +5,7 @@ import SyncNodeStore
 /// nearest ancestor this side has.
 enum ReplicatedRevision {
     @discardableResult
-    static func insert(_ revision: WireRevision, into collection: DocumentCollection) throws -> RevisionInsertion {
+    static func insert(_ revision: WireRevision, into collection: DocumentCollection, author: WriteAuthor) throws -> RevisionInsertion {
         let incoming = try revision.decoded()
         guard let id = incoming.id, let rev = incoming.rev else {
             throw CouchError.badRequest("new_edits=false needs _id and _rev")
@@ -13,7 +13,7 @@ enum ReplicatedRevision {
         let history = incoming.history ?? [rev]
         guard history.first == rev else { throw CouchError.badRequest("_revisions does not start with _rev") }
         guard !incoming.attachments.isEmpty else {
-            return try collection.insertRevision(id: id, history: history, deleted: incoming.deleted, body: revision.body)
+            return try collection.insertRevision(id: id, history: history, deleted: incoming.deleted, body: revision.body, author: author)
         }
         var previousBody: String?
         for ancestor in history.dropFirst() {
@@ -26,6 +26,6 @@ enum ReplicatedRevision {
         let body = try AttachmentStore.resolve(
             incoming.attachments, body: revision.bodyValues(), previousBody: previousBody,
             generation: WireDocument.generation(rev) ?? 1, replicated: true, collection: collection)
-        return try collection.insertRevision(id: id, history: history, deleted: incoming.deleted, body: body)
+        return try collection.insertRevision(id: id, history: history, deleted: incoming.deleted, body: body, author: author)
     }
 }

@@ -301,7 +301,8 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
                 if case .string(let error)? = result["error"] {
                     let reason: String
                     if case .string(let r)? = result["reason"] { reason = r } else { reason = "" }
-                    outcome.refused.append((result["id"].wireText, "\(error): \(reason)"))
+                    let status = error == "forbidden" ? 403 : error == "unauthorized" ? 401 : error == "conflict" ? 409 : 400
+                    outcome.refused.append((result["id"].wireText, CouchError(status: status, error: error, reason: reason)))
                 }
             }
         }

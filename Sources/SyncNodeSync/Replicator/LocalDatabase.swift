@@ -4,6 +4,8 @@ import SyncNodeStore
 /// A local collection as one side of a replication.
 struct LocalDatabase: ReplicationPeer {
     let collection: DocumentCollection
+    /// Who writes what this side receives, for the collection's validator.
+    var author = WriteAuthor.local
 
     func identity() async throws -> String { "\(collection.database.uuid)/\(collection.fullName)" }
 
@@ -54,13 +56,13 @@ struct LocalDatabase: ReplicationPeer {
                 // A document this store cannot hold (a `_design/` ID, a malformed revision) is
                 // reported and skipped; it must not roll back the batch and stall replication.
                 do {
-                    if try ReplicatedRevision.insert(doc, into: collection) == .branched {
+                    if try ReplicatedRevision.insert(doc, into: collection, author: author) == .branched {
                         outcome.branched.insert(doc.id)
                     }
                 } catch let error as StoreError where error.isDocumentLevel {
-                    outcome.refused.append((doc.id, error.description))
+                    outcome.refused.append((doc.id, CouchError(error)))
                 } catch let error as CouchError where error.status < 500 {
-                    outcome.refused.append((doc.id, error.description))
+                    outcome.refused.append((doc.id, error))
                 }
             }
         }

@@ -39,7 +39,8 @@ struct PeerChanges: Sendable {
 }
 
 struct StoredBatch: Sendable {
-    var refused: [(id: String, reason: String)] = []
+    /// Documents not stored, each with the peer's (or the store's) answer: `forbidden` (403) when a validator refused it.
+    var refused: [(id: String, error: CouchError)] = []
     /// Documents that now have several leaves (known for local peers only):
     /// the only ones a conflict resolver needs to look at.
     var branched: Set<String> = []

@@ -106,15 +106,15 @@ struct ReplicationRun: Sendable {
     /// Writes a batch to the target, ends the conflicts pulled revisions
     /// created, and reports what happened; returns the revisions written.
     private func write(_ batch: Batch) async throws -> Int {
-        var refusedIDs: [String: String] = [:]
+        var refusedIDs: [String: CouchError] = [:]
         if !batch.docs.isEmpty {
             let docs = batch.docs
             let stored = try await replicator.withRetries { try await target.store(docs) }
-            for (id, reason) in stored.refused {
+            for (id, error) in stored.refused {
                 replicator.logger.warning("a document was not replicated", metadata: [
-                    "id": "\(id)", "reason": "\(reason)", "direction": "\(isPush ? "push" : "pull")",
+                    "id": "\(id)", "reason": "\(error)", "direction": "\(isPush ? "push" : "pull")",
                 ])
-                refusedIDs[id] = reason
+                refusedIDs[id] = error
             }
             if !isPush, let resolver = config.conflictResolver, !stored.branched.isEmpty {
                 var pulled: [String: Set<String>] = [:]
@@ -142,7 +142,7 @@ struct ReplicationRun: Sendable {
             batch.docs.map { doc in
                 ReplicatedDocument(
                     id: doc.id, revisionID: doc.rev, flags: doc.deleted ? .deleted : [],
-                    error: refusedIDs[doc.id].map { CouchError(status: 400, error: "refused", reason: $0) })
+                    error: refusedIDs[doc.id])
             }
         }
         return written
