@@ -133,4 +133,58 @@ import Testing
         #expect(node.errors.contains("SYNCNODE_PASSWORD"))
         #expect(!node.errors.contains("s3cret-pw") && !node.errors.contains("other-pw"))
     }
+
+    @Test func rotatingTheIdentityRetiresTheOldOne() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-rotate-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let syncnode = try PythonClientTests.executable(".build/debug/syncnode")
+        let first = try DocumentValue(json: try ChildProcess.run(syncnode, ["--dir", directory.path, "identity"]).1)
+        #expect(first["key"] == "ECDSA P-256" && first["expires"]?.string?.hasPrefix("20") == true)
+        let rotated = try ChildProcess.run(syncnode, ["--dir", directory.path, "identity", "--rotate"])
+        #expect(rotated.0 == 0)
+        let second = try DocumentValue(json: rotated.1)
+        let old = try #require(first["fingerprint"]?.string), new = try #require(second["fingerprint"]?.string)
+        #expect(old != new && second["retired"]?.string == old && second["uuid"] == first["uuid"])
+        #expect(rotated.2.contains("trust remove") && rotated.2.contains(new))
+        // The new identity is the one the node uses from now on; the old key is kept, still private.
+        #expect(try ChildProcess.run(syncnode, ["--dir", directory.path, "identity"]).1.contains(new))
+        let retired = try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent(".node").path).filter { $0.hasPrefix("tls-retired-") }
+        #expect(retired.count == 1)
+        let key = directory.appendingPathComponent(".node/\(retired[0])/key.pem")
+        #expect(try Self.permissions(key) == 0o600)
+    }
+
+    /// No password, hash or key reaches the log, at its most verbose, whatever happens.
+    @Test func noSecretIsLogged() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-secrets-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let syncnode = try PythonClientTests.executable(".build/debug/syncnode")
+        #expect(try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "add", "hashed", "--role", "r"],
+                                     environment: ["SYNCNODE_PASSWORD": "hashed-Secret-1"]).0 == 0)
+        let node = try PythonClientTests.Node(arguments: ["--host", "127.0.0.1", "--user", "plain"] + Self.quiet, directory: directory,
+                                              environment: ["SYNCNODE_PASSWORD": "plain-Secret-2", "SYNCNODE_LOG": "trace"])
+        defer { _ = node.stop() }
+        for (user, password) in [("plain", "plain-Secret-2"), ("plain", "wrong-Secret-3"), ("hashed", "hashed-Secret-1"), ("hashed", "wrong-Secret-4")] {
+            _ = try await Self.status(node, "/default", user: user, password: password)
+            _ = try await Self.status(node, "/default/doc", method: .PUT, user: user, password: password)
+        }
+        let (peer, peerDir) = try PeerCertificateTests.identity()
+        defer { try? FileManager.default.removeItem(at: peerDir) }
+        var tls = try TLSIdentity.persistent(in: directory.appendingPathComponent(".node/tls"), commonName: "syncnode").pinningClientConfiguration()
+        try peer.presentAsClient(in: &tls)
+        let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: .init(tlsConfiguration: tls))
+        _ = try? await client.execute(HTTPClientRequest(url: "https://127.0.0.1:\(node.port)/default"), timeout: .seconds(10))
+        try await client.shutdown()
+        let log = node.errors
+        #expect(log.contains("trace") || log.contains("debug"), "the log was not verbose: \(log.prefix(300))")
+        let users = try String(contentsOf: directory.appendingPathComponent(".node/users.json"), encoding: .utf8)
+        let hash = try #require(try DocumentValue(json: users)["users"]?["hashed"]?["derived_key"]?.string)
+        let keys = try [directory.appendingPathComponent(".node/tls/key.pem"), peerDir.appendingPathComponent(".node/tls/key.pem")].map {
+            try String(contentsOf: $0, encoding: .utf8).split(separator: "\n").filter { !$0.hasPrefix("-----") }
+        }.flatMap { $0 }
+        let session = try Data(contentsOf: directory.appendingPathComponent(".node/session-secret")).base64EncodedString()
+        for secret in ["plain-Secret-2", "wrong-Secret-3", "hashed-Secret-1", "wrong-Secret-4", hash, session] + keys.map(String.init) {
+            #expect(!log.contains(secret), "the log holds a secret")
+        }
+    }
 }

@@ -53,6 +53,29 @@ public final class NodeDirectory: Sendable {
                                    hosts: { Self.certificateHosts() })
     }
 
+    /// Retires the node's TLS identity and makes a new one; returns the retired
+    /// fingerprint (nil when there was none) and the new identity. The retired
+    /// files are kept in `.node/tls-retired-<time>/` (the key still 0600).
+    /// Peers that pinned or trusted the old fingerprint must be told the new one;
+    /// a running listener goes on with the old until it restarts.
+    public func rotateTLSIdentity() throws -> (retired: String?, identity: TLSIdentity) {
+        let folder = url.appendingPathComponent(".node/tls", isDirectory: true)
+        var retired: String?
+        if FileManager.default.fileExists(atPath: folder.path) {
+            retired = try? tlsIdentity().fingerprint
+            let format = ISO8601DateFormatter()
+            format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let stamp = format.string(from: Date()).replacingOccurrences(of: ":", with: "")
+            let kept = url.appendingPathComponent(".node/tls-retired-\(stamp)", isDirectory: true)
+            do {
+                try FileManager.default.moveItem(at: folder, to: kept)
+            } catch {
+                throw SyncError.invalidIdentity("cannot retire \(folder.path): \(error.localizedDescription)")
+            }
+        }
+        return (retired, try tlsIdentity())
+    }
+
     /// The names and addresses a new certificate is made for.
     static func certificateHosts() -> [String] {
         let name = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? ""

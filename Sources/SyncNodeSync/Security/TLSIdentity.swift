@@ -19,6 +19,9 @@ public struct TLSIdentity: Sendable {
     /// base64url (no padding) of the SHA-256 of the DER certificate: what peers pin.
     public var fingerprint: String { Self.fingerprint(der: certificateDER) }
 
+    /// When the certificate stops being valid (ten years after a node makes it).
+    public var expires: Date? { (try? Certificate(derEncoded: certificateDER))?.notValidAfter }
+
     /// Imports a PEM certificate (the first block is used) and its private key (EC or RSA, unencrypted).
     public init(certificatePEM: String, privateKeyPEM: String) throws {
         let documents = try PEMDocument.parseMultiple(pemString: certificatePEM).filter { $0.discriminator == "CERTIFICATE" }
