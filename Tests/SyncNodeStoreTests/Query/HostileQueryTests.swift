@@ -23,6 +23,17 @@ import Testing
 
     func count() throws -> Int { try db.defaultCollection().count }
 
+    /// SQLite ends a statement's text and a JSON path at a NUL byte (found by the hostile campaign:
+    /// a Mango index on such a field answered 500).
+    @Test func nulCharactersAreQuotedOrRefused() throws {
+        let c = try db.defaultCollection()
+        let literal = try db.createQuery("SELECT META().id FROM _ WHERE s || \"\u{0}x\" = \"v3\u{0}x\"").execute().allResults()
+        #expect(literal.map { $0.string(at: 0) } == ["d3"])
+        #expect(throws: StoreError.self) { try db.createQuery("SELECT `a\u{0}b` FROM _").execute() }
+        #expect(throws: StoreError.self) { try c.createIndex(ValueIndexConfiguration(["`a\u{0}b`"]), name: "nul") }
+        #expect(try count() == 10)
+    }
+
     @Test func deepNestingIsRefused() throws {
         let deep = "SELECT " + String(repeating: "(", count: 5000) + "1" + String(repeating: ")", count: 5000) + " FROM _"
         #expect(throws: StoreError.self) { try db.createQuery(deep) }

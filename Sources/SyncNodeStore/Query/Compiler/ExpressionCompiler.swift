@@ -175,6 +175,8 @@ struct ExpressionCompiler {
             switch component {
             case .key(let key):
                 if key.contains("\"") { throw .invalidQuery("property name '\(key)' cannot be queried: it contains a double quote") }
+                // SQLite's JSON paths end at a NUL byte.
+                if key.utf8.contains(0) { throw .invalidQuery("property name '\(key.replacingOccurrences(of: "\u{0}", with: "\\u0000"))' cannot be queried: it contains a NUL character") }
                 let plain = !key.isEmpty && key.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") }
                     && !("0"..."9").contains(key.unicodeScalars.first!)
                 suffix += plain ? ".\(key)" : ".\"\(key)\""

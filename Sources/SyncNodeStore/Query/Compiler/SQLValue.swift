@@ -125,7 +125,10 @@ struct SQLValue {
     }
 
     static func quote(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+        let literal = "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+        // SQLite's tokenizer ends a statement's text at a NUL byte: spell one as char(0).
+        guard text.utf8.contains(0) else { return literal }
+        return "(" + literal.replacingOccurrences(of: "\u{0}", with: "' || char(0) || '") + ")"
     }
 }
 
