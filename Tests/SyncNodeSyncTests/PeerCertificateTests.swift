@@ -93,7 +93,9 @@ import Testing
         }
     }
 
-    @Test func trustOnFirstUseAdmitsAndRecordsANewCertificate() async throws {
+    /// Trust on first use binds to peers found through discovery, never to a certificate that merely
+    /// connects; a removed peer stays out even then.
+    @Test func trustOnFirstUseAdmitsDiscoveredPeersOnlyAndRevocationSticks() async throws {
         let (first, firstDir) = try Self.identity()
         defer { try? FileManager.default.removeItem(at: firstDir) }
         let h = try await ListenerHarness(peerTrust: (trusted: [], firstUse: true))
@@ -102,10 +104,26 @@ import Testing
             try? await client.shutdown()
             await h.shutdown()
         }) {
+            #expect(try await Self.send(client, h, .GET, "/_all_dbs").0 == 401)
+            let store = try TrustStore(directory: h.node, trustOnFirstUse: true)
+            let uuid = UUID().uuidString.lowercased()
+            // Malformed announcements are neither trusted nor written down.
+            #expect(!store.admit(fingerprint: "not a fingerprint", uuid: uuid, name: "x"))
+            #expect(!store.admit(fingerprint: first.fingerprint, uuid: "bad\nuuid", name: "x"))
+            #expect(try store.entries().isEmpty)
+            // Discovered (its certificate matched what it announced): trusted, recorded, and admitted as a client.
+            #expect(store.admit(fingerprint: first.fingerprint, uuid: uuid, name: "laptop"))
+            #expect(try store.entries().map(\.fingerprint) == [first.fingerprint])
+            let (status, body) = try await Self.send(client, h, .GET, "/_session")
+            #expect(status == 200 && body.contains("peer:\(uuid)"))
+            // Removed: refused at once, and not trusted on first use again.
+            #expect(try store.remove(fingerprint: first.fingerprint))
+            #expect(try await Self.send(client, h, .GET, "/_all_dbs").0 == 401)
+            #expect(!store.admit(fingerprint: first.fingerprint, uuid: uuid, name: "laptop"))
+            #expect(store.refusal(fingerprint: first.fingerprint, uuid: uuid).contains("removed"))
+            // Added by hand again: trusted again.
+            try store.add(fingerprint: first.fingerprint, uuid: uuid)
             #expect(try await Self.send(client, h, .GET, "/_all_dbs").0 == 200)
-            let entries = try TrustStore(directory: h.node).entries()
-            #expect(entries.map(\.fingerprint) == [first.fingerprint])
-            #expect(entries.first?.note.contains("client at 127.0.0.1") == true)
         }
     }
 

@@ -54,7 +54,7 @@ struct Authentication: Sendable {
             return login(user, refreshedCookie: refreshed)
         }
         if let trustedPeers, let fingerprint = await context.clientFingerprint() {
-            if let peer = trustedPeers.principal(clientFingerprint: fingerprint, address: remoteAddress) {
+            if let peer = trustedPeers.principal(clientFingerprint: fingerprint) {
                 return Login(principal: Principal(name: peer, roles: ["peer"]))
             }
             onUntrustedPeer?(fingerprint, remoteAddress)
@@ -173,28 +173,38 @@ final class AuthRateLimiter: Sendable {
     private static let maxEntries = 10_000
     private static func key(_ address: String, _ user: String) -> String { address + "\u{0}" + user.prefix(64) }
 
+    /// Failures from one address, whatever the user names: guessing across made-up names
+    /// (each a costly hash check) slows down too, past five times the per-user limit.
+    private static func addressKey(_ address: String) -> String { address + "\u{0}\u{0}*" }
+
     /// How long the next attempt for (address, user) waits.
     func delay(address: String, user: String) -> Duration {
         failures.withLock { f in
-            let key = Self.key(address, user)
-            guard let entry = f[key] else { return .zero }
-            if entry.since.duration(to: .now) > window {
-                f[key] = nil
-                return .zero
-            }
-            let excess = entry.count - limit
-            guard excess >= 0 else { return .zero }
-            return min(.milliseconds(100) * (1 << min(excess, 10)), .seconds(5))
+            max(Self.delay(&f, Self.key(address, user), limit: limit, window: window),
+                Self.delay(&f, Self.addressKey(address), limit: limit * 5, window: window))
         }
+    }
+
+    private static func delay(_ f: inout [String: (count: Int, since: ContinuousClock.Instant)], _ key: String, limit: Int, window: Duration) -> Duration {
+        guard let entry = f[key] else { return .zero }
+        if entry.since.duration(to: .now) > window {
+            f[key] = nil
+            return .zero
+        }
+        let excess = entry.count - limit
+        guard excess >= 0 else { return .zero }
+        return min(.milliseconds(100) * (1 << min(excess, 10)), .seconds(5))
     }
 
     func recordFailure(address: String, user: String) {
         failures.withLock { f in
-            let now = ContinuousClock.now, key = Self.key(address, user)
-            if let entry = f[key], entry.since.duration(to: now) <= window {
-                f[key] = (entry.count + 1, entry.since)
-            } else {
-                f[key] = (1, now)
+            let now = ContinuousClock.now
+            for key in [Self.key(address, user), Self.addressKey(address)] {
+                if let entry = f[key], entry.since.duration(to: now) <= window {
+                    f[key] = (entry.count + 1, entry.since)
+                } else {
+                    f[key] = (1, now)
+                }
             }
             if f.count > Self.maxEntries {
                 f = f.filter { $0.value.since.duration(to: now) <= window }

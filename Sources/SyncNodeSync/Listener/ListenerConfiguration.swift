@@ -50,7 +50,7 @@ public struct ListenerAuthenticator: Sendable {
     }
 
     static func constantTimeEquals(_ x: [UInt8], _ y: [UInt8]) -> Bool {
-        var diff = UInt8(truncatingIfNeeded: x.count ^ y.count)
+        var diff: UInt8 = x.count == y.count ? 0 : 1
         for i in 0..<max(x.count, y.count) {
             diff |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0)
         }

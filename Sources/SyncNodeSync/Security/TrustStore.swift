@@ -3,15 +3,19 @@ import Synchronization
 
 /// The peers a node trusts, by certificate fingerprint: those given at start
 /// (`--trust`) and those in the data directory's `.node/trusted-peers` (one
-/// `FINGERPRINT [UUID]` per line, `#` comments).
+/// `FINGERPRINT [UUID]` per line, `#` comments; `!FINGERPRINT` marks one revoked).
 ///
 /// Trust works both ways. A node replicates with the discovered peers it
 /// trusts, and its listener admits a client that presents a trusted
 /// certificate as that peer, without a password (Syncthing's device IDs).
-/// With trust on first use, a peer never seen before is trusted and recorded;
-/// a known UUID that comes back with another certificate is not. A plain-HTTP
-/// peer has no certificate (written `-`): only trust on first use (by UUID)
-/// admits it.
+///
+/// With trust on first use, a peer discovered through DNS-SD (whose
+/// certificate matched the fingerprint it announces) is trusted and recorded
+/// the first time it is seen; a known UUID that comes back with another
+/// certificate is not, and neither is a revoked fingerprint. The listener
+/// itself never trusts a certificate on first use: an unknown client is told
+/// how its operator can admit it. A plain-HTTP peer has no certificate
+/// (written `-`): only trust on first use (by UUID) admits it.
 ///
 /// The file is read again when it changes, so a peer removed from it
 /// (`syncnode trust remove`) is refused from its next request on.
@@ -26,9 +30,10 @@ public final class TrustStore: Sendable {
     private struct State: Sendable {
         var stamp: [Int] = []
         var fingerprints: Set<String> = []
+        var revoked: Set<String> = []
         var byUUID: [String: String] = [:]
         /// Learned by trust on first use when the file could not be written: kept until the process ends.
-        var remembered: [(fingerprint: String, uuid: String?)] = []
+        var remembered: [Entry] = []
     }
 
     /// One line of the file.
@@ -39,12 +44,14 @@ public final class TrustStore: Sendable {
         public let uuid: String?
         /// The comment after `#`.
         public let note: String
+        /// A line `!FINGERPRINT`: removed, and never to be trusted on first use again.
+        public var revoked = false
     }
 
     /// - Parameters:
     ///   - directory: the node whose `.node/trusted-peers` to use.
     ///   - trusted: fingerprints trusted for this run only.
-    ///   - trustOnFirstUse: trust (and record) peers never seen before.
+    ///   - trustOnFirstUse: trust (and record) discovered peers never seen before.
     /// - throws: ``SyncError/invalidConfiguration(_:)`` naming the file and line when a line is not a fingerprint.
     public init(directory: NodeDirectory, trusted: [String] = [], trustOnFirstUse: Bool = false) throws {
         file = directory.url.appendingPathComponent(".node/trusted-peers")
@@ -61,54 +68,66 @@ public final class TrustStore: Sendable {
 
     /// Whether to replicate with a discovered peer (recording it under trust on first use).
     public func admit(fingerprint: String?, uuid: String, name: String) -> Bool {
+        // What a peer announces is its to choose: only well-formed values are looked up or recorded.
+        if let fingerprint, !TLSIdentity.isFingerprint(fingerprint) { return false }
         let key = fingerprint ?? Self.noCertificate
         guard let known = try? current() else { return false }
         if let fingerprint, known.fingerprints.contains(fingerprint) { return true }
+        if known.revoked.contains(key) { return false }
         if let trusted = known.byUUID[uuid] { return trusted == key }
-        guard firstUse else { return false }
+        guard firstUse, UUID(uuidString: uuid) != nil else { return false }
         record(Entry(fingerprint: key, uuid: uuid, note: "\(name), first seen \(Self.now())"))
         return true
     }
 
     /// Why a discovered peer was not admitted, for a status line.
     public func refusal(fingerprint: String?, uuid: String) -> String {
-        if let known = (try? current())?.byUUID[uuid], known != (fingerprint ?? Self.noCertificate) {
-            return "its certificate \(fingerprint ?? "(none: plain HTTP)") is not the \(known) trusted for uuid \(uuid)"
+        let known = try? current()
+        if let fingerprint, known?.revoked.contains(fingerprint) == true {
+            return "its certificate \(fingerprint) was removed from the trusted peers (`\(Self.addCommand(fingerprint))` trusts it again)"
+        }
+        if let trusted = known?.byUUID[uuid], trusted != (fingerprint ?? Self.noCertificate) {
+            return "its certificate \(fingerprint ?? "(none: plain HTTP)") is not the \(trusted) trusted for uuid \(uuid)"
         }
         return "its fingerprint \(fingerprint ?? "(none: plain HTTP)") is not trusted (--trust=FINGERPRINT, `syncnode trust add`, or --trust-on-first-use)"
     }
 
-    /// The principal a client presenting this certificate signs in as, nil when it is not
-    /// trusted. Under trust on first use an unknown certificate is trusted and recorded.
-    public func principal(clientFingerprint fingerprint: String, address: String) -> String? {
-        guard let known = try? current() else { return nil }
-        if !known.fingerprints.contains(fingerprint) {
-            guard firstUse else { return nil }
-            record(Entry(fingerprint: fingerprint, uuid: nil, note: "client at \(address), first seen \(Self.now())"))
-        }
+    /// The principal a client presenting this certificate signs in as: `peer:<uuid>`, or
+    /// `peer:` and the fingerprint's first 12 characters when no UUID is recorded for it;
+    /// nil when it is not trusted.
+    public func principal(clientFingerprint fingerprint: String) -> String? {
+        guard let known = try? current(), known.fingerprints.contains(fingerprint) else { return nil }
         let uuid = known.byUUID.first { $0.value == fingerprint }?.key
         return "peer:" + (uuid ?? String(fingerprint.prefix(12)))
     }
 
-    /// Trusts `fingerprint` (with the peer's UUID, when known) from now on.
-    /// - throws: ``SyncError/invalidConfiguration(_:)`` for a malformed fingerprint or an unwritable file.
+    /// Trusts `fingerprint` (with the peer's UUID, when known) from now on, revoked or not before.
+    /// - throws: ``SyncError/invalidConfiguration(_:)`` for a malformed fingerprint or UUID, or an unwritable file.
     public func add(fingerprint: String, uuid: String? = nil, note: String = "") throws {
         guard TLSIdentity.isFingerprint(fingerprint) else {
             throw SyncError.invalidConfiguration("'\(fingerprint)' is not a certificate fingerprint (base64url SHA-256, as `syncnode identity` prints)")
         }
-        try Self.append(Entry(fingerprint: fingerprint, uuid: uuid, note: note.isEmpty ? "added \(Self.now())" : note), to: file)
+        if let uuid, UUID(uuidString: uuid) == nil { throw SyncError.invalidConfiguration("'\(uuid)' is not a UUID") }
+        try FileLock.withLock(beside: file) {
+            var lines = Self.lines(file).filter { Self.firstField($0) != "!" + fingerprint }
+            lines.append(Self.line(Entry(fingerprint: fingerprint, uuid: uuid, note: note.isEmpty ? "added \(Self.now())" : note)))
+            try Self.replace(file, with: lines)
+        }
     }
 
-    /// Stops trusting `fingerprint` (every line naming it); false when no line did.
-    /// Fingerprints given with `--trust` stay trusted until the node restarts without them.
+    /// Stops trusting `fingerprint`: its lines go, and a `!FINGERPRINT` line keeps trust on
+    /// first use from taking it back. False when it was not trusted by the file. Fingerprints
+    /// given with `--trust` stay trusted until the node restarts without them.
     public func remove(fingerprint: String) throws -> Bool {
-        let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        let before = lines.count
-        lines.removeAll { $0.prefix { $0 != "#" }.split(whereSeparator: \.isWhitespace).first.map(String.init) == fingerprint }
-        guard lines.count != before else { return false }
-        try Self.replace(file, with: lines.joined(separator: "\n"))
-        return true
+        try FileLock.withLock(beside: file) {
+            var lines = Self.lines(file)
+            let before = lines.count
+            lines.removeAll { Self.firstField($0) == fingerprint }
+            guard lines.count != before else { return false }
+            lines.append(Self.line(Entry(fingerprint: fingerprint, uuid: nil, note: "removed \(Self.now())", revoked: true)))
+            try Self.replace(file, with: lines)
+            return true
+        }
     }
 
     /// The command that trusts `fingerprint` (after `--` when it starts with "-", which would read as an option).
@@ -124,10 +143,15 @@ public final class TrustStore: Sendable {
         let lines = try Self.parse(file)
         return state.withLock { s in
             var fresh = State(stamp: stamp, fingerprints: given, remembered: s.remembered)
-            for entry in lines + s.remembered.map({ Entry(fingerprint: $0.fingerprint, uuid: $0.uuid, note: "") }) {
+            for entry in lines + s.remembered {
+                if entry.revoked {
+                    fresh.revoked.insert(entry.fingerprint)
+                    continue
+                }
                 if entry.fingerprint != Self.noCertificate { fresh.fingerprints.insert(entry.fingerprint) }
                 if let uuid = entry.uuid { fresh.byUUID[uuid] = entry.fingerprint }
             }
+            fresh.fingerprints.subtract(fresh.revoked.subtracting(given))
             s = fresh
             return fresh
         }
@@ -136,9 +160,9 @@ public final class TrustStore: Sendable {
     /// Records a peer trusted on first use; if the file cannot take it, it is trusted until the process ends.
     private func record(_ entry: Entry) {
         do {
-            try Self.append(entry, to: file)
+            try FileLock.withLock(beside: file) { try Self.replace(file, with: Self.lines(file) + [Self.line(entry)]) }
         } catch {
-            state.withLock { $0.remembered.append((entry.fingerprint, entry.uuid)) }
+            state.withLock { $0.remembered.append(entry) }
         }
         state.withLock { $0.stamp = [] }
     }
@@ -151,25 +175,35 @@ public final class TrustStore: Sendable {
         var entries: [Entry] = []
         for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let fields = line.prefix { $0 != "#" }.split(whereSeparator: \.isWhitespace).map(String.init)
-            guard let fingerprint = fields.first else { continue }
+            guard var fingerprint = fields.first else { continue }
+            let revoked = fingerprint.hasPrefix("!")
+            if revoked { fingerprint.removeFirst() }
             guard fingerprint == noCertificate || TLSIdentity.isFingerprint(fingerprint) else {
                 throw SyncError.invalidConfiguration("\(file.path):\(number + 1): '\(fingerprint)' is not a certificate fingerprint (base64url SHA-256, as `syncnode identity` prints)")
             }
             let note = line.firstIndex(of: "#").map { line[line.index(after: $0)...].trimmingCharacters(in: .whitespaces) } ?? ""
-            entries.append(Entry(fingerprint: fingerprint, uuid: fields.count > 1 ? fields[1] : nil, note: note))
+            entries.append(Entry(fingerprint: fingerprint, uuid: fields.count > 1 ? fields[1] : nil, note: note, revoked: revoked))
         }
         return entries
     }
 
-    private static func append(_ entry: Entry, to file: URL) throws {
-        // The note may come from a peer (its name): no line breaks into the file.
-        let note = entry.note.filter { !$0.isNewline }
-        let line = [entry.fingerprint, entry.uuid].compactMap { $0 }.joined(separator: " ") + (note.isEmpty ? "" : " # \(note)") + "\n"
-        let existing = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
-        try replace(file, with: existing + (existing.isEmpty || existing.hasSuffix("\n") ? "" : "\n") + line)
+    private static func lines(_ file: URL) -> [String] {
+        let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").map(String.init)
     }
 
-    private static func replace(_ file: URL, with text: String) throws {
+    private static func firstField(_ line: String) -> String? {
+        line.prefix { $0 != "#" }.split(whereSeparator: \.isWhitespace).first.map(String.init)
+    }
+
+    private static func line(_ entry: Entry) -> String {
+        // The note may come from a peer (its name): no line breaks into the file.
+        let note = entry.note.filter { !$0.isNewline }
+        return [(entry.revoked ? "!" : "") + entry.fingerprint, entry.uuid].compactMap { $0 }.joined(separator: " ") + (note.isEmpty ? "" : " # \(note)")
+    }
+
+    private static func replace(_ file: URL, with lines: [String]) throws {
+        let text = lines.map { $0 + "\n" }.joined()
         let temporary = file.deletingLastPathComponent().appendingPathComponent(".trusted-peers-\(UUID().uuidString)")
         guard FileManager.default.createFile(atPath: temporary.path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]),
               rename(temporary.path, file.path) == 0 else {

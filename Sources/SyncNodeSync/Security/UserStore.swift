@@ -32,8 +32,9 @@ public final class UserStore: Sendable {
     }
 
     private let loaded = Mutex(Loaded())
-    /// Passwords already derived in this process: user -> HMAC(processKey, password).
-    private let verified = Mutex<[String: [UInt8]]>([:])
+    /// Passwords already derived in this process: user -> the stored hash they matched and
+    /// HMAC(processKey, password). A new password for the user is a new hash: the old one stops.
+    private let verified = Mutex<[String: (derivedKey: [UInt8], keyed: [UInt8])]>([:])
     private let processKey = SymmetricKey(size: .bits256)
 
     /// The store in `file` (which need not exist yet).
@@ -71,18 +72,22 @@ public final class UserStore: Sendable {
         for i in salt.indices { salt[i] = UInt8.random(in: .min ... .max, using: &generator) }
         let entry = Entry(salt: salt, derivedKey: try Self.derive(password, salt: salt, iterations: Self.iterations),
                           iterations: Self.iterations, roles: roles)
-        var users = try current()
-        users[name] = entry
-        try write(users)
+        try FileLock.withLock(beside: file) {
+            var users = try current()
+            users[name] = entry
+            try write(users)
+        }
     }
 
     /// Removes `name`; false when there was no such user.
     @discardableResult
     public func remove(_ name: String) throws -> Bool {
-        var users = try current()
-        guard users.removeValue(forKey: name) != nil else { return false }
-        try write(users)
-        return true
+        try FileLock.withLock(beside: file) {
+            var users = try current()
+            guard users.removeValue(forKey: name) != nil else { return false }
+            try write(users)
+            return true
+        }
     }
 
     /// Whether `password` is `name`'s. The file is re-read when it changes, so users
@@ -95,10 +100,13 @@ public final class UserStore: Sendable {
             _ = try? Self.derive(password, salt: [UInt8](repeating: 0, count: 16), iterations: Self.iterations)
             return false
         }
-        if let known = verified.withLock({ $0[name] }), ListenerAuthenticator.constantTimeEquals(known, keyed) { return true }
+        if let known = verified.withLock({ $0[name] }), known.derivedKey == entry.derivedKey,
+           ListenerAuthenticator.constantTimeEquals(known.keyed, keyed) {
+            return true
+        }
         guard let derived = try? Self.derive(password, salt: entry.salt, iterations: entry.iterations),
               ListenerAuthenticator.constantTimeEquals(derived, entry.derivedKey) else { return false }
-        verified.withLock { $0[name] = keyed }
+        verified.withLock { $0[name] = (entry.derivedKey, keyed) }
         return true
     }
 
@@ -126,7 +134,7 @@ public final class UserStore: Sendable {
         if let users = loaded.withLock({ $0.stamp == stamp ? $0.users : nil }) { return users }
         let users = try read()
         loaded.withLock { $0 = Loaded(stamp: stamp, users: users) }
-        verified.withLock { v in v = v.filter { users[$0.key] != nil } }
+        verified.withLock { v in v = v.filter { users[$0.key]?.derivedKey == $0.value.derivedKey } }
         return users
     }
 
