@@ -42,7 +42,8 @@ import Testing
         Endpoint(method: .POST, path: "/db/_revs_diff", body: #"{"doc":["1-abc"]}"#, needs: "reader"),
         Endpoint(method: .POST, path: "/db/_find", body: #"{"selector":{}}"#, needs: "reader"),
         Endpoint(method: .GET, path: "/db/_security", body: nil, needs: "reader"),
-        Endpoint(method: .PUT, path: "/db/_local/checkpoint", body: #"{"seq":1}"#, needs: "reader"),
+        Endpoint(method: .GET, path: "/db/_local/checkpoint", body: nil, needs: "reader"),
+        Endpoint(method: .PUT, path: "/db/_local/checkpoint", body: #"{"seq":1}"#, needs: "writer"),
         Endpoint(method: .PUT, path: "/db/new", body: #"{"v":1}"#, needs: "writer"),
         Endpoint(method: .POST, path: "/db", body: #"{"v":2}"#, needs: "writer"),
         Endpoint(method: .POST, path: "/db/_bulk_docs", body: #"{"docs":[{"v":3}]}"#, needs: "writer"),
@@ -147,6 +148,10 @@ import Testing
             let error = try #require(replicator.status.error as? CouchError)
             #expect(error.status == 403 && error.reason.contains("may read 'db' but not write it"))
             #expect(try await h.request(.GET, "/db/local-only").status == 404)
+            // The source refused its checkpoint: the next run resumes from the puller's own, not from the start.
+            let again = Replicator(config: config)
+            _ = try await again.runOnce()
+            #expect(again.status.progress.completed == 0)
 
             // Continuous: it keeps pulling after the refusal.
             config.continuous = true
@@ -171,6 +176,8 @@ import Testing
             _ = try await h.request(.PUT, "/target")
             #expect(try await h.request(.PUT, "/db/_security", body: #"{"members":{"names":["wendy"]}}"#).status == 200)
             let olga = Self.basic("olga", "pw"), wendy = Self.basic("wendy", "pw")
+            let cancel = try await h.request(.POST, "/_replicate", body: #"{"source":"db","target":"target","continuous":true,"cancel":true}"#, auth: olga)
+            #expect(cancel.status == 403)
             let reading = try await h.request(.POST, "/_replicate", body: #"{"source":"db","target":"target"}"#, auth: olga)
             #expect(reading.status == 403 && reading.body.contains("may not read 'db'"))
             let creating = try await h.request(.POST, "/_replicate", body: #"{"source":"target","target":"fresh","create_target":true}"#, auth: wendy)

@@ -90,8 +90,12 @@ import Testing
         let generated = try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "add", "bob", "--generate"])
         let bobPassword = try #require(try DocumentValue(json: generated.1)["password"]?.string)
         #expect(try await Self.status(node, "/default", user: "bob", password: bobPassword) == 200)
-        #expect(try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "remove", "ann"]).0 == 0)
+        // A new password ends the old one at once, though the node had checked it before.
+        #expect(try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "add", "ann"], environment: ["SYNCNODE_PASSWORD": "battery staple"]).0 == 0)
         #expect(try await Self.status(node, "/default", user: "ann", password: "correct horse") == 401)
+        #expect(try await Self.status(node, "/default", user: "ann", password: "battery staple") == 200)
+        #expect(try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "remove", "ann"]).0 == 0)
+        #expect(try await Self.status(node, "/default", user: "ann", password: "battery staple") == 401)
         let listed = try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "list"]).1
         #expect(listed.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"roles":[],"user":"bob"}"#)
         // Users are not server admins unless made so.

@@ -44,6 +44,11 @@ import Testing
             let entries = try #require(replicated.json.array)
             #expect(entries.count == 1 && entries[0]["id"] == "e" && entries[0]["error"] == "forbidden")
             for id in ["a", "b", "d", "f"] { #expect(try collection.document(id: id) != nil, "\(id)") }
+            // A replication the node runs on a client's behalf writes as that client.
+            _ = try await h.request(.PUT, "/src")
+            _ = try await h.request(.PUT, "/src/g", body: #"{"title":"g"}"#)
+            #expect(try await h.request(.POST, "/_replicate", body: #"{"source":"src","target":"db"}"#).status == 200)
+            #expect(authors.withLock { $0.last } == WriteAuthor(name: ListenerHarness.user, roles: ["_admin"], origin: .client))
             for id in ["c", "e"] { #expect(try collection.document(id: id) == nil, "\(id)") }
         }
     }

@@ -21,11 +21,8 @@ extension Handlers {
             }
         }
         let id = Self.replicationID(source: source, target: target, continuous: continuous, documentIDs: documentIDs)
-        if body["cancel"] == .bool(true) {
-            guard await replications.cancel(id: id) else { throw CouchError.notFound("no such replication is running") }
-            return HTTP.json(["ok": true, "_local_id": .string(id)])
-        }
-        // The asker's own access applies: reading the local source, writing (or creating) the local target.
+        // The asker's own access applies: reading the local source, writing (or creating) the local
+        // target; cancelling a replication takes the access starting it would.
         let createTarget = body["create_target"] == .bool(true)
         if case .local(let name) = source, try access(of: principal, to: try Self.parse(keyspace: name).database) < .reader {
             throw CouchError.forbidden("\(principal.description) may not read '\(name)'")
@@ -37,7 +34,13 @@ extension Handlers {
             }
             if try access(of: principal, to: database) < .writer { throw CouchError.forbidden("\(principal.description) may not write '\(name)'") }
         }
+        if body["cancel"] == .bool(true) {
+            guard await replications.cancel(id: id) else { throw CouchError.notFound("no such replication is running") }
+            return HTTP.json(["ok": true, "_local_id": .string(id)])
+        }
         var config = try configuration(source: source, target: target, createTarget: createTarget)
+        // A local target's validator is told the asker wrote what arrives, not the peer it came from.
+        config.localAuthor = WriteAuthor(name: principal.name, roles: principal.roles, origin: .client)
         config.documentIDs = documentIDs
         config.continuous = continuous
         if !continuous { config.maxAttempts = 3 }

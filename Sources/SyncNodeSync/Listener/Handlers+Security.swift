@@ -53,10 +53,9 @@ extension Handlers {
             return method == .post ? .database(.writer) : .serverAdmin
         }
         switch first {
-        case "_security", "_index": return .database(reading ? .reader : .admin)
-        // Replicators keep their checkpoints here on both ends, readers' included.
-        case "_local": return .database(.reader)
-        case "_design": return .database(reading ? .reader : .admin)
+        case "_security", "_index", "_design": return .database(reading ? .reader : .admin)
+        // Checkpoints are writes, as in CouchDB: a reader's replicator keeps its own (see ReplicationRun).
+        case "_local": return .database(reading ? .reader : .writer)
         default:
             if reading || (method == .post && readingPosts.contains(first)) { return .database(.reader) }
             return .database(.writer)

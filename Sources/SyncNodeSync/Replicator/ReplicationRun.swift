@@ -32,7 +32,18 @@ struct ReplicationRun: Sendable {
         let sourceCheckpoint = reset ? nil : try await replicator.withRetries { try await source.checkpoint(id) }
         let targetCheckpoint = reset ? nil : try await replicator.withRetries { try await target.checkpoint(id) }
         var since = Self.agreedSequence(sourceCheckpoint, targetCheckpoint)
+        // A source that lets us read but not write (a reader in its _security) keeps no checkpoint:
+        // the target's alone says where to resume, as PouchDB does with read-only sources.
         let session = UUID().uuidString.lowercased()
+        var sourceIsReadOnly = false
+        if sourceCheckpoint == nil, let targetCheckpoint {
+            // A checkpoint at the start, agreeing with nothing: if the source takes it, this run starts over.
+            let probe = Self.checkpoint(session: session, since: "0", history: [])
+            sourceIsReadOnly = try await !saveSourceCheckpoint(probe)
+            if sourceIsReadOnly, let seq = targetCheckpoint["source_last_seq"] ?? targetCheckpoint["last_seq"] {
+                since = HTTPRemote.sequenceText(seq)
+            }
+        }
         var history = Self.history(sourceCheckpoint)
         var written = 0
         replicator.logger.debug("replicating", metadata: ["direction": "\(isPush ? "push" : "pull")", "since": "\(since)"])
@@ -49,18 +60,33 @@ struct ReplicationRun: Sendable {
             history.removeAll { $0["session_id"] == .string(session) }
             history.insert(["session_id": .string(session), "recorded_seq": .string(since)], at: 0)
             history = Array(history.prefix(20))
-            // CouchDB's shape, plus the `last_seq`/`replicator`/`version` members PouchDB-style peers require.
-            let checkpoint: [String: DocumentValue] = [
-                "session_id": .string(session), "source_last_seq": .string(since), "history": .array(history.map { .dictionary($0) }),
-                "last_seq": .string(since), "replicator": "syncnode", "version": 1,
-            ]
+            let checkpoint = Self.checkpoint(session: session, since: since, history: history)
             try await replicator.withRetries { try await target.ensureFullCommit() }
             try await replicator.withRetries { try await target.saveCheckpoint(id, checkpoint) }
-            try await replicator.withRetries { try await source.saveCheckpoint(id, checkpoint) }
+            if !sourceIsReadOnly { sourceIsReadOnly = try await !saveSourceCheckpoint(checkpoint) }
             next = try await following
             nextChanges = try await afterThat
         }
         return (written, since)
+    }
+
+    /// CouchDB's shape, plus the `last_seq`/`replicator`/`version` members PouchDB-style peers require.
+    static func checkpoint(session: String, since: String, history: [[String: DocumentValue]]) -> [String: DocumentValue] {
+        [
+            "session_id": .string(session), "source_last_seq": .string(since), "history": .array(history.map { .dictionary($0) }),
+            "last_seq": .string(since), "replicator": "syncnode", "version": 1,
+        ]
+    }
+
+    /// Saves the checkpoint on the source; false when the source refuses it (401/403).
+    private func saveSourceCheckpoint(_ checkpoint: [String: DocumentValue]) async throws -> Bool {
+        do {
+            try await replicator.withRetries { try await source.saveCheckpoint(id, checkpoint) }
+            return true
+        } catch let refusal as CouchError where refusal.status == 401 || refusal.status == 403 {
+            replicator.logger.info("the source refuses checkpoints; resuming from the target's alone", metadata: ["reason": "\(refusal.reason)"])
+            return false
+        }
     }
 
     /// The page of the source's changes after `since`; nil when the feed has nothing more.

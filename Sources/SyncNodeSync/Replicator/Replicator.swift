@@ -203,7 +203,8 @@ public final class Replicator: Sendable {
             if let pinned { state.withLock { $0.serverFingerprint = pinned } }
             return (connected, connected)
         case .collection(let other):
-            return (LocalDatabase(collection: other, author: WriteAuthor(origin: .replication(peer: config.collection.database.uuid))), nil)
+            let author = config.localAuthor ?? WriteAuthor(origin: .replication(peer: "\(config.collection.database.uuid)/\(config.collection.fullName)"))
+            return (LocalDatabase(collection: other, author: author), nil)
         }
     }
 
@@ -221,7 +222,7 @@ public final class Replicator: Sendable {
             $0.activity = .busy
             $0.progress = ReplicatorProgress()
         }
-        let local = LocalDatabase(collection: config.collection, author: WriteAuthor(origin: .replication(peer: remoteID)))
+        let local = LocalDatabase(collection: config.collection, author: config.localAuthor ?? WriteAuthor(origin: .replication(peer: remoteID)))
         var result = ReplicationResult()
         var remoteSince: String?
         if config.replicatorType != .push {

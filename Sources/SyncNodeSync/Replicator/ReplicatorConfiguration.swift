@@ -61,6 +61,9 @@ public struct ReplicatorConfiguration: Sendable {
     public var authenticator: BasicAuthenticator?
     /// Extra HTTP headers sent with every request.
     public var headers: [String: String] = [:]
+    /// Who the local collection's validator is told writes what this replicator stores
+    /// locally; nil: the peer (``WriteAuthor/Origin/replication(peer:)``).
+    package var localAuthor: WriteAuthor?
     /// The identity this node presents as its TLS client certificate: a peer
     /// that trusts its fingerprint admits it without a password. Nil presents none.
     public var clientIdentity: TLSIdentity?

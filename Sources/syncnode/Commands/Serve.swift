@@ -36,7 +36,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("trust"), help: "Trust a peer's certificate fingerprint (repeatable; see also `syncnode trust`): --auto-sync syncs with it, and it signs in with that certificate, without a password.")
     var trusted: [String] = []
     @Flag(name: .customLong("trust-on-first-use"),
-          help: "Trust a peer's self-signed certificate the first time it is seen, then only that one: --sync-with URLs without fp, discovered peers, and peers signing in with a certificate not seen before (anyone on the LAN who connects first).")
+          help: "Trust a peer's self-signed certificate the first time it is seen, then only that one: --sync-with URLs without fp, and discovered peers (recorded in DIR/.node/trusted-peers, so they also sign in by certificate). A certificate that merely connects is never trusted so.")
     var trustOnFirstUse = false
     @Option(help: "For --sync-with and --auto-sync: resolve (each conflict's winner is kept and the other leaves tombstoned, alike on every node) or keep (conflicts stay, as CouchDB keeps them).")
     var conflicts: ConflictPolicy = .resolve
@@ -86,6 +86,9 @@ struct Serve: AsyncParsableCommand {
             Output.error("warning: --password can be read by every user of this machine (ps, /proc); pass it in SYNCNODE_PASSWORD instead")
         }
         let (authenticator, shown) = try authentication(directory: directory, password: password)
+        if anonymous, let host, !["127.0.0.1", "::1", "localhost"].contains(host) {
+            Output.error("warning: --anonymous on \(host): whoever can reach this address may read, write and delete every database")
+        }
         // Files that can be wrong are read before the node says it is listening.
         let trust: TrustStore
         do { trust = try TrustStore(directory: directory, trusted: trusted, trustOnFirstUse: trustOnFirstUse) } catch { throw CLIError.user("\(error)") }
@@ -175,18 +178,19 @@ struct Serve: AsyncParsableCommand {
     }
 
     /// Who may sign in (nil: anyone, with --anonymous), and the credential the pairing URL
-    /// shows: --user's, or the node's own when it is given none.
-    private func authentication(directory: NodeDirectory, password: String?) throws -> (ListenerAuthenticator?, (user: String, password: String)?) {
+    /// shows: the node's own when it is given none (with its password), else --user's name alone:
+    /// a password the operator chose stays out of stdout, which often ends in a log.
+    private func authentication(directory: NodeDirectory, password: String?) throws -> (ListenerAuthenticator?, (user: String, password: String?)?) {
         guard !anonymous else { return (nil, nil) }
         var credentials = try readCredentials(password: password)
         let store = UserStore(directory: directory)
         let stored: [String]
         do { stored = try store.names() } catch { throw CLIError.user("\(error)") }
-        var shown = user.flatMap { name in password.map { (user: name, password: $0) } }
+        var shown = user.map { (user: $0, password: String?.none) }
         if credentials.isEmpty && stored.isEmpty {
             let own = try directory.generatedCredential()
             credentials[own.user] = own.password
-            shown = own
+            shown = (own.user, own.password)
         }
         // Users added with `syncnode user add` while the node runs can sign in too.
         return (ListenerAuthenticator.users(credentials).fallingBack(to: store.authenticator()), credentials.count == 1 ? shown : nil)
