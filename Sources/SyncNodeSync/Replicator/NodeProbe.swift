@@ -29,6 +29,8 @@ public actor NodeProbe {
     private let timeout: Duration
     private var authorization: String?
     private var client: HTTPClient?
+    /// Set by ``shutdown()``: a connection still being made then is closed, not kept.
+    private var isShutDown = false
 
     /// A probe of the node whose root is `scheme://host:port`.
     /// - parameter fingerprint: the certificate fingerprint to pin (https only).
@@ -64,6 +66,7 @@ public actor NodeProbe {
 
     /// Closes the connection.
     public func shutdown() async {
+        isShutDown = true
         let kept = client
         client = nil
         try? await kept?.shutdown()
@@ -72,7 +75,12 @@ public actor NodeProbe {
     private func connectedClient() async throws -> HTTPClient {
         if let client { return client }
         let (made, _) = try await HTTPRemote.makeClient(scheme: scheme, host: host, port: port, pinnedFingerprint: fingerprint, connectTimeout: timeout)
-        // Another call may have connected meanwhile (actor reentrancy): keep one client.
+        // Shut down meanwhile (actor reentrancy): a client nobody will shut down must not be kept.
+        if isShutDown {
+            try? await made.shutdown()
+            throw CancellationError()
+        }
+        // Another call may have connected meanwhile: keep one client.
         if let client {
             try? await made.shutdown()
             return client
