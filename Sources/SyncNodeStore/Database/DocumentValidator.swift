@@ -9,7 +9,8 @@ public struct WriteAuthor: Sendable, Equatable {
         case local
         /// A client of the node's listener: a person, an app, or a peer's replicator pushing.
         case client
-        /// This node's replicator, pulling from this peer: `<node uuid>/<database>`, or its URL when it has no UUID.
+        /// This node's replicator, pulling from this peer: `<node uuid>/<database>`, or its URL and
+        /// database when it has no UUID.
         case replication(peer: String)
     }
 

@@ -191,7 +191,9 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
     // MARK: - ReplicationPeer
 
     func identity() async throws -> String {
-        if let configuredUUID { return configuredUUID }
+        // The node and the database, however learnt: a pairing URL's uuid and the peer's own
+        // `GET /` name the same checkpoints, and two databases of one peer never share one.
+        if let configuredUUID { return "\(configuredUUID)/\(database)" }
         // Only a peer without `GET /` (404) or without a uuid is named by its URL;
         // a transient failure must not change the replication ID (and lose the checkpoint).
         do {

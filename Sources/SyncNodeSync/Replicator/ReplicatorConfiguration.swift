@@ -75,7 +75,8 @@ public struct ReplicatorConfiguration: Sendable {
     /// then pin the one seen for every later connection of this replicator
     /// (read it from ``Replicator/serverCertificateFingerprint``).
     public var acceptOnlySelfSignedServerCertificate = false
-    /// The peer's identity for checkpoints; default: the URL's `uuid`, else what `GET /` reports, else the URL.
+    /// The peer node's identity for checkpoints (with the database's name after it); default: the
+    /// URL's `uuid`, else what `GET /` reports, else the URL.
     public var remoteUUID: String?
     /// Only these documents.
     public var documentIDs: [String]?
