@@ -9,6 +9,7 @@
 #                                      an admin URL, and SYNCNODE_POUCHDB_DIR, as the interoperability tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# For the build only: SwiftPM otherwise rebuilds Hummingbird on every other build.
 export SWIFT_DETERMINISTIC_HASHING=1
 what="${1:-store}"
 n="${2:-100000}"

@@ -7,6 +7,9 @@
 # or `bash scripts/run.sh --anonymous` for a node without authentication on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Deterministic hashing keeps SwiftPM from rebuilding Hummingbird on every other build; it is
+# for the build only: the node must hash with a per-process seed (peers choose its dictionary
+# keys, and a fixed seed invites collision floods), so it is unset for `serve` below.
 export SWIFT_DETERMINISTIC_HASHING=1
 
 bash scripts/setup.sh
@@ -14,4 +17,4 @@ bash scripts/services.sh || echo "run: DNS-SD services unavailable; the node run
 swift build -c release --product syncnode
 bin="$(swift build -c release --show-bin-path)/syncnode"
 export SYNCNODE_DIR="${SYNCNODE_DIR:-$PWD/syncnode-data}"
-exec "$bin" serve "$@"
+exec env -u SWIFT_DETERMINISTIC_HASHING "$bin" serve "$@"

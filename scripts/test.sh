@@ -2,6 +2,8 @@
 # Sets up the machine and runs the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# For the build only (SwiftPM otherwise rebuilds Hummingbird on every other build); the test
+# harness unsets it for the `syncnode serve` processes it starts (PythonClientTests.Node).
 export SWIFT_DETERMINISTIC_HASHING=1
 
 bash scripts/setup.sh --tests

@@ -52,7 +52,10 @@ import Testing
             self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-serve-\(UUID().uuidString)")
             process.executableURL = try executable(".build/debug/syncnode")
             process.arguments = ["--dir", self.directory.path, "serve"] + arguments
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            // A served process hashes with its own seed, as a user's would (the build scripts fix it for SwiftPM).
+            var inherited = ProcessInfo.processInfo.environment
+            inherited["SWIFT_DETERMINISTIC_HASHING"] = nil
+            process.environment = inherited.merging(environment) { $1 }
             let out = Pipe()
             process.standardOutput = out
             guard FileManager.default.createFile(atPath: stderr.path, contents: nil) else {
