@@ -75,7 +75,7 @@ start_node() {  # I [extra serve options]
   local i=$1; shift
   : > "$WORK/out$i"
   # No --user anywhere: the nodes admit each other by certificate fingerprint (--trust) alone.
-  $LAB exec "$i" "$BIN" --dir "$WORK/n$i" serve --name "node-$i" --auto-sync \
+  $LAB exec "$i" env -u SWIFT_DETERMINISTIC_HASHING "$BIN" --dir "$WORK/n$i" serve --name "node-$i" --auto-sync \
     $TRUST --qr none "$@" >> "$WORK/out$i" 2>> "$WORK/err$i" &
   PID[$i]=$!
   wait_until 20 grep -q "listening on" "$WORK/out$i" || fail "node $i did not start"

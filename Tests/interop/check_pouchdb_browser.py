@@ -54,7 +54,7 @@ def main():
 
         serve = subprocess.Popen([syncnode, "--dir", node_dir, "serve", "--host", "127.0.0.1", "--user", user,
                                   "--no-advertise", "--no-browse", "--qr", "none", "--cors-origin", origin],
-                                 env={**os.environ, "SYNCNODE_PASSWORD": password},
+                                 env={**{k: v for k, v in os.environ.items() if k != "SWIFT_DETERMINISTIC_HASHING"}, "SYNCNODE_PASSWORD": password},
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         port = urllib.parse.urlsplit(serve.stdout.readline().split("listening on ", 1)[1].strip()).port
         base = f"https://127.0.0.1:{port}"

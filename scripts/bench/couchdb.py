@@ -62,7 +62,7 @@ def main():
         subprocess.run([f"{bin_dir}/syncnode", "--dir", node_dir, "import", "src", docs], check=True, stdout=subprocess.DEVNULL)
         serve = subprocess.Popen([f"{bin_dir}/syncnode", "--dir", node_dir, "serve", "--host", "127.0.0.1", "--user", user,
                                   "--no-advertise", "--no-browse", "--qr", "none"],
-                                 env={**os.environ, "SYNCNODE_PASSWORD": password},
+                                 env={**{k: v for k, v in os.environ.items() if k != "SWIFT_DETERMINISTIC_HASHING"}, "SYNCNODE_PASSWORD": password},
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
             line = serve.stdout.readline()

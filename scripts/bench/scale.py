@@ -86,7 +86,7 @@ def main():
 
             serve = subprocess.Popen([syncnode, "--dir", node, "serve", "--db", "bench", "--host", "127.0.0.1", "--user", user,
                                       "--no-advertise", "--no-browse", "--qr", "none"],
-                                     env={**os.environ, "SYNCNODE_PASSWORD": password},
+                                     env={**{k: v for k, v in os.environ.items() if k != "SWIFT_DETERMINISTIC_HASHING"}, "SYNCNODE_PASSWORD": password},
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             try:
                 line = serve.stdout.readline().decode()
