@@ -178,19 +178,19 @@ struct Serve: AsyncParsableCommand {
     }
 
     /// Who may sign in (nil: anyone, with --anonymous), and the credential the pairing URL
-    /// shows: the node's own when it is given none (with its password), else --user's name alone:
-    /// a password the operator chose stays out of stdout, which often ends in a log.
-    private func authentication(directory: NodeDirectory, password: String?) throws -> (ListenerAuthenticator?, (user: String, password: String?)?) {
+    /// shows: the node's own when it is given none, else --user's (a pairing URL is for handing
+    /// to a peer, which signs in with what it carries until it is trusted by certificate).
+    private func authentication(directory: NodeDirectory, password: String?) throws -> (ListenerAuthenticator?, (user: String, password: String)?) {
         guard !anonymous else { return (nil, nil) }
         var credentials = try readCredentials(password: password)
         let store = UserStore(directory: directory)
         let stored: [String]
         do { stored = try store.names() } catch { throw CLIError.user("\(error)") }
-        var shown = user.map { (user: $0, password: String?.none) }
+        var shown = user.flatMap { name in password.map { (user: name, password: $0) } }
         if credentials.isEmpty && stored.isEmpty {
             let own = try directory.generatedCredential()
             credentials[own.user] = own.password
-            shown = (own.user, own.password)
+            shown = own
         }
         // Users added with `syncnode user add` while the node runs can sign in too.
         return (ListenerAuthenticator.users(credentials).fallingBack(to: store.authenticator()), credentials.count == 1 ? shown : nil)
