@@ -331,16 +331,21 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         }
     }
 
-    func checkpoint(_ id: String) async throws -> [String: DocumentValue]? {
+    func checkpoint(_ id: String) async throws -> ReplicationCheckpoint? {
+        try await storedCheckpoint(id).map(ReplicationCheckpoint.init(json:))
+    }
+
+    func saveCheckpoint(_ id: String, _ checkpoint: ReplicationCheckpoint) async throws {
+        var body = checkpoint.json
+        if let current = try await storedCheckpoint(id), let rev = current["_rev"] { body["_rev"] = rev }
+        _ = try await expect(.PUT, "\(db)/_local/\(Self.escape(id))", .dictionary(body))
+    }
+
+    /// The checkpoint document as stored, with its `_rev`.
+    private func storedCheckpoint(_ id: String) async throws -> [String: DocumentValue]? {
         let (status, value) = try await send(.GET, "\(db)/_local/\(Self.escape(id))")
         if status == 404 { return nil }
         guard (200..<300).contains(status), case .dictionary(let d) = value else { throw Self.error(status, value) }
         return d
-    }
-
-    func saveCheckpoint(_ id: String, _ body: [String: DocumentValue]) async throws {
-        var body = body
-        if let current = try await checkpoint(id), let rev = current["_rev"] { body["_rev"] = rev }
-        _ = try await expect(.PUT, "\(db)/_local/\(Self.escape(id))", .dictionary(body))
     }
 }

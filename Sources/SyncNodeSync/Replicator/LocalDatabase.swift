@@ -80,12 +80,12 @@ struct LocalDatabase: ReplicationPeer {
     /// Every store transaction is durable when it commits.
     func ensureFullCommit() async throws {}
 
-    func checkpoint(_ id: String) async throws -> [String: DocumentValue]? {
+    func checkpoint(_ id: String) async throws -> ReplicationCheckpoint? {
         guard let doc = try collection.localDocument(id: id), case .dictionary(let d) = try DocumentValue(json: doc.body) else { return nil }
-        return d
+        return ReplicationCheckpoint(json: d)
     }
 
-    func saveCheckpoint(_ id: String, _ body: [String: DocumentValue]) async throws {
-        try collection.putLocalDocument(id: id, json: DocumentValue.dictionary(body).toJSON(), rev: nil, force: true)
+    func saveCheckpoint(_ id: String, _ checkpoint: ReplicationCheckpoint) async throws {
+        try collection.putLocalDocument(id: id, json: DocumentValue.dictionary(checkpoint.json).toJSON(), rev: nil, force: true)
     }
 }

@@ -22,8 +22,8 @@ protocol ReplicationPeer: Sendable {
     func waitForChanges(since: String, timeout: Duration, documentIDs: [String]?) async throws
     /// Makes what was stored durable before a checkpoint names it (`_ensure_full_commit`).
     func ensureFullCommit() async throws
-    func checkpoint(_ id: String) async throws -> [String: DocumentValue]?
-    func saveCheckpoint(_ id: String, _ body: [String: DocumentValue]) async throws
+    func checkpoint(_ id: String) async throws -> ReplicationCheckpoint?
+    func saveCheckpoint(_ id: String, _ checkpoint: ReplicationCheckpoint) async throws
 }
 
 struct PeerChange: Sendable {

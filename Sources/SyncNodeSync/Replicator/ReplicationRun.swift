@@ -31,20 +31,17 @@ struct ReplicationRun: Sendable {
     func run() async throws -> (written: Int, since: String) {
         let sourceCheckpoint = reset ? nil : try await replicator.withRetries { try await source.checkpoint(id) }
         let targetCheckpoint = reset ? nil : try await replicator.withRetries { try await target.checkpoint(id) }
-        var since = Self.agreedSequence(sourceCheckpoint, targetCheckpoint)
+        var since = ReplicationCheckpoint.agreedSequence(source: sourceCheckpoint, target: targetCheckpoint)
+        var checkpoint = ReplicationCheckpoint(
+            session: UUID().uuidString.lowercased(), sourceLastSequence: since, history: sourceCheckpoint?.history ?? [])
         // A source that lets us read but not write (a reader in its _security) keeps no checkpoint:
         // the target's alone says where to resume, as PouchDB does with read-only sources.
-        let session = UUID().uuidString.lowercased()
         var sourceIsReadOnly = false
         if sourceCheckpoint == nil, let targetCheckpoint {
             // A checkpoint at the start, agreeing with nothing: if the source takes it, this run starts over.
-            let probe = Self.checkpoint(session: session, since: "0", history: [])
-            sourceIsReadOnly = try await !saveSourceCheckpoint(probe)
-            if sourceIsReadOnly, let seq = targetCheckpoint["source_last_seq"] ?? targetCheckpoint["last_seq"] {
-                since = HTTPRemote.sequenceText(seq)
-            }
+            sourceIsReadOnly = try await !saveSourceCheckpoint(ReplicationCheckpoint(session: checkpoint.session, sourceLastSequence: "0"))
+            if sourceIsReadOnly { since = targetCheckpoint.sourceLastSequence }
         }
-        var history = Self.history(sourceCheckpoint)
         var written = 0
         replicator.logger.debug("replicating", metadata: ["direction": "\(isPush ? "push" : "pull")", "since": "\(since)"])
         let first = try await changes(since: since)
@@ -56,30 +53,19 @@ struct ReplicationRun: Sendable {
             async let afterThat = changes(after: upcoming)
             written += try await write(batch)
             since = batch.lastSeq
-            // One entry per session (CouchDB's shape): its latest recorded sequence.
-            history.removeAll { $0["session_id"] == .string(session) }
-            history.insert(["session_id": .string(session), "recorded_seq": .string(since)], at: 0)
-            history = Array(history.prefix(20))
-            let checkpoint = Self.checkpoint(session: session, since: since, history: history)
+            checkpoint = checkpoint.recording(since)
+            let reached = checkpoint
             try await replicator.withRetries { try await target.ensureFullCommit() }
-            try await replicator.withRetries { try await target.saveCheckpoint(id, checkpoint) }
-            if !sourceIsReadOnly { sourceIsReadOnly = try await !saveSourceCheckpoint(checkpoint) }
+            try await replicator.withRetries { try await target.saveCheckpoint(id, reached) }
+            if !sourceIsReadOnly { sourceIsReadOnly = try await !saveSourceCheckpoint(reached) }
             next = try await following
             nextChanges = try await afterThat
         }
         return (written, since)
     }
 
-    /// CouchDB's shape, plus the `last_seq`/`replicator`/`version` members PouchDB-style peers require.
-    static func checkpoint(session: String, since: String, history: [[String: DocumentValue]]) -> [String: DocumentValue] {
-        [
-            "session_id": .string(session), "source_last_seq": .string(since), "history": .array(history.map { .dictionary($0) }),
-            "last_seq": .string(since), "replicator": "syncnode", "version": 1,
-        ]
-    }
-
     /// Saves the checkpoint on the source; false when the source refuses it (401/403).
-    private func saveSourceCheckpoint(_ checkpoint: [String: DocumentValue]) async throws -> Bool {
+    private func saveSourceCheckpoint(_ checkpoint: ReplicationCheckpoint) async throws -> Bool {
         do {
             try await replicator.withRetries { try await source.saveCheckpoint(id, checkpoint) }
             return true
@@ -172,31 +158,5 @@ struct ReplicationRun: Sendable {
             }
         }
         return written
-    }
-
-    /// The sequence both checkpoints agree on: the same last sequence, else
-    /// the source's sequence for the newest session both recorded, else the
-    /// start. The target's checkpoint is written first, so after a crash
-    /// between the two writes the source's is the older one: at most one
-    /// batch is examined again.
-    static func agreedSequence(_ source: [String: DocumentValue]?, _ target: [String: DocumentValue]?) -> String {
-        guard let source, let target else { return "0" }
-        if let seq = source["source_last_seq"] ?? source["last_seq"], seq == target["source_last_seq"] ?? target["last_seq"] {
-            return HTTPRemote.sequenceText(seq)
-        }
-        let targetSessions = Set(history(target).compactMap { entry -> String? in
-            if case .string(let s)? = entry["session_id"] { return s } else { return nil }
-        })
-        for entry in history(source) {
-            if case .string(let s)? = entry["session_id"], let seq = entry["recorded_seq"] ?? entry["last_seq"], targetSessions.contains(s) {
-                return HTTPRemote.sequenceText(seq)
-            }
-        }
-        return "0"
-    }
-
-    static func history(_ checkpoint: [String: DocumentValue]?) -> [[String: DocumentValue]] {
-        guard case .array(let entries)? = checkpoint?["history"] else { return [] }
-        return entries.compactMap { if case .dictionary(let d) = $0 { return d } else { return nil } }
     }
 }

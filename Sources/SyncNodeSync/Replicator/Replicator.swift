@@ -296,7 +296,7 @@ public final class Replicator: Sendable {
         }
         let local = LocalDatabase(collection: config.collection)
         let checkpoint = try await local.checkpoint(replicationID(remoteID: remoteID ?? "", direction: "push"))
-        var since = HTTPRemote.sequenceText(checkpoint?["source_last_seq"])
+        var since = checkpoint?.sourceLastSequence ?? "0"
         var pending = Set<String>()
         while true {
             let page = try await local.changes(since: since, limit: 1000, documentIDs: config.documentIDs)
