@@ -131,10 +131,10 @@ public final class Replicator: Sendable {
     public func runOnce(reset: Bool = false) async throws -> ReplicationResult {
         do {
             update { $0.activity = .connecting }
-            let (remote, http) = try await connect()
-            defer { if let http { Task { await http.shutdown() } } }
-            let remoteID = try await withRetries { try await self.identity(of: remote) }
-            let result = try await pass(remote: remote, remoteID: remoteID, reset: reset).result
+            let result = try await withPeer { remote in
+                let remoteID = try await withRetries { try await self.identity(of: remote) }
+                return try await pass(remote: remote, remoteID: remoteID, reset: reset).result
+            }
             let refusal = state.withLock { $0.pushRefusal }
             update {
                 $0.activity = .stopped
@@ -158,25 +158,25 @@ public final class Replicator: Sendable {
         let signal = ChangeSignal()
         let token = config.collection.addChangeListener { _ in signal.fire() }
         defer { token.remove() }
-        var delay = Duration.milliseconds(200)
+        var backoff = Backoff(maximum: config.maxAttemptWaitTime)
         var reset = reset
         defer { update { $0.activity = .stopped } }
         while !Task.isCancelled {
             do {
                 update { $0.activity = .connecting }
-                let (remote, http) = try await connect()
-                defer { if let http { Task { await http.shutdown() } } }
-                let remoteID = try await identity(of: remote)
-                while !Task.isCancelled {
-                    let remoteSince = try await pass(remote: remote, remoteID: remoteID, reset: reset).remoteSince
-                    reset = false
-                    delay = .milliseconds(200)
-                    let refusal = state.withLock { $0.pushRefusal }
-                    update {
-                        $0.activity = .idle
-                        $0.error = refusal
+                try await withPeer { remote in
+                    let remoteID = try await identity(of: remote)
+                    while !Task.isCancelled {
+                        let remoteSince = try await pass(remote: remote, remoteID: remoteID, reset: reset).remoteSince
+                        reset = false
+                        backoff.reset()
+                        let refusal = state.withLock { $0.pushRefusal }
+                        update {
+                            $0.activity = .idle
+                            $0.error = refusal
+                        }
+                        try await waitForWork(remote: remote, remoteSince: remoteSince, localSignal: signal)
                     }
-                    try await waitForWork(remote: remote, remoteSince: remoteSince, localSignal: signal)
                 }
             } catch is CancellationError {
                 return
@@ -184,14 +184,28 @@ public final class Replicator: Sendable {
                 update { $0.error = error }
                 throw error
             } catch {
-                logger.notice("replication interrupted; retrying", metadata: ["error": "\(error)", "in": "\(delay)"])
+                let wait = backoff.next()
+                logger.notice("replication interrupted; retrying", metadata: ["error": "\(error)", "in": "\(wait)"])
                 update {
                     $0.activity = .offline
                     $0.error = error
                 }
-                try await Task.sleep(for: delay)
-                delay = min(delay * 2, config.maxAttemptWaitTime)
+                try await Task.sleep(for: wait)
             }
+        }
+    }
+
+    /// Runs `body` with the peer, then shuts its HTTP client down, also when `body` throws:
+    /// the connections end with the run, not later in a task nobody waits for.
+    private func withPeer<T: Sendable>(_ body: (any ReplicationPeer) async throws -> T) async throws -> T {
+        let (remote, http) = try await connect()
+        do {
+            let result = try await body(remote)
+            await http?.shutdown()
+            return result
+        } catch {
+            await http?.shutdown()
+            throw error
         }
     }
 
@@ -290,9 +304,7 @@ public final class Replicator: Sendable {
         }
         var remoteID = state.withLock { $0.remoteIdentity }
         if remoteID == nil {
-            let (remote, http) = try await connect()
-            defer { if let http { Task { await http.shutdown() } } }
-            remoteID = try await identity(of: remote)
+            remoteID = try await withPeer { remote in try await identity(of: remote) }
         }
         let local = LocalDatabase(collection: config.collection)
         let checkpoint = try await local.checkpoint(replicationID(remoteID: remoteID ?? "", direction: "push"))
@@ -334,7 +346,7 @@ public final class Replicator: Sendable {
     /// Retries transient failures with exponential backoff, showing `offline` while waiting.
     func withRetries<T: Sendable>(_ operation: @Sendable () async throws -> T) async throws -> T {
         var attempt = 1
-        var delay = Duration.milliseconds(200)
+        var backoff = Backoff(maximum: config.maxAttemptWaitTime)
         while true {
             do {
                 return try await operation()
@@ -346,9 +358,8 @@ public final class Replicator: Sendable {
                     $0.activity = .offline
                     $0.error = error
                 }
-                try await Task.sleep(for: delay)
+                try await Task.sleep(for: backoff.next())
                 update { $0.activity = .busy }
-                delay = min(delay * 2, config.maxAttemptWaitTime)
                 attempt += 1
             }
         }
