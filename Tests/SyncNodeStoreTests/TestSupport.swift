@@ -44,7 +44,7 @@ func syncnodeExecutable() throws -> URL {
         let url = packageRoot.appendingPathComponent(".build/\(config)/syncnode")
         if FileManager.default.isExecutableFile(atPath: url.path) { return url }
     }
-    throw StoreError.notFound("the syncnode executable under .build/: run `swift build` first (scripts/test.sh does)")
+    throw StoreError.notFound(.file, "the syncnode executable under .build/: run `swift build` first (scripts/test.sh does)")
 }
 
 struct ProcessResult {

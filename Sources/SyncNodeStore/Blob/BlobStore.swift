@@ -118,7 +118,7 @@ final class BlobStore: Sendable {
         case .store(let other):
             // A blob from another database: copy its file if that database has it.
             guard let source = other?.fileURL(digest: blob.digest), let data = try? Data(contentsOf: source) else {
-                throw StoreError.notFound("content of blob \(blob.digest)")
+                throw StoreError.notFound(.blob, "content of blob \(blob.digest)")
             }
             try write(data, to: target)
         }

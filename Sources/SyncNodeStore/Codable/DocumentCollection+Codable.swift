@@ -61,7 +61,7 @@ extension DocumentCollection {
     }
 
     /// Deletes the model's document (last write wins), leaving a tombstone that replicates.
-    /// - throws: ``StoreError/notFound(_:)`` when it has no ID or no document.
+    /// - throws: ``StoreError/notFound(_:_:)`` when it has no ID or no document.
     public func delete<Model: Encodable>(for model: Model) throws {
         try delete(for: model, concurrencyControl: .lastWriteWins)
     }
@@ -69,14 +69,14 @@ extension DocumentCollection {
     /// Deletes the model's document with the given conflict policy.
     public func delete<Model: Encodable>(for model: Model, concurrencyControl: ConcurrencyControl) throws {
         let identity = try Self.identity(of: model, for: "delete")
-        guard identity.id != nil else { throw StoreError.notFound("\(Model.self) has no document ID: it was never saved") }
+        guard identity.id != nil else { throw StoreError.notFound(.model, "\(Model.self) has no document ID: it was never saved") }
         _ = try commitModel(identity, deleting: true, values: { [:] }) { id, _ in try concurrencyControl.overwrites(documentID: id) }
     }
 
     /// Removes every trace of the model's document: no tombstone, nothing replicates.
     public func purge<Model: Encodable>(for model: Model) throws {
         guard let id = try Self.identity(of: model, for: "purge").id else {
-            throw StoreError.notFound("\(Model.self) has no document ID: it was never saved")
+            throw StoreError.notFound(.model, "\(Model.self) has no document ID: it was never saved")
         }
         try purge(id: id)
     }

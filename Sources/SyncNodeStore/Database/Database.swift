@@ -111,7 +111,7 @@ public final class Database: Sendable {
     public static func delete(name: String, directory: URL) throws {
         try Names.validateDatabase(name)
         let dir = Self.directory(name: name, in: directory)
-        guard FileManager.default.fileExists(atPath: dir.path) else { throw StoreError.notFound("database '\(name)' in \(directory.path)") }
+        guard FileManager.default.fileExists(atPath: dir.path) else { throw StoreError.notFound(.database, "database '\(name)' in \(directory.path)") }
         do {
             try FileManager.default.removeItem(at: dir)
         } catch {
@@ -126,7 +126,7 @@ public final class Database: Sendable {
         try Names.validateDatabase(name)
         let source = path.appendingPathComponent(fileName)
         guard FileManager.default.fileExists(atPath: source.path) else {
-            throw StoreError.notFound("no database at \(path.path) (expected \(fileName) inside)")
+            throw StoreError.notFound(.database, "no database at \(path.path) (expected \(fileName) inside)")
         }
         let target = Self.directory(name: name, in: config.directory)
         guard !FileManager.default.fileExists(atPath: target.path) else {
@@ -220,7 +220,7 @@ public final class Database: Sendable {
     /// The `_default` collection of the `_default` scope, which always exists.
     public func defaultCollection() throws -> DocumentCollection {
         guard let c = try collection(name: Names.defaultCollection, scope: Names.defaultScope) else {
-            throw StoreError.notFound("the default collection")
+            throw StoreError.notFound(.collection, "the default collection")
         }
         return c
     }
@@ -273,7 +273,7 @@ public final class Database: Sendable {
             throw StoreError.invalidName(name, reason: "the default collection cannot be deleted")
         }
         guard let collection = try collection(name: name, scope: scope) else {
-            throw StoreError.notFound("collection \(scope).\(name)")
+            throw StoreError.notFound(.collection, "collection \(scope).\(name)")
         }
         try write { db in
             try Schema.dropCollection(db, id: collection.tableID)
@@ -355,7 +355,8 @@ public final class Database: Sendable {
         do {
             return try body()
         } catch let error as DatabaseError {
-            if error.resultCode == .SQLITE_MISUSE || error.message?.contains("closed") == true {
+            // Closed while the call was under way: GRDB reports a misuse of its closed connection.
+            if error.resultCode == .SQLITE_MISUSE || state.withLock({ $0.isClosed }) {
                 throw StoreError.databaseClosed(name)
             }
             throw StoreError.storage(error.message ?? error.description)

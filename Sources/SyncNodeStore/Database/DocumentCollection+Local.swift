@@ -58,7 +58,7 @@ extension DocumentCollection {
         try checkLive()
         try database.write { db in
             guard let current = try Int64.fetchOne(db, sql: "SELECT generation FROM \(tables.local) WHERE id = ?", arguments: [id]) else {
-                throw StoreError.notFound("_local/\(id)")
+                throw StoreError.notFound(.localDocument, "_local/\(id)")
             }
             if let rev, rev != "0-\(current)" { throw StoreError.conflict(documentID: "_local/\(id)") }
             try db.execute(sql: "DELETE FROM \(tables.local) WHERE id = ?", arguments: [id])

@@ -68,7 +68,7 @@ extension DocumentCollection {
         return try database.write { db in
             let current = try loadRow(db, id: id)
             if deleting, current == nil || current?.deleted == true {
-                throw StoreError.notFound("document '\(id)' in \(fullName)")
+                throw StoreError.notFound(.document, "document '\(id)' in \(fullName)")
             }
             if let current, case .revision(let read) = base, current.rev != read, !(read == nil && current.deleted) {
                 let stored = current.deleted ? nil : Document(
@@ -119,14 +119,14 @@ extension DocumentCollection {
             let current = try loadRow(db, id: id)
             if let parentRev {
                 guard let tree = try current?.tree(), let index = tree.index(of: parentRev), tree.isLeaf(index) else {
-                    if current == nil { throw StoreError.notFound("document '\(id)' in \(fullName)") }
+                    if current == nil { throw StoreError.notFound(.document, "document '\(id)' in \(fullName)") }
                     throw StoreError.conflict(documentID: id)
                 }
-                if deleting, tree.nodes[index].deleted { throw StoreError.notFound("document '\(id)' (revision \(parentRev) is deleted)") }
+                if deleting, tree.nodes[index].deleted { throw StoreError.notFound(.revision, "document '\(id)' (revision \(parentRev) is deleted)") }
             } else if let current, !current.deleted {
                 throw StoreError.conflict(documentID: id)
             } else if deleting {
-                throw StoreError.notFound("document '\(id)' in \(fullName)")
+                throw StoreError.notFound(.document, "document '\(id)' in \(fullName)")
             }
             return try commitChild(db, id: id, of: current, parentRev: parentRev ?? current?.rev, body: body, deleting: deleting, author: author)
         }

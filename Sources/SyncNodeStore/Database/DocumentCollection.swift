@@ -117,7 +117,7 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
 
     /// Deletes the document with this ID (last write wins).
     public func delete(id: String) throws {
-        guard let document = try document(id: id) else { throw StoreError.notFound("document '\(id)' in \(fullName)") }
+        guard let document = try document(id: id) else { throw StoreError.notFound(.document, "document '\(id)' in \(fullName)") }
         try delete(document)
     }
 
@@ -125,7 +125,7 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
     public func purge(id: String) throws {
         try checkLive()
         try database.write { db in
-            guard try purgeRow(db, id: id) else { throw StoreError.notFound("document '\(id)' in \(fullName)") }
+            guard try purgeRow(db, id: id) else { throw StoreError.notFound(.document, "document '\(id)' in \(fullName)") }
         }
     }
 
@@ -141,7 +141,7 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
             try db.execute(
                 sql: "UPDATE \(tables.docs) SET expiration = ? WHERE id = ?",
                 arguments: [expiration?.timeIntervalSince1970, id])
-            guard db.changesCount > 0 else { throw StoreError.notFound("document '\(id)' in \(fullName)") }
+            guard db.changesCount > 0 else { throw StoreError.notFound(.document, "document '\(id)' in \(fullName)") }
         }
         database.expiry.reschedule()
     }

@@ -30,7 +30,7 @@ final class SequenceAllocator: Sendable {
             return next
         }
         guard let last = try Int64.fetchOne(db, sql: "SELECT last_seq FROM collections WHERE id = ?", arguments: [collectionID]) else {
-            throw StoreError.notFound("collection #\(collectionID)")
+            throw StoreError.notFound(.collection, "collection #\(collectionID)")
         }
         counters.withLock { $0[collectionID] = Allocated(before: last, last: last + 1) }
         return last + 1

@@ -3,6 +3,15 @@ import Foundation
 /// The errors the store throws. Each says what went wrong and, where there is
 /// one, what to do about it.
 public enum StoreError: Error, Sendable, Equatable {
+    /// The kinds of thing ``notFound(_:_:)`` reports missing, so callers decide by kind, not by text.
+    public enum Subject: Sendable, Equatable {
+        case document, revision, localDocument, collection, database, blob, index
+        /// A model object that was never saved (no document ID).
+        case model
+        /// A file the caller expected (an executable, say).
+        case file
+    }
+
     /// The text is not valid JSON (or not a JSON object where one is needed).
     case invalidJSON(String)
     /// A value has no JSON form (a custom type, NaN, an out-of-range integer).
@@ -15,8 +24,8 @@ public enum StoreError: Error, Sendable, Equatable {
     case invalidDocumentID(String, reason: String)
     /// The document changed since it was read and the save asked to fail on conflict.
     case conflict(documentID: String)
-    /// No such document, revision, database or collection.
-    case notFound(String)
+    /// No such thing: `subject` says which kind, the text which one.
+    case notFound(Subject, String)
     /// The thing exists already.
     case alreadyExists(String)
     /// The database was closed; open it again to use it.
@@ -61,7 +70,7 @@ extension StoreError: CustomStringConvertible, LocalizedError {
         case .invalidName(let n, let r): return "invalid name '\(n)': \(r)"
         case .invalidDocumentID(let id, let r): return "invalid document ID '\(id)': \(r)"
         case .conflict(let id): return "conflict: document '\(id)' changed since it was read; read it again and reapply the change, or save with .lastWriteWins"
-        case .notFound(let what): return "not found: \(what)"
+        case .notFound(_, let what): return "not found: \(what)"
         case .alreadyExists(let what): return "already exists: \(what)"
         case .databaseClosed(let name): return "database '\(name)' is closed; open it again"
         case .collectionDeleted(let name): return "collection '\(name)' was deleted; create it again"

@@ -42,7 +42,7 @@ extension DocumentCollection {
         try checkLive()
         try database.write { db in
             guard let entry = try IndexCatalog.find(db, collectionID: tableID, name: name) else {
-                throw StoreError.notFound("index '\(name)' on \(fullName)")
+                throw StoreError.notFound(.index, "index '\(name)' on \(fullName)")
             }
             try IndexCatalog.delete(db, collectionID: tableID, entry: entry)
             database.schemaChanges(db)

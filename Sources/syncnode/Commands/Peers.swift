@@ -7,7 +7,8 @@ import SyncNodeSync
 
 struct Peers: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Browse DNS-SD for nodes that answer; prints JSON lines {\"name\",\"uuid\",\"host\",\"port\",\"dbs\",\"tls\",\"fp\"} as they are found.")
+        abstract: "Browse DNS-SD for nodes that answer; prints JSON lines {\"name\",\"uuid\",\"host\",\"port\",\"dbs\",\"tls\",\"fp\"} as they are found.",
+        discussion: "Example:\n  syncnode peers --timeout 5")
 
     @OptionGroup var node: NodeOptions
     @Option(help: "How long to look, in seconds.") var timeout: Double = 3
@@ -54,7 +55,7 @@ struct Peers: AsyncParsableCommand {
         }
         await stopper.value
         if printed.isEmpty, let reason = unavailable.withLock({ $0 }) {
-            throw CLIError(message: "DNS-SD unavailable: \(reason)", exitCode: 3)
+            throw CLIError.network("DNS-SD unavailable: \(reason)")
         }
     }
 }

@@ -6,6 +6,8 @@ struct CLIError: Error, CustomStringConvertible {
 
     static func user(_ message: String) -> CLIError { CLIError(message: message, exitCode: 1) }
     static func usage(_ message: String) -> CLIError { CLIError(message: message, exitCode: 2) }
+    /// The network or a peer failed: a port taken, a peer unreachable, DNS-SD down.
+    static func network(_ message: String) -> CLIError { CLIError(message: message, exitCode: 3) }
 
     var description: String { message }
 }

@@ -50,11 +50,15 @@ public final class Query: Sendable, CustomStringConvertible {
         return try database.readStatement { db in
             do {
                 return try Self.run(try compiledQuery(db), parameters: parameters, db: db, blobStore: database.blobStore)
-            } catch StoreError.invalidQuery(let reason) where reason.contains("no such table") {
-                // A collection or full-text index was deleted (or made again) since
-                // compiling: compile against the current schema and try once more.
+            } catch let failure as PrepareFailure {
+                // The schema may have changed since compiling (another process deleted or made a
+                // collection or full-text index): compile against the current one and try once more.
                 state.withLock { $0.compiled = nil }
-                return try Self.run(try compiledQuery(db), parameters: parameters, db: db, blobStore: database.blobStore)
+                do {
+                    return try Self.run(try compiledQuery(db), parameters: parameters, db: db, blobStore: database.blobStore)
+                } catch let again as PrepareFailure {
+                    throw StoreError.invalidQuery("cannot prepare the query: \(again.message ?? failure.message ?? "unknown error")")
+                }
             }
         }
     }
@@ -124,12 +128,17 @@ public final class Query: Sendable, CustomStringConvertible {
         }
     }
 
+    /// SQLite could not prepare the compiled statement.
+    struct PrepareFailure: Error {
+        let message: String?
+    }
+
     static func run(_ compiled: CompiledQuery, parameters: Parameters, db: GRDB.Database, blobStore: BlobStore) throws -> ResultSet {
         let statement: Statement
         do {
             statement = try db.cachedStatement(sql: compiled.sql)
         } catch let error as DatabaseError {
-            throw StoreError.invalidQuery("cannot prepare the query: \(error.message ?? "\(error)")")
+            throw PrepareFailure(message: error.message ?? "\(error)")
         }
         let handle = statement.sqliteStatement
         defer { sqlite3_reset(handle) }
