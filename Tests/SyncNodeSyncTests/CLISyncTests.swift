@@ -27,6 +27,16 @@ import Testing
         #expect(stdout.contains("USAGE: syncnode"), "\(arguments): \(stdout.prefix(200))")
     }
 
+    /// Every command's help shows an example.
+    @Test(arguments: [[], ["put"], ["get"], ["delete"], ["import"], ["export"], ["changes"], ["query"], ["serve"], ["sync"], ["peers"],
+                      ["identity"], ["user"], ["user", "add"], ["user", "remove"], ["user", "list"], ["trust"], ["trust", "add"],
+                      ["trust", "remove"], ["trust", "list"]])
+    func helpShowsAnExample(_ command: [String]) throws {
+        let (status, stdout, _) = try Self.run(command + ["--help"])
+        #expect(status == 0)
+        #expect(stdout.contains("USAGE: syncnode") && stdout.contains("Example"), "\(command): \(stdout.prefix(300))")
+    }
+
     @Test func syncPullsAndPushesThroughAServeProcess() throws {
         let node = try PythonClientTests.Node(user: "u", password: "p w")
         defer { _ = node.stop() }

@@ -3,7 +3,8 @@ import SyncNodeStore
 import SyncNodeSync
 
 struct Changes: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print the changes feed as JSON lines {\"seq\",\"id\",\"rev\",\"deleted\"}.")
+    static let configuration = CommandConfiguration(abstract: "Print the changes feed as JSON lines {\"seq\",\"id\",\"rev\",\"deleted\"}.",
+        discussion: "Example:\n  syncnode changes default --since 42")
 
     @OptionGroup var node: NodeOptions
     @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String

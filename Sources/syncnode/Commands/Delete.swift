@@ -3,7 +3,8 @@ import SyncNodeStore
 import SyncNodeSync
 
 struct Delete: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Delete a document (a tombstone that replicates); prints {\"id\",\"rev\"}.")
+    static let configuration = CommandConfiguration(abstract: "Delete a document (a tombstone that replicates); prints {\"id\",\"rev\"}.",
+        discussion: "Example:\n  syncnode delete default greeting")
 
     @OptionGroup var node: NodeOptions
     @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String

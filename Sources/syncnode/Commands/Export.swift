@@ -3,7 +3,8 @@ import SyncNodeStore
 import SyncNodeSync
 
 struct Export: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print every document as JSON lines (with _id and _rev), in ID order.")
+    static let configuration = CommandConfiguration(abstract: "Print every document as JSON lines (with _id and _rev), in ID order.",
+        discussion: "Example:\n  syncnode export app.work.tasks > tasks.jsonl")
 
     @OptionGroup var node: NodeOptions
     @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String

@@ -3,7 +3,8 @@ import SyncNodeStore
 import SyncNodeSync
 
 struct Get: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print a document's current body with _id and _rev.")
+    static let configuration = CommandConfiguration(abstract: "Print a document's current body with _id and _rev.",
+        discussion: "Example:\n  syncnode get default greeting")
 
     @OptionGroup var node: NodeOptions
     @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String

@@ -5,7 +5,8 @@ import SyncNodeSync
 
 struct Identity: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print the node's UUID and TLS identity (a self-signed P-256 certificate made on first use, valid ten years); --rotate makes a new one.")
+        abstract: "Print the node's UUID and TLS identity (a self-signed P-256 certificate made on first use, valid ten years); --rotate makes a new one.",
+        discussion: "Example:\n  syncnode --dir ~/notes identity")
 
     @OptionGroup var node: NodeOptions
     @Flag(help: "Retire the identity and make a new one (a key thought leaked, or one near expiry). Peers must then trust the new fingerprint; restart `serve` to use it.")

@@ -7,7 +7,8 @@ import SyncNodeSync
 
 struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Bulk-import JSON lines (one object per line; _id is the document ID, _rev is ignored); prints {\"imported\",\"seconds\"}.")
+        abstract: "Bulk-import JSON lines (one object per line; _id is the document ID, _rev is ignored); prints {\"imported\",\"seconds\"}.",
+        discussion: "Example:\n  syncnode import app.work.tasks tasks.jsonl")
 
     @OptionGroup var node: NodeOptions
     @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String

@@ -4,7 +4,8 @@ import SyncNodeStore
 import SyncNodeSync
 
 struct Put: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Create or update a document (last write wins); prints {\"id\",\"rev\"}.")
+    static let configuration = CommandConfiguration(abstract: "Create or update a document (last write wins); prints {\"id\",\"rev\"}.",
+        discussion: "Example:\n  syncnode put default greeting '{\"text\":\"hello\"}'")
 
     @OptionGroup var node: NodeOptions
     @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String

@@ -5,7 +5,7 @@ struct QueryCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "query",
         abstract: "Run a SQL++ SELECT; print one JSON line per result.",
-        discussion: "In FROM, `_`, `_default` and the database's name mean its default collection; `name` is a collection of the default scope, `scope.name` one of another scope.")
+        discussion: "In FROM, `_`, `_default` and the database's name mean its default collection; `name` is a collection of the default scope, `scope.name` one of another scope.\n\nExample:\n  syncnode query --db app \"SELECT title FROM work.tasks WHERE done = $done\" --param done=false")
 
     @OptionGroup var node: NodeOptions
     @Option(help: "The database to query.") var db: String = "default"

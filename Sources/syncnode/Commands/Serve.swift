@@ -9,7 +9,8 @@ import SyncNodeSync
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run a node: serve its databases over the CouchDB replication protocol, advertise it and find peers (DNS-SD), until SIGINT/SIGTERM.")
+        abstract: "Run a node: serve its databases over the CouchDB replication protocol, advertise it and find peers (DNS-SD), until SIGINT/SIGTERM.",
+        discussion: "Example:\n  syncnode --dir ~/notes serve --auto-sync --trust=<the other node's fingerprint>")
 
     @OptionGroup var node: NodeOptions
     @Option(name: .customLong("db"), help: "A database to serve (repeatable). Default: `default`, plus every database in the directory, and clients may create more.")
@@ -102,10 +103,10 @@ struct Serve: AsyncParsableCommand {
         do {
             try await listener.start()
         } catch {
-            throw CLIError(message: "\(error)", exitCode: 3)
+            throw CLIError.network("\(error)")
         }
         guard let base = listener.urls.first, let boundPort = listener.port else {
-            throw CLIError(message: "the listener has no address", exitCode: 3)
+            throw CLIError.network("the listener has no address")
         }
         let fingerprint = listener.tlsIdentity?.fingerprint
         let pairing = PairingURL(

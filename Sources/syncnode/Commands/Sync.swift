@@ -5,7 +5,8 @@ import SyncNodeSync
 
 struct Sync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Replicate a local keyspace with a peer (a pairing URL pins its certificate); prints {\"pushed\",\"pulled\",\"seconds\"}.")
+        abstract: "Replicate a local keyspace with a peer (a pairing URL pins its certificate); prints {\"pushed\",\"pulled\",\"seconds\"}.",
+        discussion: "Example:\n  syncnode sync 'https://admin:PASSWORD@192.168.1.20:41234/default?uuid=...&fp=...' --continuous")
 
     @OptionGroup var node: NodeOptions
     @Argument(help: "The peer's URL, e.g. a pairing URL https://user:pass@host:port/db?uuid=...&fp=...") var url: String
@@ -61,7 +62,7 @@ struct Sync: AsyncParsableCommand {
             case let error as StoreError:
                 throw error
             default:
-                throw CLIError(message: "\(error)", exitCode: 3)
+                throw CLIError.network("\(error)")
             }
         }
         Output.line(counts)

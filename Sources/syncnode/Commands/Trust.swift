@@ -7,10 +7,11 @@ import SyncNodeSync
 struct Trust: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage the peers this node trusts by certificate fingerprint: it syncs with them (--auto-sync) and admits them without a password. A running node sees changes at once.",
+        discussion: "Example (a fingerprint starting with '-' goes after --):\n  syncnode trust add --note laptop -- -Xq3hYLqdXk1rjm0A6vUNJ8TXdQv0o3sw3VxL1G3Ha8c",
         subcommands: [Add.self, Remove.self, List.self])
 
     struct Add: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Trust a peer's certificate fingerprint (as its `syncnode identity` prints).")
+        static let configuration = CommandConfiguration(abstract: "Trust a peer's certificate fingerprint (as its `syncnode identity` prints).", discussion: "Example:\n  syncnode trust add NmYai_cw4Lr02Jzp0Mq_jspwXvl3El9zz86f-Tu6UIY --note laptop")
 
         @OptionGroup var node: NodeOptions
         @Argument(help: "The fingerprint; write --  before one that starts with '-'.") var fingerprint: String
@@ -24,7 +25,7 @@ struct Trust: ParsableCommand {
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Stop trusting a fingerprint: the peer is refused from its next request on.")
+        static let configuration = CommandConfiguration(abstract: "Stop trusting a fingerprint: the peer is refused from its next request on.", discussion: "Example:\n  syncnode trust remove NmYai_cw4Lr02Jzp0Mq_jspwXvl3El9zz86f-Tu6UIY")
 
         @OptionGroup var node: NodeOptions
         @Argument(help: "The fingerprint.") var fingerprint: String
@@ -38,7 +39,7 @@ struct Trust: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the trusted peers as JSON lines {\"fingerprint\",\"uuid\",\"note\"}.")
+        static let configuration = CommandConfiguration(abstract: "Print the trusted peers as JSON lines {\"fingerprint\",\"uuid\",\"note\"}.", discussion: "Example:\n  syncnode trust list")
 
         @OptionGroup var node: NodeOptions
 

@@ -7,11 +7,13 @@ import SyncNodeSync
 struct User: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage who may sign in to the node with a password (salted PBKDF2 hashes in DIR/.node/users.json; a running node sees changes at once).",
+        discussion: "Example:\n  SYNCNODE_PASSWORD=secret syncnode user add ann --role editors",
         subcommands: [Add.self, Remove.self, List.self])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Add a user or set a new password. The password comes from $SYNCNODE_PASSWORD, else a prompt (or one line of stdin).")
+            abstract: "Add a user or set a new password. The password comes from $SYNCNODE_PASSWORD, else a prompt (or one line of stdin).",
+            discussion: "Example:\n  syncnode user add bob --generate --admin")
 
         @OptionGroup var node: NodeOptions
         @Argument(help: "The user name (no ':').") var name: String
@@ -46,7 +48,7 @@ struct User: ParsableCommand {
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove a user: its password and session cookies stop working.")
+        static let configuration = CommandConfiguration(abstract: "Remove a user: its password and session cookies stop working.", discussion: "Example:\n  syncnode user remove bob")
 
         @OptionGroup var node: NodeOptions
         @Argument(help: "The user name.") var name: String
@@ -60,7 +62,7 @@ struct User: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the users as JSON lines {\"user\",\"roles\"} (never a password or hash).")
+        static let configuration = CommandConfiguration(abstract: "Print the users as JSON lines {\"user\",\"roles\"} (never a password or hash).", discussion: "Example:\n  syncnode user list")
 
         @OptionGroup var node: NodeOptions
 
