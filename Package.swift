@@ -3,7 +3,10 @@ import PackageDescription
 
 let package = Package(
     name: "SyncNode",
-    platforms: [.macOS(.v14), .iOS(.v17)],
+    // The Synchronization module (Mutex, Atomic) needs macOS 15 / iOS 18. Only Linux is built and
+    // tested; SyncNodeDiscovery and the syncnode CLI need avahi-client and libqrencode, so they are
+    // Linux-only (the store, sync and Combine modules are plain Swift and may build on Apple platforms).
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "SyncNodeStore", targets: ["SyncNodeStore"]),
         .library(name: "SyncNodeSync", targets: ["SyncNodeSync"]),
