@@ -11,6 +11,9 @@ struct SyncNodeCommand: AsyncParsableCommand {
         discussion: "Every command takes --dir PATH (default $SYNCNODE_DIR, else ./syncnode-data). Exit codes: 0 ok, 1 user error, 2 usage, 3 network.\n\nExample:\n  syncnode put default greeting '{\"text\":\"hello\"}' && syncnode serve",
         subcommands: [Put.self, Get.self, Delete.self, Import.self, Export.self, Changes.self, QueryCommand.self, Serve.self, Sync.self, Peers.self, Identity.self, User.self, Trust.self])
 
+    /// `--dir`, given before the command; commands read it through `@ParentCommand`.
+    @OptionGroup var node: NodeOptions
+
     /// Exit codes: 0 ok, 1 user error, 2 usage, 3 network/peer failure.
     static func main() async {
         LoggingSystem.bootstrap { label in
@@ -21,7 +24,7 @@ struct SyncNodeCommand: AsyncParsableCommand {
         }
         let command: ParsableCommand
         do {
-            command = try parseAsRoot(globalOptionsMovedAfterCommand(Array(CommandLine.arguments.dropFirst())))
+            command = try parseAsRoot()
         } catch {
             // --help, -h, help, --version: argument-parser prints them (fullMessage is empty for these) and exits 0.
             if exitCode(for: error) == .success { exit(withError: error) }
@@ -48,34 +51,5 @@ struct SyncNodeCommand: AsyncParsableCommand {
             Output.error("\(error)")
             Foundation.exit(1)
         }
-    }
-
-    /// `syncnode --dir PATH put ...`: the documented form puts `--dir` before the
-    /// command, while argument-parser wants a subcommand's options after its
-    /// name, so a leading `--dir` is moved behind the command name.
-    static func globalOptionsMovedAfterCommand(_ args: [String]) -> [String] {
-        var leading: [String] = []
-        var rest = args[...]
-        while let first = rest.first {
-            if first == "--dir", rest.count >= 2 {
-                leading += rest.prefix(2)
-                rest = rest.dropFirst(2)
-            } else if first.hasPrefix("--dir=") {
-                leading.append(first)
-                rest = rest.dropFirst()
-            } else {
-                break
-            }
-        }
-        guard !leading.isEmpty, let command = rest.first else { return args }
-        // An unknown command: leave --dir out so the error names the command.
-        guard let type = configuration.subcommands.first(where: { $0._commandName == command }) else { return Array(rest) }
-        // A command with commands of its own (`user add`): the options go after both names.
-        var head = [command], tail = rest.dropFirst()
-        if let sub = tail.first, type.configuration.subcommands.contains(where: { $0._commandName == sub }) {
-            head.append(sub)
-            tail = tail.dropFirst()
-        }
-        return head + leading + tail
     }
 }

@@ -6,7 +6,8 @@ struct Changes: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Print the changes feed as JSON lines {\"seq\",\"id\",\"rev\",\"deleted\"}.",
         discussion: "Example:\n  syncnode changes default --since 42")
 
-    @OptionGroup var node: NodeOptions
+    @ParentCommand var syncnode: SyncNodeCommand
+    var node: NodeOptions { syncnode.node }
     @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
     @Option(help: "Only changes after this sequence.") var since: Int64 = 0
 

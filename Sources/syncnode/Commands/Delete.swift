@@ -6,7 +6,8 @@ struct Delete: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Delete a document (a tombstone that replicates); prints {\"id\",\"rev\"}.",
         discussion: "Example:\n  syncnode delete default greeting")
 
-    @OptionGroup var node: NodeOptions
+    @ParentCommand var syncnode: SyncNodeCommand
+    var node: NodeOptions { syncnode.node }
     @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
     @Argument(help: "The document ID.") var id: String
 

@@ -6,7 +6,8 @@ struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Print every document as JSON lines (with _id and _rev), in ID order.",
         discussion: "Example:\n  syncnode export app.work.tasks > tasks.jsonl")
 
-    @OptionGroup var node: NodeOptions
+    @ParentCommand var syncnode: SyncNodeCommand
+    var node: NodeOptions { syncnode.node }
     @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
 
     func run() throws {

@@ -6,7 +6,8 @@ struct Get: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Print a document's current body with _id and _rev.",
         discussion: "Example:\n  syncnode get default greeting")
 
-    @OptionGroup var node: NodeOptions
+    @ParentCommand var syncnode: SyncNodeCommand
+    var node: NodeOptions { syncnode.node }
     @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
     @Argument(help: "The document ID.") var id: String
 

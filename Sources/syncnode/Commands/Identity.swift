@@ -8,7 +8,8 @@ struct Identity: ParsableCommand {
         abstract: "Print the node's UUID and TLS identity (a self-signed P-256 certificate made on first use, valid ten years); --rotate makes a new one.",
         discussion: "Example:\n  syncnode --dir ~/notes identity")
 
-    @OptionGroup var node: NodeOptions
+    @ParentCommand var syncnode: SyncNodeCommand
+    var node: NodeOptions { syncnode.node }
     @Flag(help: "Retire the identity and make a new one (a key thought leaked, or one near expiry). Peers must then trust the new fingerprint; restart `serve` to use it.")
     var rotate = false
 

@@ -10,7 +10,8 @@ struct Import: ParsableCommand {
         abstract: "Bulk-import JSON lines (one object per line; _id is the document ID, _rev is ignored); prints {\"imported\",\"seconds\"}.",
         discussion: "Example:\n  syncnode import app.work.tasks tasks.jsonl")
 
-    @OptionGroup var node: NodeOptions
+    @ParentCommand var syncnode: SyncNodeCommand
+    var node: NodeOptions { syncnode.node }
     @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
     @Argument(help: "A JSON-lines file, or - for stdin.") var file: String
     @Option(help: "Documents per transaction.") var batchSize: Int = 1000

@@ -10,7 +10,8 @@ struct Peers: AsyncParsableCommand {
         abstract: "Browse DNS-SD for nodes that answer; prints JSON lines {\"name\",\"uuid\",\"host\",\"port\",\"dbs\",\"tls\",\"fp\"} as they are found.",
         discussion: "Example:\n  syncnode peers --timeout 5")
 
-    @OptionGroup var node: NodeOptions
+    @ParentCommand var syncnode: SyncNodeCommand
+    var node: NodeOptions { syncnode.node }
     @Option(help: "How long to look, in seconds.") var timeout: Double = 3
     @Option(help: "HTTP Basic user name to check peers with (with --password).") var user: String?
     @Option(help: "HTTP Basic password (with --user).") var password: String?

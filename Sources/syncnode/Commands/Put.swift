@@ -7,7 +7,8 @@ struct Put: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Create or update a document (last write wins); prints {\"id\",\"rev\"}.",
         discussion: "Example:\n  syncnode put default greeting '{\"text\":\"hello\"}'")
 
-    @OptionGroup var node: NodeOptions
+    @ParentCommand var syncnode: SyncNodeCommand
+    var node: NodeOptions { syncnode.node }
     @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
     @Argument(help: "The document ID.") var id: String
     @Argument(help: "The body as a JSON object, or - to read it from stdin.") var json: String

@@ -7,7 +7,8 @@ struct QueryCommand: ParsableCommand {
         abstract: "Run a SQL++ SELECT; print one JSON line per result.",
         discussion: "In FROM, `_`, `_default` and the database's name mean its default collection; `name` is a collection of the default scope, `scope.name` one of another scope.\n\nExample:\n  syncnode query --db app \"SELECT title FROM work.tasks WHERE done = $done\" --param done=false")
 
-    @OptionGroup var node: NodeOptions
+    @ParentCommand var syncnode: SyncNodeCommand
+    var node: NodeOptions { syncnode.node }
     @Option(help: "The database to query.") var db: String = "default"
     @Argument(help: "The SQL++ query, e.g. \"SELECT name FROM _ WHERE age > $min\".") var sql: String
     @Option(name: .customLong("param"), help: "A parameter as NAME=JSON (repeatable), e.g. --param min=21.")

@@ -12,7 +12,8 @@ struct Serve: AsyncParsableCommand {
         abstract: "Run a node: serve its databases over the CouchDB replication protocol, advertise it and find peers (DNS-SD), until SIGINT/SIGTERM.",
         discussion: "Example:\n  syncnode --dir ~/notes serve --auto-sync --trust=<the other node's fingerprint>")
 
-    @OptionGroup var node: NodeOptions
+    @ParentCommand var syncnode: SyncNodeCommand
+    var node: NodeOptions { syncnode.node }
     @Option(name: .customLong("db"), help: "A database to serve (repeatable). Default: `default`, plus every database in the directory, and clients may create more.")
     var databases: [String] = []
     @Option(help: "The port; 0 picks a free one.") var port: Int = 0

@@ -8,7 +8,8 @@ struct Sync: AsyncParsableCommand {
         abstract: "Replicate a local keyspace with a peer (a pairing URL pins its certificate); prints {\"pushed\",\"pulled\",\"seconds\"}.",
         discussion: "Example:\n  syncnode sync 'https://admin:PASSWORD@192.168.1.20:41234/default?uuid=...&fp=...' --continuous")
 
-    @OptionGroup var node: NodeOptions
+    @ParentCommand var syncnode: SyncNodeCommand
+    var node: NodeOptions { syncnode.node }
     @Argument(help: "The peer's URL, e.g. a pairing URL https://user:pass@host:port/db?uuid=...&fp=...") var url: String
     @Flag(help: "Only send local changes.") var push = false
     @Flag(help: "Only receive the peer's changes.") var pull = false

@@ -13,7 +13,8 @@ struct Trust: ParsableCommand {
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Trust a peer's certificate fingerprint (as its `syncnode identity` prints).", discussion: "Example:\n  syncnode trust add NmYai_cw4Lr02Jzp0Mq_jspwXvl3El9zz86f-Tu6UIY --note laptop")
 
-        @OptionGroup var node: NodeOptions
+        @ParentCommand var syncnode: SyncNodeCommand
+        var node: NodeOptions { syncnode.node }
         @Argument(help: "The fingerprint; write --  before one that starts with '-'.") var fingerprint: String
         @Option(help: "The peer's UUID: the node then refuses that UUID with any other certificate.") var uuid: String?
         @Option(help: "A note kept beside it (e.g. the machine's name).") var note: String = ""
@@ -27,7 +28,8 @@ struct Trust: ParsableCommand {
     struct Remove: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Stop trusting a fingerprint: the peer is refused from its next request on.", discussion: "Example:\n  syncnode trust remove NmYai_cw4Lr02Jzp0Mq_jspwXvl3El9zz86f-Tu6UIY")
 
-        @OptionGroup var node: NodeOptions
+        @ParentCommand var syncnode: SyncNodeCommand
+        var node: NodeOptions { syncnode.node }
         @Argument(help: "The fingerprint.") var fingerprint: String
 
         func run() throws {
@@ -41,7 +43,8 @@ struct Trust: ParsableCommand {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print the trusted peers as JSON lines {\"fingerprint\",\"uuid\",\"note\"}.", discussion: "Example:\n  syncnode trust list")
 
-        @OptionGroup var node: NodeOptions
+        @ParentCommand var syncnode: SyncNodeCommand
+        var node: NodeOptions { syncnode.node }
 
         func run() throws {
             let entries: [TrustStore.Entry]

@@ -15,7 +15,8 @@ struct User: ParsableCommand {
             abstract: "Add a user or set a new password. The password comes from $SYNCNODE_PASSWORD, else a prompt (or one line of stdin).",
             discussion: "Example:\n  syncnode user add bob --generate --admin")
 
-        @OptionGroup var node: NodeOptions
+        @ParentCommand var syncnode: SyncNodeCommand
+        var node: NodeOptions { syncnode.node }
         @Argument(help: "The user name (no ':').") var name: String
         @Flag(help: "Make a random password and print it once.") var generate = false
         @Option(name: .customLong("role"), help: "A role, matched against databases' _security (repeatable).") var roles: [String] = []
@@ -50,7 +51,8 @@ struct User: ParsableCommand {
     struct Remove: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Remove a user: its password and session cookies stop working.", discussion: "Example:\n  syncnode user remove bob")
 
-        @OptionGroup var node: NodeOptions
+        @ParentCommand var syncnode: SyncNodeCommand
+        var node: NodeOptions { syncnode.node }
         @Argument(help: "The user name.") var name: String
 
         func run() throws {
@@ -64,7 +66,8 @@ struct User: ParsableCommand {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print the users as JSON lines {\"user\",\"roles\"} (never a password or hash).", discussion: "Example:\n  syncnode user list")
 
-        @OptionGroup var node: NodeOptions
+        @ParentCommand var syncnode: SyncNodeCommand
+        var node: NodeOptions { syncnode.node }
 
         func run() throws {
             let store = try User.store(node)
