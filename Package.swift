@@ -79,6 +79,10 @@ let package = Package(
                 "CAvahi",
                 "CQRencode",
                 .product(name: "Logging", package: "swift-log"),
+                // NodeProbe asks each sighted peer who it is.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         // Publishers: Combine on Apple platforms, OpenCombine elsewhere.

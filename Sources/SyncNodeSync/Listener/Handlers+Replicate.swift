@@ -59,7 +59,7 @@ extension Handlers {
         } catch {
             // The peer's answer (a 401 from it, say) or its silence is not this request's status: 502, naming it.
             let peer = [source, target].lazy.compactMap { side -> String? in
-                if case .remote(let url, _) = side { return HTTPRemote.redacted(url) } else { return nil }
+                if case .remote(let url, _) = side { return WireURL.redacted(url) } else { return nil }
             }.first ?? "the other end"
             throw CouchError(status: 502, error: "replication_failed", reason: "replicating with \(peer) failed: \(error)")
         }
@@ -161,7 +161,7 @@ extension Handlers {
         func text(_ side: Side) -> String {
             switch side {
             case .local(let name): return name
-            case .remote(let url, _): return HTTPRemote.redacted(url)
+            case .remote(let url, _): return WireURL.redacted(url)
             }
         }
         return Replicator.hexDigest([text(source), text(target), continuous ? "continuous" : "", (documentIDs ?? []).sorted().joined(separator: ",")])

@@ -81,7 +81,7 @@ public struct PairingURL: Sendable, Equatable {
 
     /// `text` without its password and query, for messages and logs.
     public static func redacted(_ text: String) -> String {
-        URL(string: text).map(HTTPRemote.redacted) ?? "(not a URL)"
+        URL(string: text).map(WireURL.redacted) ?? "(not a URL)"
     }
 
     private static func encodeUserInfo(_ s: String) -> String {

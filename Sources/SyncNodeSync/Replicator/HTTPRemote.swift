@@ -10,7 +10,7 @@ import SyncNodeStore
 /// A CouchDB-compatible database over HTTP(S), as one side of a replication.
 /// It assumes nothing SyncNode-specific: sequences are opaque, and a peer
 /// without `_bulk_get` is read with `open_revs`.
-final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
+final class HTTPRemote: ReplicationPeer, Sendable {
     let root: String      // scheme://host:port
     let database: String  // the first path segment (a keyspace)
     let client: HTTPClient
@@ -27,68 +27,19 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false),
               let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = components.host else {
-            throw SyncError.invalidConfiguration("replication URL must be http(s)://host[:port]/db: \(redacted(url))")
+            throw SyncError.invalidConfiguration("replication URL must be http(s)://host[:port]/db: \(WireURL.redacted(url))")
         }
         let database = components.path.split(separator: "/").first.map(String.init) ?? ""
-        guard !database.isEmpty else { throw SyncError.invalidConfiguration("replication URL has no database: \(redacted(url))") }
+        guard !database.isEmpty else { throw SyncError.invalidConfiguration("replication URL has no database: \(WireURL.redacted(url))") }
         let port = components.port ?? (scheme == "https" ? 443 : 80)
-        let (client, pinnedFingerprint) = try await makeClient(
+        let (client, pinnedFingerprint) = try await PeerClient.make(
             scheme: scheme, host: host, port: port, pinnedCertificate: config.pinnedServerCertificate,
             pinnedFingerprint: config.pinnedFingerprint ?? trusted, acceptSelfSigned: config.acceptOnlySelfSignedServerCertificate,
             clientIdentity: config.clientIdentity, connectTimeout: config.connectTimeout)
         var headers = config.headers.map { ($0.key, $0.value) }
         if let auth = config.authenticator { headers.append(("Authorization", auth.authorizationHeader)) }
-        let remote = HTTPRemote(root: root(scheme: scheme, host: host, port: port), database: database, client: client, headers: headers, configuredUUID: config.remoteUUID)
+        let remote = HTTPRemote(root: WireURL.root(scheme: scheme, host: host, port: port), database: database, client: client, headers: headers, configuredUUID: config.remoteUUID)
         return (remote, pinnedFingerprint)
-    }
-
-    /// An HTTP client for one peer. With a pinned fingerprint the certificate
-    /// is fetched and checked first, so a wrong pin fails in one handshake;
-    /// `acceptSelfSigned` pins whatever self-signed certificate is seen.
-    /// `clientIdentity` is presented as the client certificate. Returns the fingerprint pinned, if any.
-    static func makeClient(scheme: String, host: String, port: Int, pinnedCertificate: [UInt8]? = nil, pinnedFingerprint: String?,
-                           acceptSelfSigned: Bool = false, clientIdentity: TLSIdentity? = nil,
-                           connectTimeout: Duration) async throws -> (HTTPClient, pinned: String?) {
-        var configuration = HTTPClient.Configuration(
-            timeout: .init(connect: .init(connectTimeout), read: .seconds(120)))
-        configuration.httpVersion = .http1Only
-        // One retry policy, the replicator's (with backoff and attempt counts), not a second one inside the client.
-        configuration.connectionPool.retryConnectionEstablishment = false
-        var pinned = pinnedCertificate
-        if scheme == "https" {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.minimumTLSVersion = .tlsv12
-            try clientIdentity?.presentAsClient(in: &tls)
-            if pinned == nil, let expected = pinnedFingerprint {
-                let seen = try await CertificateProbe.certificate(host: host, port: port, timeout: connectTimeout)
-                let fingerprint = TLSIdentity.fingerprint(der: seen)
-                guard fingerprint == expected else {
-                    throw SyncError.invalidIdentity("\(host):\(port) presented certificate \(fingerprint), expected the pinned \(expected)")
-                }
-                pinned = seen
-            } else if pinned == nil, acceptSelfSigned {
-                let seen = try await CertificateProbe.certificate(host: host, port: port, timeout: connectTimeout)
-                guard TLSIdentity.isSelfSigned(der: seen) else {
-                    throw SyncError.invalidIdentity("\(host):\(port) presented a certificate that is not self-signed (acceptOnlySelfSignedServerCertificate)")
-                }
-                pinned = seen
-            }
-            if let pinned {
-                tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: pinned, format: .der)])
-                tls.certificateVerification = .noHostnameVerification
-            }
-            configuration.tlsConfiguration = tls
-        } else {
-            pinned = nil
-        }
-        return (HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration),
-                pinned.map { TLSIdentity.fingerprint(der: $0) })
-    }
-
-    /// `scheme://host:port`, an IPv6 host in brackets (its zone index, if any, percent-encoded: RFC 6874).
-    static func root(scheme: String, host: String, port: Int) -> String {
-        let literal = host.contains(":") && !host.hasPrefix("[") ? "[\(host.replacingOccurrences(of: "%", with: "%25"))]" : host
-        return "\(scheme)://\(literal):\(port)"
     }
 
     private init(root: String, database: String, client: HTTPClient, headers: [(String, String)], configuredUUID: String?) {
@@ -100,14 +51,6 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
     }
 
     func shutdown() async { try? await client.shutdown() }
-
-    /// The URL without credentials, for logs and errors.
-    static func redacted(_ url: URL) -> String {
-        guard var c = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return "(invalid URL)" }
-        if c.password != nil { c.password = "***" }
-        c.query = nil
-        return c.string ?? "(invalid URL)"
-    }
 
     // MARK: - HTTP
 
@@ -184,10 +127,6 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
 
     private var db: String { "/" + (database.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? database) }
 
-    static func escape(_ id: String) -> String {
-        id.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? id
-    }
-
     // MARK: - ReplicationPeer
 
     func identity() async throws -> String {
@@ -205,7 +144,7 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
     }
 
     func changes(since: String, limit: Int, documentIDs: [String]?) async throws -> PeerChanges {
-        let since = Self.escape(since)
+        let since = WireURL.escape(since)
         let value: DocumentValue
         if let documentIDs {
             value = try await expect(.POST, "\(db)/_changes?style=all_docs&since=\(since)&limit=\(limit)&filter=_doc_ids",
@@ -218,18 +157,14 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
             for row in results {
                 guard case .string(let id)? = row["id"], case .array(let changes)? = row["changes"] else { continue }
                 let revs = changes.compactMap { c -> String? in if case .string(let r)? = c["rev"] { return r } else { return nil } }
-                rows.append(PeerChange(seq: Self.sequenceText(row["seq"]), id: id, revs: revs))
+                rows.append(PeerChange(seq: WireURL.sequenceText(row["seq"]), id: id, revs: revs))
             }
         }
         var pending: Int?
         if case .int(let n)? = value["pending"] { pending = Int(n) }
-        return PeerChanges(rows: rows, lastSeq: Self.sequenceText(value["last_seq"]), pending: pending)
+        return PeerChanges(rows: rows, lastSeq: WireURL.sequenceText(value["last_seq"]), pending: pending)
     }
 
-    /// Sequences are opaque: numbers (SyncNode, CouchDB 1.x) or strings (CouchDB 2+).
-    static func sequenceText(_ value: DocumentValue?) -> String {
-        value == nil ? "0" : value.wireText
-    }
 
     func revsDiff(_ revs: [String: [String]]) async throws -> [String: MissingRevisions] {
         let body = DocumentValue.dictionary(revs.mapValues { .array($0.map { .string($0) }) })
@@ -277,9 +212,9 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
         var out: [WireRevision] = []
         for want in wanted {
             let list = DocumentValue.array(want.revs.map { .string($0) }).toJSON()
-            var path = "\(db)/\(Self.escape(want.id))?revs=true&attachments=true&latest=true&open_revs=\(Self.escape(list))"
+            var path = "\(db)/\(WireURL.escape(want.id))?revs=true&attachments=true&latest=true&open_revs=\(WireURL.escape(list))"
             if !want.attsSince.isEmpty {
-                path += "&atts_since=" + Self.escape(DocumentValue.array(want.attsSince.map { .string($0) }).toJSON())
+                path += "&atts_since=" + WireURL.escape(DocumentValue.array(want.attsSince.map { .string($0) }).toJSON())
             }
             let (status, text) = try await sendText(.GET, path, json: nil)
             guard (200..<300).contains(status) else { throw Self.error(status, (try? DocumentValue(json: text)) ?? .null) }
@@ -313,7 +248,7 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
 
     func waitForChanges(since: String, timeout: Duration, documentIDs: [String]?) async throws {
         let ms = timeout.components.seconds * 1000
-        let path = "\(db)/_changes?feed=longpoll&limit=1&since=\(Self.escape(since))&timeout=\(ms)"
+        let path = "\(db)/_changes?feed=longpoll&limit=1&since=\(WireURL.escape(since))&timeout=\(ms)"
         if let documentIDs {
             _ = try await expect(.POST, path + "&filter=_doc_ids", ["doc_ids": .array(documentIDs.map { .string($0) })])
         } else {
@@ -338,12 +273,12 @@ final class HTTPRemote: ReplicationPeer, @unchecked Sendable {
     func saveCheckpoint(_ id: String, _ checkpoint: ReplicationCheckpoint) async throws {
         var body = checkpoint.json
         if let current = try await storedCheckpoint(id), let rev = current["_rev"] { body["_rev"] = rev }
-        _ = try await expect(.PUT, "\(db)/_local/\(Self.escape(id))", .dictionary(body))
+        _ = try await expect(.PUT, "\(db)/_local/\(WireURL.escape(id))", .dictionary(body))
     }
 
     /// The checkpoint document as stored, with its `_rev`.
     private func storedCheckpoint(_ id: String) async throws -> [String: DocumentValue]? {
-        let (status, value) = try await send(.GET, "\(db)/_local/\(Self.escape(id))")
+        let (status, value) = try await send(.GET, "\(db)/_local/\(WireURL.escape(id))")
         if status == 404 { return nil }
         guard (200..<300).contains(status), case .dictionary(let d) = value else { throw Self.error(status, value) }
         return d

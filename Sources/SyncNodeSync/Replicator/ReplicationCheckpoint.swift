@@ -27,7 +27,7 @@ struct ReplicationCheckpoint: Sendable, Equatable {
     /// Reads a checkpoint written by us, CouchDB or PouchDB; sequences may be numbers or strings.
     init(json: [String: DocumentValue]) {
         session = json["session_id"].flatMap { if case .string(let s) = $0 { s } else { nil } } ?? ""
-        sourceLastSequence = HTTPRemote.sequenceText(json["source_last_seq"] ?? json["last_seq"])
+        sourceLastSequence = WireURL.sequenceText(json["source_last_seq"] ?? json["last_seq"])
         guard case .array(let entries)? = json["history"] else {
             history = []
             return
@@ -35,7 +35,7 @@ struct ReplicationCheckpoint: Sendable, Equatable {
         history = entries.compactMap { entry in
             guard case .dictionary(let d) = entry, case .string(let id)? = d["session_id"],
                   let seq = d["recorded_seq"] ?? d["last_seq"] else { return nil }
-            return Session(id: id, recordedSequence: HTTPRemote.sequenceText(seq))
+            return Session(id: id, recordedSequence: WireURL.sequenceText(seq))
         }
     }
 

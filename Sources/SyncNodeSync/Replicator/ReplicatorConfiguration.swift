@@ -26,7 +26,7 @@ public struct BasicAuthenticator: Sendable, Equatable {
     }
 
     /// The `Authorization` header value.
-    var authorizationHeader: String { "Basic " + Data("\(username):\(password)".utf8).base64EncodedString() }
+    package var authorizationHeader: String { "Basic " + Data("\(username):\(password)".utf8).base64EncodedString() }
 }
 
 /// What a replication filter knows about a revision besides its body.

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import SyncNodeStore
+import SyncNodeSync
 
 /// Asks a node who it is: `GET /` over a connection whose certificate is
 /// checked against the fingerprint the node claims. Discovery keeps one per
@@ -47,7 +48,7 @@ public actor NodeProbe {
     /// - throws: connection failures, ``SyncError/invalidIdentity(_:)`` for another certificate, ``CouchError`` for another answer.
     public func identify() async throws -> Answer {
         let client = try await connectedClient()
-        let root = HTTPRemote.root(scheme: scheme, host: host, port: port)
+        let root = WireURL.root(scheme: scheme, host: host, port: port)
         var request = HTTPClientRequest(url: root + "/")
         request.headers.add(name: "Accept", value: "application/json")
         if let authorization { request.headers.add(name: "Authorization", value: authorization) }
@@ -74,7 +75,7 @@ public actor NodeProbe {
 
     private func connectedClient() async throws -> HTTPClient {
         if let client { return client }
-        let (made, _) = try await HTTPRemote.makeClient(scheme: scheme, host: host, port: port, pinnedFingerprint: fingerprint, connectTimeout: timeout)
+        let (made, _) = try await PeerClient.make(scheme: scheme, host: host, port: port, pinnedFingerprint: fingerprint, connectTimeout: timeout)
         // Shut down meanwhile (actor reentrancy): a client nobody will shut down must not be kept.
         if isShutDown {
             try? await made.shutdown()
