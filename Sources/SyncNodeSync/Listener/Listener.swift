@@ -124,6 +124,16 @@ public final class Listener: Sendable {
     }
 }
 
+extension Listener: Service {
+    /// Serves (starting first if ``start()`` was not called) until its service group shuts
+    /// down gracefully or is cancelled, then stops gracefully.
+    public func run() async throws {
+        try await start()
+        try? await gracefulShutdown()
+        await stop()
+    }
+}
+
 /// The machine's IPv4 addresses, loopback last.
 enum LocalAddresses {
     static func ipv4() -> [String] {

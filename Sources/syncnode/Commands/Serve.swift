@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Logging
+import ServiceLifecycle
 import Synchronization
 import SyncNodeDiscovery
 import SyncNodeStore
@@ -113,65 +114,74 @@ struct Serve: AsyncParsableCommand {
         let pairing = PairingURL(
             base: base, database: served[0], user: shown?.user, password: shown?.password,
             uuid: directory.uuid, fingerprint: fingerprint)
-        let termination = Termination.listen()
-        // Written straight to the file descriptor: scripts wait for this line.
-        var banner = "syncnode: listening on \(pairing.url.absoluteString)\n"
-        if qr != .none, let code = try? QRCode(pairing.url.absoluteString) {
-            banner += code.text(style: qr == .darkOnLight ? .darkOnLight : .lightOnDark) + "\n"
-        }
-        Output.write(banner, to: .standardOutput)
-
-        let status = DiscoveryStatusReporter()
         // Databases with members or readers in their _security stay off the LAN-wide TXT record (and so out of auto-sync).
         let advertised: @Sendable () -> [String] = { [databases] in
             let open = directory.openDatabaseNames()
             return databases.isEmpty ? open : databases.filter(open.contains)
         }
-        var advertiser: Advertiser?
-        if !noAdvertise {
-            let record = ServiceRecord(
-                name: name ?? ProcessInfo.processInfo.hostName, port: boundPort, uuid: directory.uuid, databases: advertised(),
-                tls: fingerprint != nil, fingerprint: fingerprint, requiresAuth: authenticator != nil)
-            advertiser = try Advertiser(record: record, onStatus: status.report)
-            advertiser?.start()
-        }
-        var browser: Browser?
-        var watcher: PeerWatcher?
-        var watching: Task<Void, Never>?
-        if !noBrowse {
-            let made = try Browser(
-                ignoring: directory.uuid, authenticator: BasicAuthenticator(user: user, password: password),
-                onStatus: status.report)
-            let watched = PeerWatcher(autoSync: autoSync ? PeerWatcher.AutoSync(
-                directory: directory, databases: advertised, trust: trust, identity: identity, user: user, password: password, conflicts: conflicts) : nil)
-            made.start()
-            watching = Task { await watched.run(made.events) }
-            browser = made
-            watcher = watched
-        }
-        // Databases clients create, delete or open up: advertised, and synced with the peers that serve them too.
-        let following = Task { [advertiser, watcher] in
-            for await _ in directory.databaseNameUpdates() {
-                advertiser?.update(databases: advertised())
-                await watcher?.databasesChanged()
-            }
-        }
+        let record = noAdvertise ? nil : ServiceRecord(
+            name: name ?? ProcessInfo.processInfo.hostName, port: boundPort, uuid: directory.uuid, databases: advertised(),
+            tls: fingerprint != nil, fingerprint: fingerprint, requiresAuth: authenticator != nil)
         let explicit = try syncWith.map { text in
             let url = try PeerURL.parse(text, option: "--sync-with")
             guard let collection = try directory.database(served[0])?.defaultCollection() else { throw CLIError.user("no database \(served[0])") }
-            return PeerSync(collection: collection, url: url, identity: identity, trustOnFirstUse: trustOnFirstUse, conflicts: conflicts,
-                            label: "sync \(url.host ?? "?"):\(url.port.map(String.init) ?? "")")
+            return (collection, url)
         }
+        let banner = "syncnode: listening on \(pairing.url.absoluteString)\n"
+            + (qr == .none ? "" : (try? QRCode(pairing.url.absoluteString)).map { $0.text(style: qr == .darkOnLight ? .darkOnLight : .lightOnDark) + "\n" } ?? "")
+        let browse = !noBrowse, autoSync = autoSync, user = user, conflicts = conflicts, trustOnFirstUse = trustOnFirstUse
 
-        await termination.wait()
-        // The follower may be updating the advertiser: it ends first.
-        following.cancel()
-        await following.value
-        advertiser?.stop()
-        await browser?.stop()
-        await watching?.value
-        for sync in explicit { await sync.stop() }
-        await listener.stop()
+        // SIGINT and SIGTERM shut the group down gracefully: the node's activities stop first
+        // (the services' reverse order), then the listener lets requests in flight finish.
+        let activities = NodeActivities {
+            // Written straight to the file descriptor, once the signals are the group's: scripts wait for this line.
+            Output.write(banner, to: .standardOutput)
+            let status = DiscoveryStatusReporter()
+            let advertiser = try record.map { try Advertiser(record: $0, onStatus: status.report) }
+            advertiser?.start()
+            var browser: Browser?
+            var watcher: PeerWatcher?
+            var watching: Task<Void, Never>?
+            if browse {
+                let made = try Browser(
+                    ignoring: directory.uuid, authenticator: BasicAuthenticator(user: user, password: password), onStatus: status.report)
+                let watched = PeerWatcher(autoSync: autoSync ? PeerWatcher.AutoSync(
+                    directory: directory, databases: advertised, trust: trust, identity: identity, user: user, password: password, conflicts: conflicts) : nil)
+                made.start()
+                watching = Task { await watched.run(made.events) }
+                browser = made
+                watcher = watched
+            }
+            // Databases clients create, delete or open up: advertised, and synced with the peers that serve them too.
+            let following = Task { [advertiser, watcher] in
+                for await _ in directory.databaseNameUpdates() {
+                    advertiser?.update(databases: advertised())
+                    await watcher?.databasesChanged()
+                }
+            }
+            let syncs = explicit.map { collection, url in
+                PeerSync(collection: collection, url: url, identity: identity, trustOnFirstUse: trustOnFirstUse, conflicts: conflicts,
+                         label: "sync \(url.host ?? "?"):\(url.port.map(String.init) ?? "")")
+            }
+            return { [browser, watching] in
+                // The follower may be updating the advertiser: it ends first.
+                following.cancel()
+                await following.value
+                advertiser?.stop()
+                await browser?.stop()
+                await watching?.value
+                for sync in syncs { await sync.stop() }
+            }
+        }
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [.init(service: listener), .init(service: activities)],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "syncnode.serve")))
+        do {
+            try await group.run()
+        } catch {
+            directory.closeAll()
+            throw CLIError.network("\(error)")
+        }
         directory.closeAll()
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import UnixSignals
 import SyncNodeStore
 import SyncNodeSync
 
@@ -41,10 +42,16 @@ struct Sync: AsyncParsableCommand {
         let token = reporter.attach(to: replicator)
         defer { token.remove() }
         let start = Date()
-        let termination = Termination.listen()
+        // Trapped before the replicator starts: a signal at any point stops it after its batch in flight.
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
         let run = {
             replicator.start()
-            let stopper = Task { await termination.wait(); replicator.stop() }
+            let stopper = Task {
+                for await _ in signals {
+                    replicator.stop()
+                    break
+                }
+            }
             await replicator.waitUntilStopped()
             stopper.cancel()
         }
