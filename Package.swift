@@ -141,15 +141,25 @@ let package = Package(
             name: "SyncNodeDiscoveryTests",
             dependencies: ["SyncNodeDiscovery", "SyncNodeSync", "SyncNodeStore"]
         ),
+        // Test helpers every suite shares: temporary directories, collectors, child processes, executables.
+        .target(name: "SyncNodeTestSupport", path: "Tests/SyncNodeTestSupport"),
         .testTarget(
             name: "SyncNodeStoreTests",
-            dependencies: ["SyncNodeStore"]
+            dependencies: ["SyncNodeStore", "SyncNodeTestSupport"]
+        ),
+        // The command line as a user runs it (the dependency makes `swift test` build syncnode).
+        .testTarget(
+            name: "SyncNodeCLITests",
+            dependencies: ["SyncNodeStore", "SyncNodeTestSupport", "syncnode"]
         ),
         .testTarget(
             name: "SyncNodeSyncTests",
             dependencies: [
                 "SyncNodeSync",
                 "SyncNodeStore",
+                "SyncNodeTestSupport",
+                // Its suites run `syncnode serve` and `sync` processes.
+                "syncnode",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -11,12 +11,12 @@ import Testing
 /// `syncnode sync` between two data directories through a `syncnode serve` process.
 @Suite(.serialized) struct CLISyncTests {
     static func run(_ arguments: [String]) throws -> (Int32, String, String) {
-        try ChildProcess.run(try PythonClientTests.executable(".build/debug/syncnode"), arguments)
+        try ChildProcess.run(try syncnodeExecutable(), arguments)
     }
 
     /// `run` for tests whose child talks to an in-process listener.
     static func runDetached(_ arguments: [String]) async throws -> (Int32, String, String) {
-        try await ChildProcess.runDetached(try PythonClientTests.executable(".build/debug/syncnode"), arguments)
+        try await ChildProcess.runDetached(try syncnodeExecutable(), arguments)
     }
 
     /// A newcomer's first commands print help and succeed.
@@ -137,7 +137,7 @@ import Testing
             let url = try ReplicatorTests.pairingURL(h)
 
             let process = Process()
-            process.executableURL = try PythonClientTests.executable(".build/debug/syncnode")
+            process.executableURL = try syncnodeExecutable()
             process.arguments = ["--dir", peer.path, "sync", url.absoluteString, "--pull"]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice

@@ -7,11 +7,11 @@ import Testing
 /// RSS and the reference documents.
 @Suite(.serialized) struct HostileInputTests {
     @Test func theNodeSurvivesTheHostileCampaign() throws {
-        let python = try PythonClientTests.executable(".venv/bin/python")
+        let python = try packageExecutable(".venv/bin/python")
         let user = "hostile", password = "s3cret-Pass"
         let idleTimeout = 3
         let node = try PythonClientTests.Node(user: user, password: password, arguments: ["--idle-timeout", "\(idleTimeout)"])
-        var arguments = [PythonClientTests.root.appendingPathComponent("Tests/hostile/hostile_input.py").path,
+        var arguments = [packageRoot.appendingPathComponent("Tests/hostile/hostile_input.py").path,
                          "https://localhost:\(node.port)", user, password, node.certificate.path,
                          "\(node.process.processIdentifier)", "--idle-timeout", "\(idleTimeout)"]
         // A failure prints its seed; SYNCNODE_HOSTILE_SEED replays it.

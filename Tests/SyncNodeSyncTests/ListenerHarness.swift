@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+@_exported import SyncNodeTestSupport
 import NIOHTTP1
 import NIOCore
 import NIOPosix
@@ -105,59 +106,3 @@ extension DocumentValue {
     var array: [DocumentValue]? { if case .array(let a) = self { return a } else { return nil } }
 }
 
-/// A value shared with callbacks (listeners, fault injectors).
-final class Shared<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: T
-    init(_ value: T) { self.value = value }
-    func withLock<R>(_ body: (inout T) -> R) -> R { lock.withLock { body(&value) } }
-}
-
-/// Collects values from listener callbacks.
-final class Collector<T: Sendable>: @unchecked Sendable {
-    private let items = Shared<[T]>([])
-
-    func append(_ item: T) { items.withLock { $0.append(item) } }
-    var values: [T] { items.withLock { $0 } }
-
-    /// Waits until `count` values arrived (or `timeout` passed) and returns them.
-    func wait(count: Int, timeout: Duration = .seconds(5)) async -> [T] {
-        let deadline = ContinuousClock.now.advanced(by: timeout)
-        while values.count < count, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return values
-    }
-}
-
-/// A child process run to its end: its exit status and what it wrote.
-enum ChildProcess {
-    static func run(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        // Both pipes drain at once: a child filling one while the other is read would block forever.
-        let stderr = Shared(Data())
-        let drained = DispatchGroup()
-        DispatchQueue.global().async(group: drained) { stderr.withLock { $0 = err.fileHandleForReading.readDataToEndOfFile() } }
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        drained.wait()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr.withLock { $0 }, as: UTF8.self))
-    }
-
-    /// The same, off Swift's cooperative threads: an in-process listener the child talks to needs them
-    /// (on 2 cores, two tests blocked in a child's read left none, and child and listener waited on each other).
-    static func runDetached(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) async throws -> (status: Int32, stdout: String, stderr: String) {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Swift.Result { try run(executable, arguments, environment: environment) })
-            }
-        }
-    }
-}

@@ -26,7 +26,7 @@ struct PouchDBInteropTests {
             let url = h.base.replacingOccurrences(of: "https://", with: "https://\(ListenerHarness.user):\(password)@") + "/pdb"
             var environment = ProcessInfo.processInfo.environment
             environment["NODE_EXTRA_CA_CERTS"] = h.directory.appendingPathComponent(".node/tls/cert.pem").path
-            let script = PythonClientTests.root.appendingPathComponent("Tests/interop/pouchdb_sync.js").path
+            let script = packageRoot.appendingPathComponent("Tests/interop/pouchdb_sync.js").path
             let (status, stdout, stderr) = try await ChildProcess.runDetached(
                 URL(fileURLWithPath: "/usr/bin/env"), ["node", script, pouch, version, url], environment: environment)
             try #require(status == 0, "PouchDB \(version): \(stderr.suffix(2000))")
@@ -67,9 +67,9 @@ extension PouchDBInteropTests {
     /// (Tests/interop/check_pouchdb_browser.py asserts what both sides hold).
     @Test func pouchDBInChromiumSyncsWithANode() async throws {
         let pouch = try #require(PouchDB.directory)
-        let python = try PythonClientTests.executable(".venv/bin/python")
-        let script = PythonClientTests.root.appendingPathComponent("Tests/interop/check_pouchdb_browser.py").path
-        let syncnode = try PythonClientTests.executable(".build/debug/syncnode").path
+        let python = try packageExecutable(".venv/bin/python")
+        let script = packageRoot.appendingPathComponent("Tests/interop/check_pouchdb_browser.py").path
+        let syncnode = try syncnodeExecutable().path
         let (status, stdout, stderr) = try await ChildProcess.runDetached(python, [script, pouch, syncnode])
         #expect(status == 0, "\(stderr.suffix(3000))")
         #expect(stdout.contains("pouchdb-browser: ok"))

@@ -6,16 +6,6 @@ import Testing
 /// Independent CouchDB clients from PyPI against a real `syncnode serve`
 /// process over HTTPS with Basic auth (scripts in Tests/interop).
 @Suite(.serialized) struct PythonClientTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    static func executable(_ relative: String) throws -> URL {
-        let url = root.appendingPathComponent(relative)
-        guard FileManager.default.isExecutableFile(atPath: url.path) else {
-            throw SyncError.invalidConfiguration("\(relative) is missing: run scripts/test.sh (it builds syncnode and installs the Python clients)")
-        }
-        return url
-    }
-
     /// The first line a child process writes to `output`, or what it wrote before
     /// ending or before `seconds` passed (then it is terminated: a blocked read ends).
     static func firstLine(of process: Process, output: Pipe, within seconds: Double = 30) -> String {
@@ -50,7 +40,7 @@ import Testing
         /// `syncnode serve ARGUMENTS` in `directory` (default: a new one).
         init(arguments: [String], directory: URL? = nil, environment: [String: String] = [:]) throws {
             self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-serve-\(UUID().uuidString)")
-            process.executableURL = try executable(".build/debug/syncnode")
+            process.executableURL = try syncnodeExecutable()
             process.arguments = ["--dir", self.directory.path, "serve"] + arguments
             // A served process hashes with its own seed, as a user's would (the build scripts fix it for SwiftPM).
             var inherited = ProcessInfo.processInfo.environment
@@ -112,13 +102,13 @@ import Testing
 
     @Test(arguments: ["check_couchdb_python.py", "check_pycouchdb.py", "check_aiocouch.py"])
     func clientExercisesPass(_ script: String) throws {
-        let python = try Self.executable(".venv/bin/python")
+        let python = try packageExecutable(".venv/bin/python")
         // pycouchdb splits credentials out of the URL without decoding them, so it gets a plain password.
         let user = "tester", password = script == "check_pycouchdb.py" ? "plain-Pass_123" : "p@ss: wörd"
         let node = try Node(user: user, password: password)
         let (status, text): (Int32, String)
         do {
-            (status, text) = try Self.runScript(python, [Self.root.appendingPathComponent("Tests/interop/\(script)").path,
+            (status, text) = try Self.runScript(python, [packageRoot.appendingPathComponent("Tests/interop/\(script)").path,
                                                          "https://localhost:\(node.port)", user, password, node.certificate.path])
         } catch {
             _ = node.stop()

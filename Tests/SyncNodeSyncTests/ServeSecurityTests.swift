@@ -69,7 +69,7 @@ import Testing
     @Test func usersSignInAgainstSaltedHashes() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-users-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let syncnode = try PythonClientTests.executable(".build/debug/syncnode")
+        let syncnode = try syncnodeExecutable()
         let added = try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "add", "ann"], environment: ["SYNCNODE_PASSWORD": "correct horse"])
         #expect(added.0 == 0, "\(added.2)")
         let file = directory.appendingPathComponent(".node/users.json")
@@ -120,7 +120,7 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-refused-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let (status, _, stderr) = try ChildProcess.run(
-            try PythonClientTests.executable(".build/debug/syncnode"), ["--dir", directory.path, "serve"] + Self.quiet + arguments,
+            try syncnodeExecutable(), ["--dir", directory.path, "serve"] + Self.quiet + arguments,
             environment: ["SYNCNODE_PASSWORD": ""])
         #expect(status == 2 && stderr.contains(message), "\(stderr)")
     }
@@ -141,7 +141,7 @@ import Testing
     @Test func rotatingTheIdentityRetiresTheOldOne() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-rotate-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let syncnode = try PythonClientTests.executable(".build/debug/syncnode")
+        let syncnode = try syncnodeExecutable()
         let first = try DocumentValue(json: try ChildProcess.run(syncnode, ["--dir", directory.path, "identity"]).1)
         #expect(first["key"] == "ECDSA P-256" && first["expires"]?.string?.hasPrefix("20") == true)
         let rotated = try ChildProcess.run(syncnode, ["--dir", directory.path, "identity", "--rotate"])
@@ -162,7 +162,7 @@ import Testing
     @Test func noSecretIsLogged() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-secrets-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let syncnode = try PythonClientTests.executable(".build/debug/syncnode")
+        let syncnode = try syncnodeExecutable()
         #expect(try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "add", "hashed", "--role", "r"],
                                      environment: ["SYNCNODE_PASSWORD": "hashed-Secret-1"]).0 == 0)
         let node = try PythonClientTests.Node(arguments: ["--host", "127.0.0.1", "--user", "plain"] + Self.quiet, directory: directory,

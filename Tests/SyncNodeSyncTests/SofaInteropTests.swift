@@ -9,10 +9,10 @@ import Testing
 /// PouchDB-shaped checkpoints: a basic stranger check.
 @Suite(.serialized) struct SofaInteropTests {
     @Test func pullsFromAndPushesToDjangoSofa() async throws {
-        let python = try PythonClientTests.executable(".venv/bin/python")
+        let python = try packageExecutable(".venv/bin/python")
         let server = Process()
         server.executableURL = python
-        server.arguments = [PythonClientTests.root.appendingPathComponent("Tests/interop/sofa_site/serve_sofa.py").path]
+        server.arguments = [packageRoot.appendingPathComponent("Tests/interop/sofa_site/serve_sofa.py").path]
         let out = Pipe(), err = Pipe()
         server.standardOutput = out
         server.standardError = err

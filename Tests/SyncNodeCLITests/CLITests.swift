@@ -1,6 +1,12 @@
 import Foundation
+import SyncNodeTestSupport
 import Testing
 @testable import SyncNodeStore
+
+/// The CLI with `arguments`, fed `stdin`: its exit status and output.
+func runCLI(_ arguments: [String], stdin: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
+    try ChildProcess.run(try syncnodeExecutable(), arguments, stdin: stdin)
+}
 
 @Suite struct CLITests {
     @Test func putGetDeleteExportChangesRoundTrip() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SyncNodeTestSupport
 import Testing
 @testable import SyncNodeStore
 

@@ -1,0 +1,69 @@
+import Foundation
+
+/// The package's root folder, found from this file's path.
+public let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// A file the tests need that is missing, with what to do about it.
+public struct MissingExecutable: Error, CustomStringConvertible {
+    public let description: String
+}
+
+/// The `syncnode` executable: `$SYNCNODE_BIN` when set, else the one `swift build` made
+/// (the test targets depend on it, so `swift test` builds it too).
+public func syncnodeExecutable() throws -> URL {
+    if let path = ProcessInfo.processInfo.environment["SYNCNODE_BIN"], !path.isEmpty {
+        guard FileManager.default.isExecutableFile(atPath: path) else { throw MissingExecutable(description: "SYNCNODE_BIN=\(path) is not an executable") }
+        return URL(fileURLWithPath: path)
+    }
+    // The test bundle lives in the build's bin folder, beside the products.
+    let candidates = [Bundle.main.bundleURL, URL(fileURLWithPath: CommandLine.arguments.first ?? "").deletingLastPathComponent()]
+        .map { $0.appendingPathComponent("syncnode") }
+        + ["debug", "release"].map { packageRoot.appendingPathComponent(".build/\($0)/syncnode") }
+    if let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) { return found }
+    throw MissingExecutable(description: "no syncnode executable: run `swift build` (or set SYNCNODE_BIN)")
+}
+
+/// A file under the package root that scripts/test.sh installs (the Python clients' virtualenv, say).
+public func packageExecutable(_ relative: String) throws -> URL {
+    let url = packageRoot.appendingPathComponent(relative)
+    guard FileManager.default.isExecutableFile(atPath: url.path) else {
+        throw MissingExecutable(description: "\(relative) is missing: run scripts/test.sh (it installs the Python clients)")
+    }
+    return url
+}
+
+/// A child process run to its end: its exit status and what it wrote.
+public enum ChildProcess {
+    public static func run(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil, stdin: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        let out = Pipe(), err = Pipe(), input = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        // Never the test runner's own stdin: a child that reads it gets `stdin` or an end of file.
+        process.standardInput = input
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+        // Both pipes drain at once: a child filling one while the other is read would block forever.
+        let stderr = Shared(Data())
+        let drained = DispatchGroup()
+        DispatchQueue.global().async(group: drained) { stderr.withLock { $0 = err.fileHandleForReading.readDataToEndOfFile() } }
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        drained.wait()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr.withLock { $0 }, as: UTF8.self))
+    }
+
+    /// The same, off Swift's cooperative threads: an in-process listener the child talks to needs them
+    /// (on 2 cores, two tests blocked in a child's read left none, and child and listener waited on each other).
+    public static func runDetached(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) async throws -> (status: Int32, stdout: String, stderr: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Swift.Result { try run(executable, arguments, environment: environment) })
+            }
+        }
+    }
+}
