@@ -1,7 +1,7 @@
 /// Naming rules for databases, scopes and collections.
 package enum Names {
-    static let defaultScope = "_default"
-    static let defaultCollection = "_default"
+    package static let defaultScope = "_default"
+    package static let defaultCollection = "_default"
 
     /// Database names appear in URLs and keyspaces (`db.scope.collection`), so
     /// they hold no dots or slashes: a letter or digit, then letters, digits

@@ -97,7 +97,8 @@ extension DocumentValue {
         }
     }
 
-    var stringValue: String? {
+    /// The string, nil for any other kind of value.
+    package var stringValue: String? {
         if case .string(let s) = self { return s }
         return nil
     }

@@ -5,9 +5,9 @@ import Foundation
 /// suffix, the shape CouchDB makes and stores as 16 bytes; those made by other
 /// replicators (older nodes' 40-digit ones among them) are kept as they are
 /// and never renumbered.
-enum RevisionID {
+package enum RevisionID {
     /// The generation, or nil when `rev` is malformed.
-    static func generation(of rev: String) -> Int? {
+    package static func generation(of rev: String) -> Int? {
         guard let dash = rev.utf8.firstIndex(of: UInt8(ascii: "-")), dash != rev.utf8.startIndex else { return nil }
         let digits = rev.utf8[rev.utf8.startIndex..<dash]
         guard digits.count <= 9 else { return nil }

@@ -235,7 +235,7 @@ extension Handlers {
             var ids: [DocumentValue] = []
             if case .array(let a)? = try query.json("doc_ids") { ids = a }
             if case .array(let a)? = body["doc_ids"] { ids = a }
-            docIDs = Set(ids.compactMap { if case .string(let s) = $0 { return s } else { return nil } })
+            docIDs = Set(ids.compactMap { $0.stringValue })
         }
         var heartbeat: Int?
         if let raw = query["heartbeat"] {

@@ -30,7 +30,7 @@ extension Handlers {
                 try Names.validateCollectionOrScope(collectionName, kind: "collection")
             }
             let existing = try directory.database(name)
-            let collectionExists = try existing.map { try $0.collection(name: collectionName ?? "_default", scope: scope) != nil } ?? false
+            let collectionExists = try existing.map { try $0.collection(name: collectionName ?? Names.defaultCollection, scope: scope) != nil } ?? false
             if existing != nil, scope == nil || collectionExists {
                 throw CouchError(status: 412, error: "file_exists", reason: "The database could not be created, the file already exists.")
             }
@@ -52,7 +52,7 @@ extension Handlers {
             try checkWritable()
             let c = try collection(keyspace)
             let revision = WireRevision(object: try await request.jsonObject(limit: bodyLimit))
-            let id = try revision.decoded().id ?? UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            let id = try revision.decoded().id ?? WireID.random()
             let rev = try save(revision, id: id, in: c, author: author)
             return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created,
                              headers: [.eTag: "\"\(rev)\"", .location: "/\(keyspace)/\(id)"])
@@ -200,7 +200,7 @@ extension Handlers {
         var asked: [String: [String]] = [:]
         for (id, value) in body {
             guard case .array(let revs) = value else { throw CouchError.badRequest("revs of '\(id)' must be an array") }
-            asked[id] = revs.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
+            asked[id] = revs.compactMap { $0.stringValue }
         }
         var out: [String: DocumentValue] = [:]
         for (id, diff) in try collection.revsDiff(asked) {
@@ -232,7 +232,7 @@ extension Handlers {
                     let incoming = try revision.decoded()
                     id = incoming.id
                     if newEdits {
-                        let docID = incoming.id ?? UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+                        let docID = incoming.id ?? WireID.random()
                         id = docID
                         let rev = try save(revision, id: docID, in: collection, author: author)
                         results.append(["ok": true, "id": .string(docID), "rev": .string(rev)])
@@ -289,10 +289,10 @@ extension Handlers {
                     json.writeRaw(#"{"id":null,"docs":[{"error":{"id":null,"rev":null,"error":"bad_request","reason":"each entry needs an id"}}]}"#)
                     continue
                 }
-                let rev = spec["rev"].flatMap { if case .string(let s) = $0 { return s } else { return nil } }
+                let rev = spec["rev"]?.stringValue
                 var attsSince: [String] = []
                 if case .array(let atts)? = spec["atts_since"] {
-                    attsSince = atts.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
+                    attsSince = atts.compactMap { $0.stringValue }
                 }
                 let found: [StoredRevision]
                 if let rev, latest {

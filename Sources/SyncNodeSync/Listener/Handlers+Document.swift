@@ -57,7 +57,7 @@ extension Handlers {
         let revs = try query.bool("revs")
         var attsSince: [String]?
         if case .array(let atts)? = try query.json("atts_since") {
-            attsSince = atts.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
+            attsSince = atts.compactMap { $0.stringValue }
         }
         // A multipart open_revs answer always carries the attachments the asker lacks (CouchDB's replicator never asks for them).
         let multipart = query["open_revs"] != nil && request.headers[.accept]?.lowercased().contains("multipart/mixed") == true
@@ -73,7 +73,7 @@ extension Handlers {
                 guard case .array(let list) = try query.json("open_revs") ?? .null else {
                     throw CouchError.badRequest("open_revs must be \"all\" or a JSON array of revisions")
                 }
-                wanted = list.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
+                wanted = list.compactMap { $0.stringValue }
             }
             // Each entry: the revision's wire JSON, or the revision asked for that this node lacks.
             var found: [Swift.Result<String, MissingRevision>] = []
@@ -212,7 +212,7 @@ extension Handlers {
             // Replicators reading from a read-only node still keep checkpoints here (as CouchDB lets readers).
             
             var object = try await request.jsonObject(limit: bodyLimit)
-            let rev = object.removeValue(forKey: "_rev").flatMap { if case .string(let s) = $0 { return s } else { return nil } } ?? query["rev"]
+            let rev = object.removeValue(forKey: "_rev")?.stringValue ?? query["rev"]
             object["_id"] = nil
             // Replicators overwrite their checkpoints; CouchDB does not check _local revisions strictly either.
             let saved = try c.putLocalDocument(id: id, json: DocumentValue.dictionary(object).toJSON(), rev: rev, force: true)

@@ -26,7 +26,7 @@ extension Handlers {
         case "_uuids":
             guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
             let count = min(try QueryOptions(request.uri).int("count") ?? 1, 1000)
-            return HTTP.json(["uuids": .array((0..<count).map { _ in .string(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")) })])
+            return HTTP.json(["uuids": .array((0..<count).map { _ in .string(WireID.random()) })])
         case "_replicate":
             return try await replicate(request, principal: principal)
         default:

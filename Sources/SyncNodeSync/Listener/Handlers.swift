@@ -67,7 +67,7 @@ struct Handlers: Sendable {
         guard isServed(name), let db = try directory.database(name) else {
             throw CouchError.notFound("Database does not exist.")
         }
-        guard let c = try db.collection(name: collection ?? "_default", scope: scope) else {
+        guard let c = try db.collection(name: collection ?? Names.defaultCollection, scope: scope) else {
             throw CouchError.notFound("Database does not exist.")
         }
         return c

@@ -1,3 +1,4 @@
+import SyncNodeStore
 /// What a URL's first path segment (or the CLI's keyspace argument) names:
 /// `NAME`, a database's default collection, or `NAME.SCOPE.COLLECTION`.
 package struct Keyspace: Sendable, Equatable, CustomStringConvertible {
@@ -17,7 +18,7 @@ package struct Keyspace: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    package var scopeName: String { scope ?? "_default" }
-    package var collectionName: String { collection ?? "_default" }
+    package var scopeName: String { scope ?? Names.defaultScope }
+    package var collectionName: String { collection ?? Names.defaultCollection }
     package var description: String { "\(database).\(scopeName).\(collectionName)" }
 }

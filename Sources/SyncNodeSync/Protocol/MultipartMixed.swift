@@ -61,6 +61,6 @@ enum MultipartMixed {
     }
 
     private static func boundary() -> String {
-        UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        WireID.random()
     }
 }

@@ -40,7 +40,7 @@ enum WireDocument {
         }
         guard case .dictionary(var values) = try DocumentValue(json: body) else { return splice(meta: meta, body: body) }
         var wireAttachments: [String: DocumentValue] = [:]
-        let generation = generation(rev) ?? 1
+        let generation = RevisionID.generation(of: rev) ?? 1
         func entry(_ blob: Blob) -> DocumentValue {
             // Peers exchange MD5 digests (the store's own key is a SHA-1); without the content here, the store's key is all there is.
             var e: [String: DocumentValue] = [
@@ -69,7 +69,7 @@ enum WireDocument {
     static func meta(id: String, rev: String, deleted: Bool, revisions: [String]?, conflicts: [String]? = nil) -> [String: DocumentValue] {
         var meta: [String: DocumentValue] = ["_id": .string(id), "_rev": .string(rev)]
         if deleted { meta["_deleted"] = true }
-        if let revisions, let first = revisions.first, let start = generation(first) {
+        if let revisions, let first = revisions.first, let start = RevisionID.generation(of: first) {
             meta["_revisions"] = ["start": .int(Int64(start)), "ids": .array(revisions.map { .string(suffix($0)) })]
         }
         if let conflicts, !conflicts.isEmpty { meta["_conflicts"] = .array(conflicts.map { .string($0) }) }
@@ -88,7 +88,7 @@ enum WireDocument {
         out.writeRaw(#","_rev":"#)
         out.writeString(rev)
         if deleted { out.writeRaw(#","_deleted":true"#) }
-        if let revisions, let first = revisions.first, let start = generation(first) {
+        if let revisions, let first = revisions.first, let start = RevisionID.generation(of: first) {
             out.writeRaw(#","_revisions":{"ids":["#)
             for (index, revision) in revisions.enumerated() {
                 if index > 0 { out.writeRaw(",") }
@@ -167,7 +167,7 @@ enum WireDocument {
         var known: [String: Int] = [:]
         for rev in attsSince where rev != revision.rev && revision.history.contains(rev) {
             guard let body = try collection.revision(id: revision.id, rev: rev)?.body, hasBlobs(body),
-                  let generation = generation(rev) else { continue }
+                  let generation = RevisionID.generation(of: rev) else { continue }
             forEachBlob(in: try DocumentValue(json: body), path: "") { _, blob in
                 known[blob.digest] = min(known[blob.digest] ?? .max, generation)
             }
@@ -179,14 +179,9 @@ enum WireDocument {
         contains(body, "\"@type\":\"blob\"") || contains(body, "\"_attachments\"")
     }
 
-    static func generation(_ rev: String) -> Int? {
-        guard let dash = rev.firstIndex(of: "-") else { return nil }
-        return Int(rev[..<dash])
-    }
-
     /// The generation of a new child of `parent` (1 for a first revision).
     static func childGeneration(of parent: String?) -> Int {
-        (parent.flatMap(generation) ?? 0) + 1
+        (parent.flatMap(RevisionID.generation(of:)) ?? 0) + 1
     }
 
     static func suffix(_ rev: String) -> String {

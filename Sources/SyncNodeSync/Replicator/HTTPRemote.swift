@@ -172,7 +172,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         guard case .dictionary(let d) = value else { return [:] }
         func strings(_ v: DocumentValue?) -> [String] {
             guard case .array(let a)? = v else { return [] }
-            return a.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
+            return a.compactMap { $0.stringValue }
         }
         return d.compactMapValues { entry in
             guard case .array? = entry["missing"] else { return nil }

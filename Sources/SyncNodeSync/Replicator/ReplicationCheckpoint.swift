@@ -26,7 +26,7 @@ struct ReplicationCheckpoint: Sendable, Equatable {
 
     /// Reads a checkpoint written by us, CouchDB or PouchDB; sequences may be numbers or strings.
     init(json: [String: DocumentValue]) {
-        session = json["session_id"].flatMap { if case .string(let s) = $0 { s } else { nil } } ?? ""
+        session = json["session_id"]?.stringValue ?? ""
         sourceLastSequence = WireURL.sequenceText(json["source_last_seq"] ?? json["last_seq"])
         guard case .array(let entries)? = json["history"] else {
             history = []

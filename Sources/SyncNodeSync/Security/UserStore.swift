@@ -184,7 +184,7 @@ public final class UserStore: Sendable {
     private static func strings(_ value: DocumentValue?) -> [String]? {
         guard let value else { return [] }
         guard case .array(let items) = value else { return nil }
-        let strings = items.compactMap { item -> String? in if case .string(let s) = item { return s } else { return nil } }
+        let strings = items.compactMap { $0.stringValue }
         return strings.count == items.count ? strings : nil
     }
 

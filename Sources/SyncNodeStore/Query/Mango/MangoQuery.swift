@@ -72,7 +72,7 @@ public struct MangoQuery: Sendable, Equatable {
         skip = try Self.count(body["skip"], name: "skip") ?? 0
         switch body["use_index"] {
         case .string(let s)?: useIndex = [s]
-        case .array(let items)?: useIndex = items.compactMap { if case .string(let s) = $0 { return s } else { return nil } }
+        case .array(let items)?: useIndex = items.compactMap { $0.stringValue }
         default: useIndex = []
         }
     }
