@@ -123,15 +123,7 @@ import Testing
 
     /// A peer that may read but not write pulls, and its refused push is reported, not fatal.
     @Test func aReaderPeerPullsAndIsToldItMayNotPush() async throws {
-        let peerDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-reader-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: peerDirectory) }
-        let peer = try NodeDirectory(url: peerDirectory)
-        let identity = try peer.tlsIdentity()
-        let h = try await ListenerHarness(peerTrust: (trusted: [identity.fingerprint], firstUse: false))
-        try await withCleanup({
-            peer.closeAll()
-            await h.shutdown()
-        }) {
+        try await PeerCertificateTests.withTrustedPeer { h, peer, identity in
             _ = try await h.request(.PUT, "/db")
             for i in 0..<5 { _ = try await h.request(.PUT, "/db/d\(i)", body: #"{"v":1}"#) }
             #expect(try await h.request(.PUT, "/db/_security", body: #"{"readers":{"roles":["peer"]}}"#).status == 200)

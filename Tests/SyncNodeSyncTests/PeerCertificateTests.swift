@@ -127,8 +127,8 @@ import Testing
         }
     }
 
-    /// A node's replicator signs in to a peer that trusts it with its certificate alone.
-    @Test func aReplicatorSignsInWithItsNodeIdentity() async throws {
+    /// A peer node whose certificate the harness's listener trusts, for `body`; both are cleaned up after.
+    static func withTrustedPeer(_ body: (ListenerHarness, NodeDirectory, TLSIdentity) async throws -> Void) async throws {
         let peerDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-peer-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: peerDirectory) }
         let peer = try NodeDirectory(url: peerDirectory)
@@ -138,6 +138,13 @@ import Testing
             peer.closeAll()
             await h.shutdown()
         }) {
+            try await body(h, peer, identity)
+        }
+    }
+
+    /// A node's replicator signs in to a peer that trusts it with its certificate alone.
+    @Test func aReplicatorSignsInWithItsNodeIdentity() async throws {
+        try await Self.withTrustedPeer { h, peer, identity in
             _ = try await h.request(.PUT, "/db")
             _ = try await h.request(.PUT, "/db/a", body: #"{"v":1}"#)
             let collection = try #require(try peer.database("db", create: true)).defaultCollection()
