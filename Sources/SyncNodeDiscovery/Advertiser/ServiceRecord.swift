@@ -7,17 +7,20 @@ public struct ServiceRecord: Sendable, Equatable {
 
     /// The instance name (the node's name; the advertiser may rename it on a collision).
     public var name: String
+    /// The listener's port.
     public var port: Int
     /// The node's stable UUID: a peer's identity, whatever its name or address.
     public var uuid: String
     /// The keyspaces it serves.
     public var databases: [String]
+    /// Whether the listener speaks HTTPS.
     public var tls: Bool
     /// base64url SHA-256 of its DER certificate (with TLS).
     public var fingerprint: String?
     /// Whether it wants HTTP Basic credentials.
     public var requiresAuth: Bool
 
+    /// The record of a node to advertise.
     public init(name: String, port: Int, uuid: String, databases: [String], tls: Bool, fingerprint: String?, requiresAuth: Bool) {
         self.name = name
         self.port = port

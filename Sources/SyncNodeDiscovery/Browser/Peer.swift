@@ -10,10 +10,14 @@ public struct Peer: Sendable, Equatable {
     /// Every address it resolved to.
     public var addresses: [String]
 
+    /// The node's stable UUID (its checkpoints' key).
     public var uuid: String { record.uuid }
+    /// The node's DNS-SD instance name.
     public var name: String { record.name }
+    /// The port its listener answers on.
     public var port: Int { record.port }
 
+    /// A peer seen at `host` (and `addresses`) with this TXT record.
     public init(record: ServiceRecord, host: String, addresses: [String]) {
         self.record = record
         self.host = host

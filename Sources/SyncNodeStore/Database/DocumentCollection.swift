@@ -33,9 +33,12 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
 
     /// `scope.collection`.
     public var fullName: String { "\(scopeName).\(name)" }
+    /// `scope.name`.
     public var description: String { fullName }
 
+    /// The same collection object (a database hands out one per collection).
     public static func == (a: DocumentCollection, b: DocumentCollection) -> Bool { a === b }
+    /// Hashes the object's identity, as `==` compares it.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 
     func markDeleted() { isDeleted.withLock { $0 = true } }

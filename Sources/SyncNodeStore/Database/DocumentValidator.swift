@@ -18,8 +18,10 @@ public struct WriteAuthor: Sendable, Equatable {
     public var name: String?
     /// Its roles (`_admin` for a server admin).
     public var roles: [String]
+    /// Where the write comes from.
     public var origin: Origin
 
+    /// An author with this name, roles and origin.
     public init(name: String? = nil, roles: [String] = [], origin: Origin) {
         self.name = name
         self.roles = roles
@@ -43,6 +45,7 @@ public struct DocumentValidator: Sendable {
     /// Whether the app's own saves are checked too (writes from clients and pulls always are).
     let appliesToLocalSaves: Bool
 
+    /// A validator that runs `validate` (see the type's description); `appliesToLocalSaves` checks the app's own saves too.
     public init(
         appliesToLocalSaves: Bool = false,
         _ validate: @escaping @Sendable (_ proposed: Document, _ current: Document?, _ author: WriteAuthor) throws -> Void

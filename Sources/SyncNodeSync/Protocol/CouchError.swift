@@ -4,16 +4,21 @@ import SyncNodeStore
 /// `{"error": "...", "reason": "..."}`. The listener answers with these; the
 /// replicator reads them back from peers.
 public struct CouchError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The HTTP status (404, 409, ...).
     public let status: Int
+    /// CouchDB's error name (`not_found`, `conflict`, `forbidden`, ...).
     public let error: String
+    /// What went wrong, for people.
     public let reason: String
 
+    /// An error as a CouchDB server answers it.
     public init(status: Int, error: String, reason: String) {
         self.status = status
         self.error = error
         self.reason = reason
     }
 
+    /// `status error: reason`.
     public var description: String { "\(status) \(error): \(reason)" }
 
     static func badRequest(_ reason: String) -> CouchError { CouchError(status: 400, error: "bad_request", reason: reason) }

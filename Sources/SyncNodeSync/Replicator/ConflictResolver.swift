@@ -3,8 +3,11 @@ import SyncNodeStore
 /// Two revisions of a document that were edited apart: the local side's and
 /// the one just pulled. A deleted side is nil.
 public struct Conflict: Sendable {
+    /// The conflicted document.
     public let documentID: String
+    /// This side's revision (a leaf it had before the pull); nil when it is a deletion.
     public let localDocument: Document?
+    /// The revision that arrived from the peer; nil when it is a deletion.
     public let remoteDocument: Document?
 }
 
@@ -41,6 +44,7 @@ public enum ConflictResolution: Sendable {
 public struct ConflictResolver: Sendable {
     let resolve: @Sendable (Conflict) -> ConflictResolution
 
+    /// A resolver that decides each conflict with `resolve`.
     public init(_ resolve: @escaping @Sendable (Conflict) -> ConflictResolution) {
         self.resolve = resolve
     }

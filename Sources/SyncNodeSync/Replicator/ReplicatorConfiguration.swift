@@ -17,9 +17,12 @@ public enum ReplicatorType: Sendable {
 
 /// HTTP Basic credentials for the peer.
 public struct BasicAuthenticator: Sendable, Equatable {
+    /// The user name sent with HTTP Basic auth.
     public var username: String
+    /// Its password.
     public var password: String
 
+    /// Credentials for a peer that asks for a password.
     public init(username: String, password: String) {
         self.username = username
         self.password = password
@@ -31,7 +34,9 @@ public struct BasicAuthenticator: Sendable, Equatable {
 
 /// What a replication filter knows about a revision besides its body.
 public struct DocumentFlags: OptionSet, Sendable, Hashable {
+    /// The flags as bits.
     public let rawValue: Int
+    /// Flags from their bits.
     public init(rawValue: Int) { self.rawValue = rawValue }
     /// The revision is a deletion (the document passed to the filter is empty).
     public static let deleted = DocumentFlags(rawValue: 1)
@@ -54,6 +59,7 @@ public struct ReplicatorConfiguration: Sendable {
     public var collection: DocumentCollection
     /// The other side.
     public var target: ReplicationEndpoint
+    /// Which way to replicate: push, pull or both (the default).
     public var replicatorType: ReplicatorType = .pushAndPull
     /// Keep replicating changes as they happen (``Replicator/start(reset:)``) instead of stopping when caught up.
     public var continuous = false
@@ -97,6 +103,7 @@ public struct ReplicatorConfiguration: Sendable {
     /// TCP connect timeout (also how fast a wrong pin fails).
     public var connectTimeout: Duration = .seconds(5)
 
+    /// Replicates `collection` with `target`. A URL's user info becomes the Basic credentials, its `fp` the pinned certificate fingerprint and its `uuid` the peer's identity for checkpoints.
     public init(collection: DocumentCollection, target: ReplicationEndpoint) {
         self.collection = collection
         self.target = target

@@ -16,13 +16,17 @@ public enum ReplicatorActivity: String, Sendable {
 
 /// How far a replication has come: changes examined out of changes known.
 public struct ReplicatorProgress: Sendable, Equatable {
+    /// Changes examined so far in this pass.
     public var completed = 0
+    /// Changes known to examine in this pass (grows as the feed reveals more).
     public var total = 0
 }
 
 /// A replicator's state at one moment.
 public struct ReplicatorStatus: Sendable {
+    /// What the replicator is doing now.
     public var activity: ReplicatorActivity = .stopped
+    /// The current pass's progress.
     public var progress = ReplicatorProgress()
     /// Revisions written to each side so far.
     public var result = ReplicationResult()
@@ -37,6 +41,7 @@ public struct ReplicationResult: Sendable, Equatable {
     /// Revisions written to this side.
     public var pulled = 0
 
+    /// Counts of revisions written each way.
     public init(pushed: Int = 0, pulled: Int = 0) {
         self.pushed = pushed
         self.pulled = pulled
@@ -45,14 +50,19 @@ public struct ReplicationResult: Sendable, Equatable {
 
 /// A status change, as change listeners receive it.
 public struct ReplicatorChange: Sendable {
+    /// The replicator whose status changed.
     public let replicator: Replicator
+    /// Its status after the change.
     public let status: ReplicatorStatus
 }
 
 /// One revision a replicator moved (or failed to).
 public struct ReplicatedDocument: Sendable {
+    /// The document's ID.
     public let id: String
+    /// The revision that was sent or received.
     public let revisionID: String?
+    /// Whether it is a deletion.
     public let flags: DocumentFlags
     /// Why the receiver refused it; nil when it was written.
     public let error: (any Error)?
@@ -60,8 +70,10 @@ public struct ReplicatedDocument: Sendable {
 
 /// A batch of documents moved in one direction, as document replication listeners receive it.
 public struct DocumentReplication: Sendable {
+    /// The replicator that moved the batch.
     public let replicator: Replicator
     /// True for local revisions sent to the peer, false for the peer's received.
     public let isPush: Bool
+    /// The documents of the batch, each with its error when the receiver refused it.
     public let documents: [ReplicatedDocument]
 }
