@@ -93,10 +93,7 @@ public final class NodeDirectory: Sendable {
            case .string(let user)? = saved["user"], case .string(let password)? = saved["password"], !user.isEmpty, !password.isEmpty {
             return (user, password)
         }
-        var generator = SystemRandomNumberGenerator()
-        let random = Data((0..<18).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
-        // base64url: nothing to escape in a URL's user info.
-        let password = random.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        let password = UserStore.randomPassword()
         let text = DocumentValue.dictionary(["user": "admin", "password": .string(password)]).toJSON() + "\n"
         guard FileManager.default.createFile(atPath: file.path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
             throw SyncError.invalidConfiguration("cannot write the node's credential \(file.path)")

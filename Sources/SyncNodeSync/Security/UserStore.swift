@@ -47,6 +47,14 @@ public final class UserStore: Sendable {
         self.init(file: directory.url.appendingPathComponent(".node/users.json"))
     }
 
+    /// A new random password: 18 random bytes as 24 base64url characters (nothing to escape
+    /// in a URL's user info, so it can ride in a pairing URL).
+    public static func randomPassword() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let random = Data((0..<18).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        return random.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+    }
+
     /// The user names, sorted.
     public func names() throws -> [String] {
         try current().keys.sorted()

@@ -23,16 +23,10 @@ struct User: ParsableCommand {
         @Flag(help: "A server admin: every database, and creating and deleting them (role _admin).") var admin = false
 
         func run() throws {
-            let password = try generate ? Self.randomPassword() : Self.readPassword(for: name)
+            let password = try generate ? UserStore.randomPassword() : Self.readPassword(for: name)
             let store = try User.store(node)
             do { try store.add(name, password: password, roles: (admin ? ["_admin"] : []) + roles) } catch { throw CLIError.user("\(error)") }
             Output.line(generate ? ["ok": true, "user": .string(name), "password": .string(password)] : ["ok": true, "user": .string(name)])
-        }
-
-        static func randomPassword() -> String {
-            var generator = SystemRandomNumberGenerator()
-            let random = Data((0..<18).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
-            return random.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
         }
 
         static func readPassword(for name: String) throws -> String {
