@@ -229,16 +229,27 @@ struct Serve: AsyncParsableCommand {
 }
 
 /// Prints one line per certificate that asks to sync without being trusted, saying how to admit it.
+/// Anyone can make certificates: past `limit` distinct ones it says so once and stops, so a flood
+/// of them neither grows memory nor buries the log.
 final class UntrustedPeerReporter: Sendable {
     private let directory: URL
     private let seen = Mutex<Set<String>>([])
+    static let limit = 256
 
     init(directory: URL) {
         self.directory = directory
     }
 
     func report(fingerprint: String, address: String) {
-        guard seen.withLock({ $0.insert(fingerprint).inserted }) else { return }
+        let count: Int? = seen.withLock { seen in
+            guard seen.count <= Self.limit, seen.insert(fingerprint).inserted else { return nil }
+            return seen.count
+        }
+        guard let count else { return }
+        if count > Self.limit {
+            Output.progress("syncnode: more than \(Self.limit) unknown certificates asked to sync; no more are reported")
+            return
+        }
         Output.progress("syncnode: a peer at \(address) with certificate \(fingerprint) asks to sync; admit it with `\(TrustStore.addCommand(fingerprint, directory: directory.path))`")
     }
 }
