@@ -374,9 +374,7 @@ struct ExpressionCompiler {
 
     /// Joins terms with AND/OR as a balanced tree, so long lists stay shallow.
     private mutating func balanced(_ terms: [SQLValue], _ op: BinaryOperator) throws(StoreError) -> SQLValue {
-        if terms.count == 1 { return terms[0] }
-        let middle = terms.count / 2
-        return try binary(op, balanced(Array(terms[..<middle]), op), balanced(Array(terms[middle...]), op))
+        try terms.balancedTree { (a, b) throws(StoreError) in try binary(op, a, b) }
     }
 
     private func check(_ a: SQLValue, _ check: Check, negated: Bool) -> SQLValue {

@@ -12,10 +12,42 @@ struct CompiledQuery: Sendable {
     let collectionIDs: Set<Int64>
 }
 
-/// Compiles a ``SelectStatement`` to SQLite SQL over the collection tables.
-enum QueryCompiler {
+/// Compiles a ``SelectStatement`` to SQLite SQL over the collection tables, one clause at a time.
+///
+/// Clauses compile in the order SQL++ text lists them (WHERE, JOIN conditions, SELECT list,
+/// GROUP BY, HAVING, ORDER BY, LIMIT), so parameters are numbered in that order too.
+struct QueryCompiler {
+    private let statement: SelectStatement
+    private let sources: [ExpressionCompiler.Source]
+    private var expressions: ExpressionCompiler
+    /// Values the WHERE clause guarantees to be of one kind: ORDER BY needs no type rank for them.
+    private var knownKinds: Set<String> = []
+    /// The SELECT list's aliased values, which ORDER BY may name.
+    private var projections: [String: SQLValue] = [:]
+
     static func compile(_ statement: SelectStatement, database: Database, db: GRDB.Database) throws(StoreError) -> CompiledQuery {
-        // Sources: the FROM collection, then the joined ones.
+        let sources = try sources(of: statement, database: database)
+        var compiler = QueryCompiler(statement: statement, sources: sources, expressions: ExpressionCompiler(sources: sources))
+        return try compiler.compile(db: db)
+    }
+
+    private mutating func compile(db: GRDB.Database) throws(StoreError) -> CompiledQuery {
+        let (conditions, fullTextJoins) = try whereConditions(db: db)
+        let from = try fromClause(fullTextJoins: fullTextJoins)
+        let (selectList, layout) = try selectList()
+        var sql = "SELECT \(statement.distinct ? "DISTINCT " : "")\(selectList) \(from) WHERE \(Self.allOf(conditions))"
+        sql += try groupByClause()
+        if let having = statement.having {
+            sql += " HAVING \(try expressions.compile(having).asBoolean)"
+        }
+        sql += try orderByClause()
+        sql += try limitClause()
+        return CompiledQuery(sql: sql, layout: layout, parameterNumbers: expressions.parameters,
+                             collectionIDs: Set(sources.map(\.collection.tableID)))
+    }
+
+    /// The FROM collection, then the joined ones, each under a unique name.
+    private static func sources(of statement: SelectStatement, database: Database) throws(StoreError) -> [ExpressionCompiler.Source] {
         var specs = [statement.from]
         specs += statement.joins.map(\.source)
         var sources: [ExpressionCompiler.Source] = []
@@ -31,35 +63,38 @@ enum QueryCompiler {
             let isOuter = i > 0 && statement.joins[i - 1].kind == .leftOuter
             sources.append(.init(name: name, sqlAlias: "s\(i)", collection: collection, isOuter: isOuter))
         }
-        var compiler = ExpressionCompiler(sources: sources)
-        // Values the WHERE clause guarantees to be of one kind: ORDER BY needs no type rank for them.
-        var knownKinds: Set<String> = []
+        return sources
+    }
 
-        // WHERE: MATCH conditions become joins with the full-text tables.
+    /// WHERE's conjuncts as SQL conditions; MATCH conditions become joins with the full-text tables.
+    private mutating func whereConditions(db: GRDB.Database) throws(StoreError) -> (conditions: [String], fullTextJoins: [String]) {
         var conditions = ["s0.deleted = 0"]
         var conditionsSize = 0
         var fullTextJoins: [String] = []
         for conjunct in statement.whereClause.map({ ExpressionCompiler.chain(.and, $0) }) ?? [] {
             if case .match(let indexName, let pattern) = conjunct {
-                guard compiler.fullText[indexName] == nil else {
+                guard expressions.fullText[indexName] == nil else {
                     throw .invalidQuery("MATCH(\(indexName), ...) appears twice; combine the patterns with AND in one MATCH")
                 }
-                let (source, table) = try fullTextTable(indexName, sources: sources, db: db)
-                let alias = "f\(compiler.fullText.count)"
-                compiler.fullText[indexName] = alias
-                let patternValue = try compiler.compile(pattern)
+                let (source, table) = try Self.fullTextTable(indexName, sources: sources, db: db)
+                let alias = "f\(expressions.fullText.count)"
+                expressions.fullText[indexName] = alias
+                let patternValue = try expressions.compile(pattern)
                 fullTextJoins.append("JOIN \(table) AS \(alias) ON \(alias).rowid = \(source.sqlAlias).key")
                 conditions.append("\(alias).\(table) MATCH sn_fts_pattern(\(patternValue.asString))")
                 continue
             }
-            let value = try compiler.compile(conjunct)
-            if let subject = try typedSubject(conjunct, compiler: &compiler) { knownKinds.insert(subject) }
-            conditions.append(value.asBoolean)
-            conditionsSize += conditions[conditions.count - 1].utf8.count
+            let condition = try expressions.compile(conjunct).asBoolean
+            if let subject = try typedSubject(conjunct) { knownKinds.insert(subject) }
+            conditions.append(condition)
+            conditionsSize += condition.utf8.count
             try ExpressionCompiler.checkSize(conditionsSize)
         }
+        return (conditions, fullTextJoins)
+    }
 
-        // FROM and JOINs.
+    /// FROM and the JOINs, with their ON conditions.
+    private mutating func fromClause(fullTextJoins: [String]) throws(StoreError) -> String {
         var from = "FROM \(sources[0].collection.tables.docs) AS s0"
         for (i, join) in statement.joins.enumerated() {
             let source = sources[i + 1]
@@ -69,31 +104,33 @@ enum QueryCompiler {
                 from += " JOIN \(table) AS \(source.sqlAlias) ON \(source.sqlAlias).deleted = 0"
             case .inner, .leftOuter:
                 guard let on = join.on else { throw .invalidQuery("\(join.kind.rawValue) needs an ON condition") }
-                let condition = try compiler.compile(on).asBoolean
+                let condition = try expressions.compile(on).asBoolean
                 let keyword = join.kind == .inner ? "JOIN" : "LEFT JOIN"
                 from += " \(keyword) \(table) AS \(source.sqlAlias) ON \(source.sqlAlias).deleted = 0 AND \(condition)"
             }
         }
         for join in fullTextJoins { from += " " + join }
+        return from
+    }
 
-        // SELECT list.
+    /// The SELECT list (two SQL columns per result column: value, type tag) and how to read it.
+    private mutating func selectList() throws(StoreError) -> (String, ResultLayout) {
         var columns: [String] = []
         var columnSources: [Int?] = []
         var selectSQL: [String] = []
-        var projections: [String: SQLValue] = [:]
         for (position, item) in statement.results.enumerated() {
             switch item {
             case .all(let sourceName, let alias):
-                let chosen = try sourceName.map { (n) throws(StoreError) in [try source(n, in: sources)] } ?? sources
+                let chosen = try sourceName.map { (n) throws(StoreError) in [try Self.source(n, in: sources)] } ?? sources
                 for source in chosen {
-                    let value = try compiler.compile(.property(source: source.name, path: []))
+                    let value = try expressions.compile(.property(source: source.name, path: []))
                     columns.append((chosen.count == 1 ? alias : nil) ?? source.name)
                     columnSources.append(sources.firstIndex { $0.name == source.name })
                     selectSQL.append("\(value.sql), \(value.tag)")
                 }
             case .expression(let e, let alias):
-                let value = try compiler.compile(e)
-                columns.append(alias ?? defaultName(e, position: position))
+                let value = try expressions.compile(e)
+                columns.append(alias ?? Self.defaultName(e, position: position))
                 if case .meta(let name, .id) = e {
                     columnSources.append(name.map { n in sources.firstIndex { $0.name == n } } ?? 0)
                 } else {
@@ -103,59 +140,58 @@ enum QueryCompiler {
                 if let alias { projections[alias] = value }
             }
         }
-
         // Which documents each row came from, so a model decoded from it remembers its revision.
         let mergesRows = statement.distinct || !statement.groupBy.isEmpty || statement.having != nil
             || statement.results.contains { if case .expression(let e, _) = $0 { return e.containsAggregate } else { return false } }
             || statement.orderBy.contains { $0.expression.containsAggregate }
         if !mergesRows { for source in sources { selectSQL.append("\(source.sqlAlias).id, \(source.sqlAlias).rev") } }
-
-        var sql = "SELECT \(statement.distinct ? "DISTINCT " : "")\(selectSQL.joined(separator: ", ")) \(from) WHERE \(Self.allOf(conditions))"
-        if !statement.groupBy.isEmpty {
-            var keys: [String] = []
-            for e in statement.groupBy {
-                let value = try compiler.compile(e)
-                // 1 and true, MISSING and null, are different groups: a JSON value's
-                // text (`->`, NULL when MISSING) tells them apart in one key.
-                if value.kind == .dynamic, let location = value.location {
-                    keys.append("(\(location.json) -> \(location.path))")
-                    continue
-                }
-                keys.append(Self.groupOrOrderKey(value.sql, kind: value.kind))
-                if value.kind == .dynamic || (value.canBeMissing && value.canBeNull) { keys.append(value.tag) }
-            }
-            sql += " GROUP BY \(keys.joined(separator: ", "))"
-        }
-        if let having = statement.having {
-            sql += " HAVING \(try compiler.compile(having).asBoolean)"
-        }
-        if !statement.orderBy.isEmpty {
-            var keys: [String] = []
-            for item in statement.orderBy {
-                let value: SQLValue
-                if case .property(nil, let path) = item.expression, path.count == 1, case .key(let k) = path[0], let projected = projections[k] {
-                    value = projected
-                } else {
-                    value = try compiler.compile(item.expression)
-                }
-                // A constant orders nothing (and SQLite would read an integer as a column number).
-                if value.constant != nil { continue }
-                let direction = item.descending ? " DESC" : ""
-                if !knownKinds.contains(value.sql), let rank = value.typeRank { keys.append(Self.groupOrOrderKey(rank, kind: .number) + direction) }
-                keys.append(Self.groupOrOrderKey(value.sql, kind: value.kind) + direction)
-            }
-            if !keys.isEmpty { sql += " ORDER BY \(keys.joined(separator: ", "))" }
-        }
-        if statement.limit != nil || statement.offset != nil {
-            let limit = try statement.limit.map { (l) throws(StoreError) in "coalesce(CAST(\(try compiler.compile(l).asNumber) AS INTEGER), -1)" } ?? "-1"
-            sql += " LIMIT \(limit)"
-            if let offset = statement.offset {
-                sql += " OFFSET coalesce(CAST(\(try compiler.compile(offset).asNumber) AS INTEGER), 0)"
-            }
-        }
         let layout = ResultLayout(columnNames: columns, columnSources: columnSources, originCount: mergesRows ? 0 : sources.count)
-        return CompiledQuery(sql: sql, layout: layout, parameterNumbers: compiler.parameters,
-                             collectionIDs: Set(sources.map(\.collection.tableID)))
+        return (selectSQL.joined(separator: ", "), layout)
+    }
+
+    private mutating func groupByClause() throws(StoreError) -> String {
+        guard !statement.groupBy.isEmpty else { return "" }
+        var keys: [String] = []
+        for e in statement.groupBy {
+            let value = try expressions.compile(e)
+            // 1 and true, MISSING and null, are different groups: a JSON value's
+            // text (`->`, NULL when MISSING) tells them apart in one key.
+            if value.kind == .dynamic, let location = value.location {
+                keys.append("(\(location.json) -> \(location.path))")
+                continue
+            }
+            keys.append(Self.groupOrOrderKey(value.sql, kind: value.kind))
+            if value.kind == .dynamic || (value.canBeMissing && value.canBeNull) { keys.append(value.tag) }
+        }
+        return " GROUP BY \(keys.joined(separator: ", "))"
+    }
+
+    private mutating func orderByClause() throws(StoreError) -> String {
+        var keys: [String] = []
+        for item in statement.orderBy {
+            let value: SQLValue
+            if case .property(nil, let path) = item.expression, path.count == 1, case .key(let k) = path[0], let projected = projections[k] {
+                value = projected
+            } else {
+                value = try expressions.compile(item.expression)
+            }
+            // A constant orders nothing (and SQLite would read an integer as a column number).
+            if value.constant != nil { continue }
+            let direction = item.descending ? " DESC" : ""
+            if !knownKinds.contains(value.sql), let rank = value.typeRank { keys.append(Self.groupOrOrderKey(rank, kind: .number) + direction) }
+            keys.append(Self.groupOrOrderKey(value.sql, kind: value.kind) + direction)
+        }
+        return keys.isEmpty ? "" : " ORDER BY \(keys.joined(separator: ", "))"
+    }
+
+    private mutating func limitClause() throws(StoreError) -> String {
+        guard statement.limit != nil || statement.offset != nil else { return "" }
+        let limit = try statement.limit.map { (l) throws(StoreError) in "coalesce(CAST(\(try expressions.compile(l).asNumber) AS INTEGER), -1)" } ?? "-1"
+        var sql = " LIMIT \(limit)"
+        if let offset = statement.offset {
+            sql += " OFFSET coalesce(CAST(\(try expressions.compile(offset).asNumber) AS INTEGER), 0)"
+        }
+        return sql
     }
 
     /// SQLite reads an integer in GROUP BY or ORDER BY as a column number,
@@ -169,15 +205,13 @@ enum QueryCompiler {
     /// Conditions joined with AND as a balanced tree: SQLite refuses
     /// expressions deeper than 1000, and a long WHERE has thousands of terms.
     private static func allOf(_ conditions: [String]) -> String {
-        if conditions.count <= 2 { return conditions.joined(separator: " AND ") }
-        let middle = conditions.count / 2
-        return "(\(allOf(Array(conditions[..<middle])))) AND (\(allOf(Array(conditions[middle...]))))"
+        conditions.balancedTree { "(\($0)) AND (\($1))" }
     }
 
     /// The value SQL of `x` in a WHERE term `x OP constant`, which holds only
     /// for values of the constant's kind: ORDER BY x can then skip its
     /// type-rank key (and so use an index).
-    private static func typedSubject(_ conjunct: QueryExpression, compiler: inout ExpressionCompiler) throws(StoreError) -> String? {
+    private mutating func typedSubject(_ conjunct: QueryExpression) throws(StoreError) -> String? {
         let subject: QueryExpression
         let constant: DocumentValue
         switch conjunct {
@@ -188,7 +222,7 @@ enum QueryCompiler {
         }
         switch constant {
         case .int, .double, .string:
-            let value = try compiler.compile(subject)
+            let value = try expressions.compile(subject)
             return value.kind == .dynamic ? value.sql : nil
         default:
             return nil

@@ -132,9 +132,7 @@ struct SQLPPParser {
     /// Joins the terms of an associative operator as a balanced tree, so a
     /// long `a OR b OR ...` stays shallow for the compiler's recursion.
     private static func balanced(_ terms: [QueryExpression], _ op: BinaryOperator) -> QueryExpression {
-        if terms.count == 1 { return terms[0] }
-        let middle = terms.count / 2
-        return .binary(op, balanced(Array(terms[..<middle]), op), balanced(Array(terms[middle...]), op))
+        terms.balancedTree { .binary(op, $0, $1) }
     }
 
     /// Left-associative chains (`a - b - c`) nest one level per operator: they count toward the depth limit.
