@@ -28,8 +28,7 @@ struct SyncNodeCommand: AsyncParsableCommand {
         } catch {
             // --help, -h, help, --version: argument-parser prints them (fullMessage is empty for these) and exits 0.
             if exitCode(for: error) == .success { exit(withError: error) }
-            let message = fullMessage(for: error).split(separator: "\n").first.map(String.init) ?? "usage error"
-            Output.error(message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message)
+            Output.error(message(for: error).split(separator: "\n").first.map(String.init) ?? "usage error")
             Foundation.exit(2)
         }
         do {

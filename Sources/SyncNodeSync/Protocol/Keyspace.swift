@@ -18,6 +18,13 @@ package struct Keyspace: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The default collection of the database `default`, which a node always serves.
+    package static let defaultDatabase = Keyspace(database: "default", scope: nil, collection: nil)
+
+    private init(database: String, scope: String?, collection: String?) {
+        (self.database, self.scope, self.collection) = (database, scope, collection)
+    }
+
     package var scopeName: String { scope ?? Names.defaultScope }
     package var collectionName: String { collection ?? Names.defaultCollection }
     package var description: String { "\(database).\(scopeName).\(collectionName)" }

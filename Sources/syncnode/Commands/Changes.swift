@@ -8,11 +8,10 @@ struct Changes: ParsableCommand {
 
     @ParentCommand var syncnode: SyncNodeCommand
     var node: NodeOptions { syncnode.node }
-    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
+    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: Keyspace
     @Option(help: "Only changes after this sequence.") var since: Int64 = 0
 
     func run() throws {
-        let keyspace = try Keyspace.parse(keyspace)
         let (db, collection) = try node.collection(keyspace, create: false)
         defer { try? db.close() }
         var since = since

@@ -8,11 +8,11 @@ struct Delete: ParsableCommand {
 
     @ParentCommand var syncnode: SyncNodeCommand
     var node: NodeOptions { syncnode.node }
-    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
+    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: Keyspace
     @Argument(help: "The document ID.") var id: String
 
     func run() throws {
-        let (db, collection, doc) = try node.document(try Keyspace.parse(keyspace), id: id)
+        let (db, collection, doc) = try node.document(keyspace, id: id)
         defer { try? db.close() }
         try collection.delete(doc)
         let rev = try collection.revisionAfterDelete(id: id)

@@ -8,10 +8,9 @@ struct Export: ParsableCommand {
 
     @ParentCommand var syncnode: SyncNodeCommand
     var node: NodeOptions { syncnode.node }
-    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
+    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: Keyspace
 
     func run() throws {
-        let keyspace = try Keyspace.parse(keyspace)
         let (db, collection) = try node.collection(keyspace, create: false)
         defer { try? db.close() }
         var after: String? = nil

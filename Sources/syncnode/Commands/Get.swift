@@ -8,11 +8,11 @@ struct Get: ParsableCommand {
 
     @ParentCommand var syncnode: SyncNodeCommand
     var node: NodeOptions { syncnode.node }
-    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
+    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: Keyspace
     @Argument(help: "The document ID.") var id: String
 
     func run() throws {
-        let (db, _, doc) = try node.document(try Keyspace.parse(keyspace), id: id)
+        let (db, _, doc) = try node.document(keyspace, id: id)
         defer { try? db.close() }
         Output.line(doc.withMetadata())
     }

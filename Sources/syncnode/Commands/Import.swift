@@ -12,12 +12,11 @@ struct Import: ParsableCommand {
 
     @ParentCommand var syncnode: SyncNodeCommand
     var node: NodeOptions { syncnode.node }
-    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
+    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: Keyspace
     @Argument(help: "A JSON-lines file, or - for stdin.") var file: String
     @Option(help: "Documents per transaction.") var batchSize: Int = 1000
 
     func run() throws {
-        let keyspace = try Keyspace.parse(keyspace)
         guard batchSize > 0 else { throw CLIError.usage("--batch-size must be positive") }
         let handle: FileHandle
         if file == "-" {

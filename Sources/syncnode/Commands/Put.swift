@@ -9,12 +9,11 @@ struct Put: ParsableCommand {
 
     @ParentCommand var syncnode: SyncNodeCommand
     var node: NodeOptions { syncnode.node }
-    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: String
+    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: Keyspace
     @Argument(help: "The document ID.") var id: String
     @Argument(help: "The body as a JSON object, or - to read it from stdin.") var json: String
 
     func run() throws {
-        let keyspace = try Keyspace.parse(keyspace)
         let text = json == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : json
         let doc = MutableDocument(id: id)
         try doc.setJSON(text)

@@ -15,7 +15,7 @@ struct Sync: AsyncParsableCommand {
     @Flag(help: "Only send local changes.") var push = false
     @Flag(help: "Only receive the peer's changes.") var pull = false
     @Flag(help: "Keep replicating until SIGINT/SIGTERM (progress on stderr).") var continuous = false
-    @Option(help: "The local keyspace (NAME or NAME.SCOPE.COLLECTION).") var keyspace = "default"
+    @Option(help: "The local keyspace (NAME or NAME.SCOPE.COLLECTION).") var keyspace = Keyspace.defaultDatabase
     @Option(help: "Attempts before a transient failure (connection refused, 5xx) gives up; waits double from 0.2 s.") var attempts = 10
     @Option(help: "resolve: pick each conflict's winner and tombstone the other leaves, alike on every node; keep: leave conflicts as CouchDB does.")
     var conflicts: ConflictPolicy = .resolve
@@ -28,7 +28,7 @@ struct Sync: AsyncParsableCommand {
 
     func run() async throws {
         let target = try PeerURL.parse(url, option: "URL")
-        let (db, collection) = try node.collection(try Keyspace.parse(keyspace), create: true)
+        let (db, collection) = try node.collection(keyspace, create: true)
         defer { try? db.close() }
         var config = ReplicatorConfiguration(collection: collection, target: .url(target))
         config.replicatorType = push ? .push : pull ? .pull : .pushAndPull

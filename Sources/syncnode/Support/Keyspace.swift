@@ -1,9 +1,11 @@
+import ArgumentParser
 import SyncNodeSync
 
-extension Keyspace {
-    /// The keyspace argument of a command; a usage error when malformed.
-    static func parse(_ text: String) throws -> Keyspace {
-        guard let keyspace = Keyspace(text) else { throw CLIError.usage("keyspace '\(text)' must be NAME or NAME.SCOPE.COLLECTION") }
-        return keyspace
-    }
+/// A command's KEYSPACE argument: `NAME` (a database's default collection) or
+/// `NAME.SCOPE.COLLECTION`. Anything else is a usage error (exit 2) before the command runs.
+extension Keyspace: ExpressibleByArgument {
+    package init?(argument: String) { self.init(argument) }
+
+    /// As it is typed: `default`, not `default._default._default`.
+    package var defaultValueDescription: String { scope == nil ? database : description }
 }
