@@ -9,6 +9,24 @@ func runCLI(_ arguments: [String], stdin: String? = nil) throws -> (status: Int3
 }
 
 @Suite struct CLITests {
+    /// A newcomer's first commands print help and succeed.
+    @Test(arguments: [["--help"], [], ["help"], ["serve", "--help"], ["help", "sync"], ["sync", "-h"]])
+    func helpIsPrinted(_ arguments: [String]) throws {
+        let (status, stdout, _) = try runCLI(arguments)
+        #expect(status == 0)
+        #expect(stdout.contains("USAGE: syncnode"), "\(arguments): \(stdout.prefix(200))")
+    }
+
+    /// Every command's help shows an example.
+    @Test(arguments: [[], ["put"], ["get"], ["delete"], ["import"], ["export"], ["changes"], ["query"], ["serve"], ["sync"], ["peers"],
+                      ["identity"], ["user"], ["user", "add"], ["user", "remove"], ["user", "list"], ["trust"], ["trust", "add"],
+                      ["trust", "remove"], ["trust", "list"]])
+    func helpShowsAnExample(_ command: [String]) throws {
+        let (status, stdout, _) = try runCLI(command + ["--help"])
+        #expect(status == 0)
+        #expect(stdout.contains("USAGE: syncnode") && stdout.contains("Example"), "\(command): \(stdout.prefix(300))")
+    }
+
     @Test func putGetDeleteExportChangesRoundTrip() throws {
         let dir = try TempDirectory()
         let d = ["--dir", dir.url.path]

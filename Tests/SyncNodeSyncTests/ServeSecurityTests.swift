@@ -14,7 +14,7 @@ import Testing
     static let quiet = ["--no-advertise", "--no-browse", "--qr", "none"]
 
     /// The status of `GET path` on the node, with Basic credentials when given.
-    static func status(_ node: PythonClientTests.Node, _ path: String, method: HTTPMethod = .GET, user: String? = nil, password: String? = nil) async throws -> UInt {
+    static func status(_ node: ServeProcess, _ path: String, method: HTTPMethod = .GET, user: String? = nil, password: String? = nil) async throws -> UInt {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .file(node.certificate.path)
         tls.certificateVerification = .noHostnameVerification
@@ -39,7 +39,7 @@ import Testing
     }
 
     @Test func aNodeGivenNoCredentialMakesItsOwnAndKeepsIt() async throws {
-        let first = try PythonClientTests.Node(arguments: ["--host", "127.0.0.1"] + Self.quiet)
+        let first = try ServeProcess(arguments: ["--host", "127.0.0.1"] + Self.quiet)
         let directory = first.directory
         defer { try? FileManager.default.removeItem(at: directory) }
         let user = try #require(first.url.user), password = try #require(first.url.password)
@@ -51,14 +51,14 @@ import Testing
         #expect(try Self.permissions(directory.appendingPathComponent(".node/credential.json")) == 0o600)
         #expect(first.stop(keepingDirectory: true) == 0)
 
-        let again = try PythonClientTests.Node(arguments: ["--host", "127.0.0.1"] + Self.quiet, directory: directory)
+        let again = try ServeProcess(arguments: ["--host", "127.0.0.1"] + Self.quiet, directory: directory)
         #expect(again.url.user == user && again.url.password == password)
         #expect(try await Self.status(again, "/default", user: user, password: password) == 200)
         #expect(again.stop(keepingDirectory: true) == 0)
     }
 
     @Test func anonymousServingTakesAFlagAndStaysOnLoopback() async throws {
-        let node = try PythonClientTests.Node(arguments: ["--anonymous"] + Self.quiet)
+        let node = try ServeProcess(arguments: ["--anonymous"] + Self.quiet)
         defer { _ = node.stop() }
         #expect(node.url.host == "127.0.0.1")
         #expect(node.url.user == nil && node.url.password == nil)
@@ -77,7 +77,7 @@ import Testing
         #expect(!stored.contains("correct horse") && stored.contains("pbkdf2"))
         #expect(try Self.permissions(file) == 0o600)
 
-        let node = try PythonClientTests.Node(arguments: ["--host", "127.0.0.1"] + Self.quiet, directory: directory)
+        let node = try ServeProcess(arguments: ["--host", "127.0.0.1"] + Self.quiet, directory: directory)
         defer { _ = node.stop() }
         // Users exist, so the node makes no credential of its own and shows none.
         #expect(node.url.user == nil)
@@ -129,7 +129,7 @@ import Testing
         let users = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-users-\(UUID().uuidString).json")
         try Data(#"{"ann": "s3cret-pw"}"#.utf8).write(to: users)
         defer { try? FileManager.default.removeItem(at: users) }
-        let node = try PythonClientTests.Node(arguments: ["--host", "127.0.0.1", "--users", users.path, "--user", "bob", "--password", "other-pw"] + Self.quiet)
+        let node = try ServeProcess(arguments: ["--host", "127.0.0.1", "--users", users.path, "--user", "bob", "--password", "other-pw"] + Self.quiet)
         defer { _ = node.stop() }
         #expect(try await Self.status(node, "/default", user: "ann", password: "s3cret-pw") == 200)
         #expect(try await Self.status(node, "/default", user: "bob", password: "other-pw") == 200)
@@ -165,7 +165,7 @@ import Testing
         let syncnode = try syncnodeExecutable()
         #expect(try ChildProcess.run(syncnode, ["--dir", directory.path, "user", "add", "hashed", "--role", "r"],
                                      environment: ["SYNCNODE_PASSWORD": "hashed-Secret-1"]).0 == 0)
-        let node = try PythonClientTests.Node(arguments: ["--host", "127.0.0.1", "--user", "plain"] + Self.quiet, directory: directory,
+        let node = try ServeProcess(arguments: ["--host", "127.0.0.1", "--user", "plain"] + Self.quiet, directory: directory,
                                               environment: ["SYNCNODE_PASSWORD": "plain-Secret-2", "SYNCNODE_LOG": "trace"])
         defer { _ = node.stop() }
         for (user, password) in [("plain", "plain-Secret-2"), ("plain", "wrong-Secret-3"), ("hashed", "hashed-Secret-1"), ("hashed", "wrong-Secret-4")] {

@@ -1,97 +1,15 @@
-import AsyncHTTPClient
 import Foundation
 import GRDB
-import NIOHTTP1
-import NIOPosix
-import NIOSSL
 import Testing
 @testable import SyncNodeStore
 @testable import SyncNodeSync
 
-/// `syncnode sync` between two data directories through a `syncnode serve` process.
-@Suite(.serialized) struct CLISyncTests {
-    static func run(_ arguments: [String]) throws -> (Int32, String, String) {
-        try ChildProcess.run(try syncnodeExecutable(), arguments)
-    }
-
+/// `syncnode sync` processes replicating with an in-process listener: the replicator's
+/// conflict policy and checkpoints as the command line uses them.
+@Suite(.serialized) struct SyncCommandTests {
     /// `run` for tests whose child talks to an in-process listener.
     static func runDetached(_ arguments: [String]) async throws -> (Int32, String, String) {
         try await ChildProcess.runDetached(try syncnodeExecutable(), arguments)
-    }
-
-    /// A newcomer's first commands print help and succeed.
-    @Test(arguments: [["--help"], [], ["help"], ["serve", "--help"], ["help", "sync"], ["sync", "-h"]])
-    func helpIsPrinted(_ arguments: [String]) throws {
-        let (status, stdout, _) = try Self.run(arguments)
-        #expect(status == 0)
-        #expect(stdout.contains("USAGE: syncnode"), "\(arguments): \(stdout.prefix(200))")
-    }
-
-    /// Every command's help shows an example.
-    @Test(arguments: [[], ["put"], ["get"], ["delete"], ["import"], ["export"], ["changes"], ["query"], ["serve"], ["sync"], ["peers"],
-                      ["identity"], ["user"], ["user", "add"], ["user", "remove"], ["user", "list"], ["trust"], ["trust", "add"],
-                      ["trust", "remove"], ["trust", "list"]])
-    func helpShowsAnExample(_ command: [String]) throws {
-        let (status, stdout, _) = try Self.run(command + ["--help"])
-        #expect(status == 0)
-        #expect(stdout.contains("USAGE: syncnode") && stdout.contains("Example"), "\(command): \(stdout.prefix(300))")
-    }
-
-    @Test func syncPullsAndPushesThroughAServeProcess() throws {
-        let node = try PythonClientTests.Node(user: "u", password: "p w")
-        defer { _ = node.stop() }
-        let peer = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-sync-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: peer) }
-        for i in 0..<3 { #expect(try Self.run(["--dir", node.directory.path, "put", "default", "a\(i)", "{\"i\":\(i)}"]).0 == 0) }
-        let identity = try Self.run(["--dir", node.directory.path, "identity"]).1
-        let fingerprint = try #require(try DocumentValue(json: identity)["fingerprint"]?.string)
-        let url = "https://u:p%20w@127.0.0.1:\(node.port)/default?fp=\(fingerprint)"
-
-        let pulled = try Self.run(["--dir", peer.path, "sync", url, "--pull"])
-        #expect(pulled.0 == 0, "\(pulled.2)")
-        let pulledCounts = try DocumentValue(json: pulled.1)
-        #expect(pulledCounts["pulled"] == 3 && pulledCounts["pushed"] == 0)
-        #expect(try Self.run(["--dir", peer.path, "get", "default", "a2"]).1.contains(#""i":2"#))
-
-        #expect(try Self.run(["--dir", peer.path, "put", "default", "b", "{}"]).0 == 0)
-        let both = try DocumentValue(json: try Self.run(["--dir", peer.path, "sync", url]).1)
-        #expect(both["pushed"] == 1 && both["pulled"] == 0)
-        #expect(try Self.run(["--dir", node.directory.path, "get", "default", "b"]).0 == 0)
-
-        let refused = try Self.run(["--dir", peer.path, "sync", "https://u:wrong@127.0.0.1:\(node.port)/default?fp=\(fingerprint)"])
-        #expect(refused.0 == 1 && refused.2.contains("401"))
-        let unreachable = try Self.run(["--dir", peer.path, "sync", "https://127.0.0.1:1/default", "--attempts", "2"])
-        #expect(unreachable.0 == 3 && unreachable.2.split(separator: "\n").count == 1)
-    }
-
-    /// A browser page of an allowed origin may call the API with credentials (PouchDB with CORS); others get no CORS headers.
-    @Test func serveAllowsTheCORSOriginsItIsGiven() async throws {
-        let node = try PythonClientTests.Node(user: "u", password: "p", arguments: ["--cors-origin", "http://app.example:8080", "--no-advertise", "--no-browse"])
-        defer { _ = node.stop() }
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.certificateVerification = .none  // not what this test is about
-        let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: .init(tlsConfiguration: tls))
-        func preflight(_ origin: String) async throws -> HTTPHeaders {
-            var request = HTTPClientRequest(url: "https://127.0.0.1:\(node.port)/default/_changes")
-            request.method = .OPTIONS
-            request.headers.add(name: "Origin", value: origin)
-            request.headers.add(name: "Access-Control-Request-Method", value: "GET")
-            request.headers.add(name: "Access-Control-Request-Headers", value: "authorization,content-type")
-            return try await client.execute(request, timeout: .seconds(10)).headers
-        }
-        do {
-            let allowed = try await preflight("http://app.example:8080")
-            #expect(allowed["Access-Control-Allow-Origin"] == ["http://app.example:8080"])
-            #expect(allowed["Access-Control-Allow-Credentials"] == ["true"])
-            #expect(allowed["Access-Control-Allow-Headers"].first?.contains("authorization") == true)
-            #expect(try await preflight("http://evil.example")["Access-Control-Allow-Origin"].isEmpty)
-        } catch {
-            try? await client.shutdown()
-            throw error
-        }
-        try await client.shutdown()
-        let bad = try Self.run(["serve", "--cors-origin", "ftp://x/y"])
-        #expect(bad.0 != 0 && bad.2.contains("--cors-origin"))
     }
 
     /// `--conflicts keep` leaves a pulled conflict as CouchDB would; the default resolves it.
