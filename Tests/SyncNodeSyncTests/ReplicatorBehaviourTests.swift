@@ -195,6 +195,23 @@ import Testing
         }
     }
 
+    /// A one-shot run retries a peer it cannot reach yet up to `maxAttempts`, also when its
+    /// certificate is pinned (the pin is checked in a handshake before any request).
+    @Test func aOneShotRunRetriesAnUnreachablePinnedPeer() async throws {
+        let peer = try Peer()
+        let closed = try #require(URL(string: "https://u:p@127.0.0.1:1/db?fp=\(String(repeating: "A", count: 43))"))
+        var config = ReplicatorConfiguration(collection: peer.collection, target: .url(closed))
+        config.maxAttempts = 3
+        config.maxAttemptWaitTime = .milliseconds(50)
+        let offline = Collector<ReplicatorActivity>()
+        let replicator = Replicator(config: config)
+        let token = replicator.addChangeListener { if $0.status.activity == .offline { offline.append(.offline) } }
+        defer { token.remove() }
+        await #expect(throws: (any Error).self) { try await replicator.runOnce() }
+        #expect(await offline.wait(count: 2).count == 2, "3 attempts: offline twice between them")
+        #expect(replicator.status.activity == .stopped)
+    }
+
     @Test func trustOnFirstUsePinsTheSelfSignedCertificateItSaw() async throws {
         let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {

@@ -131,7 +131,7 @@ public final class Replicator: Sendable {
     public func runOnce(reset: Bool = false) async throws -> ReplicationResult {
         do {
             update { $0.activity = .connecting }
-            let result = try await withPeer { remote in
+            let result = try await withPeer(retryingConnection: true) { remote in
                 let remoteID = try await withRetries { try await self.identity(of: remote) }
                 return try await pass(remote: remote, remoteID: remoteID, reset: reset).result
             }
@@ -197,8 +197,10 @@ public final class Replicator: Sendable {
 
     /// Runs `body` with the peer, then shuts its HTTP client down, also when `body` throws:
     /// the connections end with the run, not later in a task nobody waits for.
-    private func withPeer<T: Sendable>(_ body: (any ReplicationPeer) async throws -> T) async throws -> T {
-        let (remote, http) = try await connect()
+    /// `retryingConnection`: a peer that cannot be reached yet (its pinned certificate is read
+    /// before anything else) is tried up to `maxAttempts` times, as every later request is.
+    private func withPeer<T: Sendable>(retryingConnection: Bool = false, _ body: (any ReplicationPeer) async throws -> T) async throws -> T {
+        let (remote, http) = retryingConnection ? try await withRetries { try await self.connect() } : try await connect()
         do {
             let result = try await body(remote)
             await http?.shutdown()
