@@ -86,6 +86,6 @@ struct LocalDatabase: ReplicationPeer {
     }
 
     func saveCheckpoint(_ id: String, _ checkpoint: ReplicationCheckpoint) async throws {
-        try collection.putLocalDocument(id: id, json: DocumentValue.dictionary(checkpoint.json).toJSON(), rev: nil, force: true)
+        _ = try collection.putLocalDocument(id: id, json: DocumentValue.dictionary(checkpoint.json).toJSON(), rev: nil, force: true)
     }
 }
