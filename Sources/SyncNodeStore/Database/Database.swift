@@ -86,7 +86,7 @@ public final class Database: Sendable {
         grdb.busyMode = .timeout(10)
         grdb.prepareDatabase { db in SQLFunctions.register(db) }
         let file = path.appendingPathComponent(Self.fileName).path
-        pointReader = PointReader(path: file)
+        pointReader = PointReader(path: file, databaseName: name)
         do {
             pool = try DatabasePool(path: file, configuration: grdb)
             // SQLite gives -wal and -shm files the main file's mode, so they follow.

@@ -12,15 +12,17 @@ import Synchronization
 /// Everything else goes through GRDB.
 final class PointReader: Sendable {
     private let path: String
+    /// The database's name, for errors.
+    private let databaseName: String
     private let state = Mutex<(idle: [Connection], closed: Bool)>(([], false))
     /// Connections kept idle; more may exist briefly under heavy concurrency.
     private let maxIdle = 8
 
-    init(path: String) { self.path = path }
+    init(path: String, databaseName: String) { (self.path, self.databaseName) = (path, databaseName) }
 
     /// Runs `body` with the prepared statement for `sql` on an idle connection.
     func withStatement<T>(_ sql: String, _ body: (SQLiteStatement) throws -> T) throws -> T {
-        guard let connection = try checkOut() else { throw StoreError.databaseClosed(path) }
+        guard let connection = try checkOut() else { throw StoreError.databaseClosed(databaseName) }
         defer { checkIn(connection) }
         let statement = try connection.statement(sql)
         defer { statement.reset() }
