@@ -7,6 +7,8 @@ import OpenCombine
 /// upstreams have published, every value from either publishes the latest
 /// pair; it finishes when both finish and fails when either fails.
 extension Publisher {
+    /// The latest value of this publisher paired with the latest of `other`, published on every value of
+    /// either once both have published; it finishes when both finish and fails when either fails.
     public func combineLatest<Other: Publisher>(_ other: Other) -> AnyPublisher<(Output, Other.Output), Failure>
     where Other.Failure == Failure {
         let events: [AnyPublisher<Latest<Output, Other.Output>, Failure>] = [

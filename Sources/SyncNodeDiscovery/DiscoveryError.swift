@@ -7,6 +7,7 @@ public enum DiscoveryError: Error, Sendable, Equatable, CustomStringConvertible 
     /// The text cannot be made into a QR code.
     case qrEncodingFailed(String)
 
+    /// A one-line explanation: the area (`DNS-SD unavailable`, `DNS-SD record`, `QR code`), then the reason.
     public var description: String {
         switch self {
         case .unavailable(let reason): return "DNS-SD unavailable: \(reason)"

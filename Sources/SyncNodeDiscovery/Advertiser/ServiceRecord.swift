@@ -51,8 +51,10 @@ public struct ServiceRecord: Sendable, Equatable {
         return listed
     }
 
-    /// Reads a record from a resolved service's TXT strings (any order; unknown keys ignored).
-    /// - throws: ``DiscoveryError/invalidRecord(_:)`` for another version or a missing uuid.
+    /// Reads a record from a resolved service's TXT strings (any order, keys in any case; the first
+    /// occurrence of a key wins; unknown keys ignored).
+    /// - Throws: ``DiscoveryError/invalidRecord(_:)`` for a version other than `v=1`, a missing uuid, or
+    ///   `tls=1` without an `fp`.
     public init(name: String, port: Int, txt: [String]) throws {
         var fields: [String: String] = [:]
         for entry in txt {

@@ -44,8 +44,12 @@ public actor NodeProbe {
         authorization = authenticator?.authorizationHeader
     }
 
-    /// Asks once.
-    /// - throws: connection failures, ``SyncError/invalidIdentity(_:)`` for another certificate, ``CouchError`` for another answer.
+    /// Asks once. A 401 or 429 answer is ``Answer/unauthorized`` (and the credentials are dropped), not
+    /// an error.
+    /// - Throws: `SyncError.invalidIdentity` for a certificate other than the pinned one;
+    ///   `SyncError.connectionFailed` or the HTTP client's error when the node cannot be reached;
+    ///   `CouchError` (`not_a_node`, with the HTTP status) for an answer without a node `uuid`;
+    ///   `CancellationError` when the probe was shut down while connecting.
     public func identify() async throws -> Answer {
         let client = try await connectedClient()
         let root = WireURL.root(scheme: scheme, host: host, port: port)

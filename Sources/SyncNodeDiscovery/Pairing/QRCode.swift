@@ -23,7 +23,8 @@ public struct QRCode: Sendable, Equatable {
     public let modules: [Bool]
 
     /// Encodes `text` as 8-bit data with error correction level M (15% of the code can be damaged).
-    /// - throws: ``DiscoveryError/qrEncodingFailed(_:)`` when the text is too long for a QR code (over about 2,300 bytes).
+    /// - Throws: ``DiscoveryError/qrEncodingFailed(_:)`` when the text is too long for a QR code (over about
+    ///   2,300 bytes) or libqrencode fails otherwise (the reason is its `errno`).
     public init(_ text: String) throws {
         guard let code = QRcode_encodeString(text, 0, QR_ECLEVEL_M, QR_MODE_8, 1) else {
             let reason = errno == ERANGE ? "\(text.utf8.count) bytes do not fit in a QR code" : String(cString: strerror(errno))

@@ -47,6 +47,7 @@ public final class Blob: Sendable, Hashable, CustomStringConvertible {
 
     /// A blob whose content is the file at `fileURL`. The file is read once now
     /// (to compute its digest) and copied into the blob store at save time.
+    /// - Throws: ``StoreError/io(_:)`` when the file cannot be opened or read.
     public convenience init(contentType: String, fileURL: URL) throws {
         guard let stream = InputStream(url: fileURL) else {
             throw StoreError.io("cannot open \(fileURL.path)")
@@ -58,6 +59,8 @@ public final class Blob: Sendable, Hashable, CustomStringConvertible {
     /// A blob whose content is read from `stream` now, without holding it all
     /// in memory: it is spooled into a temporary file next to nothing else
     /// and moved into the blob store when the document is saved.
+    /// - Throws: ``StoreError/io(_:)`` when the temporary file cannot be created or the stream fails, or
+    ///   Foundation's error when writing the temporary file fails; the temporary file is removed.
     public convenience init(contentType: String, contentStream stream: InputStream) throws {
         let temp = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-blob-\(UUID().uuidString)")
         guard FileManager.default.createFile(atPath: temp.path, contents: nil),
@@ -132,10 +135,12 @@ public final class Blob: Sendable, Hashable, CustomStringConvertible {
         JSONWriter.string(object: metadata)
     }
 
+    /// Blobs are equal when their digest, content type and length are; where the content lives does not matter.
     public static func == (a: Blob, b: Blob) -> Bool {
         a.digest == b.digest && a.contentType == b.contentType && a.length == b.length
     }
 
+    /// Hashes the digest only, consistent with `==`.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(digest)
     }

@@ -10,7 +10,9 @@ public struct CollectionChange: Sendable {
 
 /// A change to one document.
 public struct DocumentChange: Sendable {
+    /// The collection the document is in.
     public let collection: DocumentCollection
+    /// The ID of the document that changed (saved, deleted, purged or expired).
     public let documentID: String
 }
 

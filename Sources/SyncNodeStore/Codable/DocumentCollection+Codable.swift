@@ -12,16 +12,18 @@ extension DocumentCollection {
     /// Saves the model as its document; if the document changed since the
     /// model was read, this save wins (last write wins). A model whose ID is
     /// nil becomes a new document with a generated ID, written back to it.
-    /// - throws: ``StoreError/invalidValue(_:)`` for a model without a
-    ///   ``DocumentID`` or a value with no stored form.
+    /// - Throws: ``StoreError/invalidValue(_:)`` for a model without a
+    ///   ``DocumentID``, one that does not encode as an object, or a value with no stored form (NaN, an
+    ///   integer over 64 signed bits), naming its key path; otherwise the errors of
+    ///   ``DocumentCollection/save(_:)`` (an invalid ID, a reserved `_` property, the validator's refusal...).
     public func save<Model: Encodable>(from model: Model) throws {
         try save(from: model, concurrencyControl: .lastWriteWins)
     }
 
     /// Saves the model with the given conflict policy.
-    /// - throws: ``StoreError/conflict(documentID:)`` with `.failOnConflict`
+    /// - Throws: ``StoreError/conflict(documentID:)`` with `.failOnConflict`
     ///   when the document changed since the model was read (or, for a model
-    ///   never read, when the document exists).
+    ///   never read, when the document exists); otherwise the errors of ``save(from:)``.
     public func save<Model: Encodable>(from model: Model, concurrencyControl: ConcurrencyControl) throws {
         let (values, identity) = try ModelEncoder.encode(model)
         guard let identity else { throw Self.missingDocumentID(Model.self, "save") }
@@ -37,6 +39,9 @@ extension DocumentCollection {
     /// passed by value, so yours still holds what you passed: it keeps its old
     /// revision, and its next save meets the conflict again (decode the
     /// document to see the merge).
+    /// - Throws: whatever `conflictHandler` throws (nothing is saved);
+    ///   ``StoreError/decodingFailed(type:documentID:keyPath:reason:)`` when the stored document does not
+    ///   decode as `Model`; otherwise the errors of ``save(from:)``.
     @discardableResult
     public func save<Model: Codable>(from model: Model, conflictHandler: (inout Model, Model?) throws -> Bool) throws -> Bool {
         var edited = model
@@ -54,19 +59,23 @@ extension DocumentCollection {
     }
 
     /// The document decoded as `type`, or nil when it does not exist or was deleted.
-    /// - throws: ``StoreError/decodingFailed(type:documentID:keyPath:reason:)``
-    ///   naming the key path that does not fit.
+    /// - Throws: ``StoreError/decodingFailed(type:documentID:keyPath:reason:)``
+    ///   naming the key path that does not fit; otherwise the errors of ``document(id:)``.
     public func document<Model: Decodable>(id: String, as type: Model.Type) throws -> Model? {
         try document(id: id).map { try $0.data(as: type) }
     }
 
     /// Deletes the model's document (last write wins), leaving a tombstone that replicates.
-    /// - throws: ``StoreError/notFound(_:_:)`` when it has no ID or no document.
+    /// - Throws: ``StoreError/invalidValue(_:)`` for a model without a ``DocumentID``;
+    ///   ``StoreError/notFound(_:_:)`` when its ID is nil (``StoreError/Subject/model``) or there is no live
+    ///   document with it (``StoreError/Subject/document``); otherwise the errors of ``delete(_:)``.
     public func delete<Model: Encodable>(for model: Model) throws {
         try delete(for: model, concurrencyControl: .lastWriteWins)
     }
 
     /// Deletes the model's document with the given conflict policy.
+    /// - Throws: ``StoreError/conflict(documentID:)`` with `.failOnConflict` when the document changed
+    ///   since the model was read; otherwise the errors of ``delete(for:)``.
     public func delete<Model: Encodable>(for model: Model, concurrencyControl: ConcurrencyControl) throws {
         let identity = try Self.identity(of: model, for: "delete")
         guard identity.id != nil else { throw StoreError.notFound(.model, "\(Model.self) has no document ID: it was never saved") }
@@ -74,6 +83,9 @@ extension DocumentCollection {
     }
 
     /// Removes every trace of the model's document: no tombstone, nothing replicates.
+    /// - Throws: ``StoreError/invalidValue(_:)`` for a model without a ``DocumentID``;
+    ///   ``StoreError/notFound(_:_:)`` (``StoreError/Subject/model``) when its ID is nil; otherwise the
+    ///   errors of ``purge(id:)``.
     public func purge<Model: Encodable>(for model: Model) throws {
         guard let id = try Self.identity(of: model, for: "purge").id else {
             throw StoreError.notFound(.model, "\(Model.self) has no document ID: it was never saved")
@@ -116,7 +128,9 @@ extension DocumentCollection {
 extension Document {
     /// The document decoded as `type`; its ``DocumentID`` property, if any,
     /// gets the ID and remembers this revision.
-    /// - throws: ``StoreError/decodingFailed(type:documentID:keyPath:reason:)``.
+    /// - Throws: ``StoreError/decodingFailed(type:documentID:keyPath:reason:)`` naming the key path that
+    ///   does not fit; an error the model's own `init(from:)` throws that is not a `DecodingError` passes
+    ///   through unchanged.
     public func data<Model: Decodable>(as type: Model.Type) throws -> Model {
         try ModelDecoder.decode(type, from: .dictionary(body.values), source: .document(self))
     }
@@ -133,7 +147,8 @@ extension Result {
     /// as an ID read without one. Unless the query merged rows (DISTINCT,
     /// GROUP BY, aggregates), the model then remembers the revision the row
     /// read. Saving a model decoded from some properties only stores only those.
-    /// - throws: ``StoreError/decodingFailed(type:documentID:keyPath:reason:)``.
+    /// - Throws: ``StoreError/decodingFailed(type:documentID:keyPath:reason:)`` when a value does not fit
+    ///   or the query has no column `dataKey`.
     public func data<Model: Decodable>(as type: Model.Type, dataKey: String? = nil) throws -> Model {
         var source = ModelSource(document: nil, row: self)
         let value: DocumentValue
@@ -153,6 +168,7 @@ extension Result {
 extension ResultSet {
     /// Every row decoded as `type` (see ``Result/data(as:dataKey:)``). This
     /// holds all models in memory: iterate the rows for large results.
+    /// - Throws: the error of ``Result/data(as:dataKey:)`` for the first row that does not decode.
     public func data<Model: Decodable>(as type: Model.Type, dataKey: String? = nil) throws -> [Model] {
         try map { try $0.data(as: type, dataKey: dataKey) }
     }

@@ -39,10 +39,13 @@ public struct DocumentID: Sendable, Hashable, Codable {
         set { identity = DocumentIdentity(id: newValue, base: .none) }
     }
 
+    /// Equal when the IDs are; the remembered base revision is not compared.
     public static func == (a: DocumentID, b: DocumentID) -> Bool { a.wrappedValue == b.wrappedValue }
+    /// Hashes the ID only, consistent with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(wrappedValue) }
 
     /// Outside the store's coder (`JSONEncoder`...) the ID is a plain string, or null.
+    /// - Throws: the encoder's `EncodingError`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         if let id = wrappedValue { try container.encode(id) } else { try container.encodeNil() }
@@ -50,6 +53,7 @@ public struct DocumentID: Sendable, Hashable, Codable {
 
     /// The store's coder fills the ID from the document being decoded; other
     /// decoders read a string or null.
+    /// - Throws: `DecodingError` when another decoder finds a value that is neither a string nor null.
     public init(from decoder: any Decoder) throws {
         if let decoder = decoder as? ModelDecoder, decoder.codingPath.count == 1 {
             identity = decoder.documentIdentity()
@@ -63,6 +67,7 @@ public struct DocumentID: Sendable, Hashable, Codable {
 extension KeyedDecodingContainer {
     /// A model's ``DocumentID`` is not in the document body: a missing key is
     /// not an error.
+    /// - Throws: `DecodingError` when the key holds a value that is neither a string nor null.
     public func decode(_ type: DocumentID.Type, forKey key: Key) throws -> DocumentID {
         try DocumentID(from: superDecoder(forKey: key))
     }

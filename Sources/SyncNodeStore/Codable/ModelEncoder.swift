@@ -34,7 +34,7 @@ final class ModelEncoder: Encoder {
     }
 
     /// The model's properties and its ``DocumentID``, if it has one.
-    /// - throws: ``StoreError/invalidValue(_:)`` naming the key path of a value
+    /// - Throws: ``StoreError/invalidValue(_:)`` naming the key path of a value
     ///   with no stored form (NaN, an integer over 64 signed bits), or when the
     ///   model does not encode as an object.
     static func encode<T: Encodable>(_ model: T) throws -> (values: [String: DocumentValue], identity: DocumentIdentity?) {
@@ -299,6 +299,9 @@ extension Blob: Codable {
         case type = "@type", digest, length, contentType = "content_type"
     }
 
+    /// Encodes the metadata dictionary (`@type`, `digest`, `length`, `content_type`), never the content; the
+    /// store's own coder does not call this and keeps the blob itself.
+    /// - Throws: the encoder's `EncodingError`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Keys.self)
         try container.encode("blob", forKey: .type)
@@ -308,6 +311,7 @@ extension Blob: Codable {
     }
 
     /// A blob described by its metadata; its content is not available.
+    /// - Throws: `DecodingError` when `digest` is missing or a member has the wrong type.
     public convenience init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
         self.init(

@@ -6,6 +6,8 @@ extension Database {
     /// leaves, deletes blob files no kept body refers to (unless written in
     /// the last ten minutes: a sync in progress may be about to refer to
     /// them), and vacuums the file.
+    /// - Throws: ``StoreError/databaseClosed(_:)`` when the database is closed; ``StoreError/storage(_:)``
+    ///   when SQLite fails (the vacuum included).
     public func compact() throws {
         try compact(blobGracePeriod: 600)
     }

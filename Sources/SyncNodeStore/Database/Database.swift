@@ -65,6 +65,10 @@ public final class Database: Sendable {
     ///
     /// Expired documents are purged as it opens (catching up on time it was
     /// closed), then by a background timer.
+    /// - Throws: ``StoreError/invalidName(_:reason:)`` for a name that breaks the rules (empty, over 200
+    ///   bytes, not starting with a letter or digit, or holding characters other than letters, digits and
+    ///   `_ - $ ( ) +`); ``StoreError/io(_:)`` when its directory cannot be created;
+    ///   ``StoreError/storage(_:)`` when SQLite cannot open or migrate the file.
     public init(name: String, config: DatabaseConfiguration = DatabaseConfiguration()) throws {
         try Names.validateDatabase(name)
         self.name = name
@@ -108,6 +112,9 @@ public final class Database: Sendable {
     }
 
     /// Deletes the database `name` in `directory` (it must not be open).
+    /// - Throws: ``StoreError/invalidName(_:reason:)`` for an invalid name; ``StoreError/notFound(_:_:)``
+    ///   (``StoreError/Subject/database``) when there is no such directory; ``StoreError/io(_:)`` when it
+    ///   cannot be removed.
     public static func delete(name: String, directory: URL) throws {
         try Names.validateDatabase(name)
         let dir = Self.directory(name: name, in: directory)
@@ -122,6 +129,10 @@ public final class Database: Sendable {
     /// Installs a pre-built database: copies the `.syncnode` directory at
     /// `path` as database `name` in `config.directory`, giving the copy a new
     /// UUID so replication treats it as a new peer.
+    /// - Throws: ``StoreError/invalidName(_:reason:)`` for an invalid name; ``StoreError/notFound(_:_:)``
+    ///   (``StoreError/Subject/database``) when `path` holds no database file;
+    ///   ``StoreError/alreadyExists(_:)`` when database `name` exists; ``StoreError/io(_:)`` when copying
+    ///   fails; and the errors of ``init(name:config:)`` opening the copy.
     public static func copy(fromPath path: URL, toDatabase name: String, config: DatabaseConfiguration = DatabaseConfiguration()) throws {
         try Names.validateDatabase(name)
         let source = path.appendingPathComponent(fileName)
@@ -149,6 +160,9 @@ public final class Database: Sendable {
     }
 
     /// Closes the database. Its collections and documents can no longer be used.
+    ///
+    /// Closing a closed database does nothing.
+    /// - Throws: ``StoreError/storage(_:)`` when SQLite fails to close (the database counts as closed anyway).
     public func close() throws {
         let wasOpen = state.withLock { s in
             defer { s.isClosed = true; s.collections = [:] }
@@ -167,6 +181,8 @@ public final class Database: Sendable {
     }
 
     /// Closes the database and deletes its directory.
+    /// - Throws: ``StoreError/storage(_:)`` when closing fails; ``StoreError/io(_:)`` when the directory
+    ///   cannot be removed.
     public func delete() throws {
         try close()
         do {
@@ -179,6 +195,10 @@ public final class Database: Sendable {
     /// Runs `body` as one transaction: every save, delete and purge in it
     /// commits together or, if it throws, none does. Change listeners hear of
     /// the batch after it commits, and not at all if it rolls back.
+    ///
+    /// Nested calls join the outer batch.
+    /// - Throws: whatever `body` throws (after rolling back); ``StoreError/databaseClosed(_:)`` when the
+    ///   database is closed; ``StoreError/storage(_:)`` when SQLite fails to begin or commit.
     public func inBatch(_ body: () throws -> Void) throws {
         try write { _ in try body() }
     }
@@ -189,6 +209,10 @@ public final class Database: Sendable {
     /// then copied into the database once per 256 MiB instead of once per
     /// commit or two: a 100,000-document import took about 0.76 of the time.
     /// The cost is up to 256 MiB more disk while it runs.
+    ///
+    /// `body` is not a transaction: wrap it in ``inBatch(_:)`` for that.
+    /// - Throws: whatever `body` throws; ``StoreError/databaseClosed(_:)`` or ``StoreError/storage(_:)``
+    ///   when the checkpoint setting cannot be changed (a failure of the final checkpoint is ignored).
     public func withBulkWrites<T>(_ body: () throws -> T) throws -> T {
         try setCheckpointPages(Self.bulkCheckpointPages)
         defer { try? endBulkWrites() }
@@ -196,6 +220,8 @@ public final class Database: Sendable {
     }
 
     /// ``withBulkWrites(_:)`` for async work.
+    /// - Throws: whatever `body` throws; ``StoreError/databaseClosed(_:)`` or ``StoreError/storage(_:)``
+    ///   when the checkpoint setting cannot be changed.
     public func withBulkWrites<T>(_ body: () async throws -> T) async throws -> T {
         try setCheckpointPages(Self.bulkCheckpointPages)
         defer { try? endBulkWrites() }
@@ -218,6 +244,8 @@ public final class Database: Sendable {
     // MARK: - Collections
 
     /// The `_default` collection of the `_default` scope, which always exists.
+    /// - Throws: ``StoreError/databaseClosed(_:)``, ``StoreError/storage(_:)``, or
+    ///   ``StoreError/notFound(_:_:)`` (``StoreError/Subject/collection``) should the schema lack it.
     public func defaultCollection() throws -> DocumentCollection {
         guard let c = try collection(name: Names.defaultCollection, scope: Names.defaultScope) else {
             throw StoreError.notFound(.collection, "the default collection")
@@ -227,6 +255,9 @@ public final class Database: Sendable {
 
     /// Creates a collection (and its scope) or returns the existing one.
     /// - parameter scope: nil means `_default`.
+    /// - Throws: ``StoreError/invalidName(_:reason:)`` when the collection or scope name breaks Couchbase's
+    ///   rules (1-251 characters from `A-Z a-z 0-9 _ - %`, not starting with `_` or `%` except `_default`);
+    ///   ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``.
     @discardableResult
     public func createCollection(name: String, scope: String? = nil) throws -> DocumentCollection {
         let scope = scope ?? Names.defaultScope
@@ -245,6 +276,9 @@ public final class Database: Sendable {
     }
 
     /// The collection, or nil when it does not exist.
+    ///
+    /// The database hands out one object per collection, so repeated calls return the same instance.
+    /// - Throws: ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``.
     public func collection(name: String, scope: String? = nil) throws -> DocumentCollection? {
         let scope = scope ?? Names.defaultScope
         let key = "\(scope).\(name)"
@@ -259,7 +293,8 @@ public final class Database: Sendable {
         }
     }
 
-    /// The collections of a scope (nil: `_default`), sorted by name.
+    /// The collections of a scope (nil: `_default`), sorted by name; empty for an unknown scope.
+    /// - Throws: ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``.
     public func collections(scope: String? = nil) throws -> [DocumentCollection] {
         let scope = scope ?? Names.defaultScope
         let names = try read { db in try Schema.collectionNames(db, scope: scope) }
@@ -267,6 +302,11 @@ public final class Database: Sendable {
     }
 
     /// Deletes a collection with all its documents. The default collection cannot be deleted.
+    ///
+    /// Objects for the deleted collection then throw ``StoreError/collectionDeleted(_:)``.
+    /// - Throws: ``StoreError/invalidName(_:reason:)`` for the default collection;
+    ///   ``StoreError/notFound(_:_:)`` (``StoreError/Subject/collection``) when it does not exist;
+    ///   ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``.
     public func deleteCollection(name: String, scope: String? = nil) throws {
         let scope = scope ?? Names.defaultScope
         if scope == Names.defaultScope, name == Names.defaultCollection {
@@ -287,11 +327,13 @@ public final class Database: Sendable {
     }
 
     /// The scopes that hold at least one collection (`_default` always).
+    /// - Throws: ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``.
     public func scopes() throws -> [Scope] {
         try read { db in try Schema.scopeNames(db) }.map { Scope(name: $0, database: self) }
     }
 
     /// The scope, or nil when it holds no collection.
+    /// - Throws: ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``.
     public func scope(name: String) throws -> Scope? {
         try scopes().first { $0.name == name }
     }

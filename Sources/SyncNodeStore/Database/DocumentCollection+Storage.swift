@@ -107,7 +107,7 @@ extension DocumentCollection {
     /// CouchDB's edit rule (`new_edits=true`): `parentRev` must name a leaf
     /// of the document (usually the winner; a losing leaf to resolve a
     /// conflict); without one the document must be missing or deleted.
-    /// - throws: ``StoreError/conflict(documentID:)`` otherwise; ``StoreError/rejected(documentID:reason:)``
+    /// - Throws: ``StoreError/conflict(documentID:)`` otherwise; ``StoreError/rejected(documentID:reason:)``
     ///   when the validator refuses it for `author`.
     @discardableResult
     package func putRevision(
@@ -149,7 +149,7 @@ extension DocumentCollection {
     }
 
     /// Writes blob contents to the blob store and returns the canonical body.
-    /// - throws: ``StoreError/reservedProperty(_:)`` for a top-level key starting with `_`.
+    /// - Throws: ``StoreError/reservedProperty(_:)`` for a top-level key starting with `_`.
     func encodeBody(_ values: [String: DocumentValue]) throws -> CanonicalBody {
         for key in values.keys where key.hasPrefix("_") { throw StoreError.reservedProperty(key) }
         for value in values.values { try storeBlobs(in: value) }

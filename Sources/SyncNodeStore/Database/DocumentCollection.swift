@@ -50,6 +50,8 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
     // MARK: - Reading
 
     /// The number of documents, deleted ones not counted.
+    /// - Throws: ``StoreError/collectionDeleted(_:)``, ``StoreError/databaseClosed(_:)``,
+    ///   ``StoreError/storage(_:)``.
     public var count: Int {
         get throws {
             try checkLive()
@@ -64,6 +66,10 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
     }
 
     /// The document's current revision, or nil when it does not exist or was deleted.
+    ///
+    /// Inside ``Database/inBatch(_:)`` it sees the batch's own uncommitted writes.
+    /// - Throws: ``StoreError/collectionDeleted(_:)``; ``StoreError/databaseClosed(_:)``;
+    ///   ``StoreError/storage(_:)`` when SQLite fails.
     public func document(id: String) throws -> Document? {
         try checkLive()
         let sql = "SELECT rev, seq, deleted, body FROM \(tables.docs) WHERE id = ?"
@@ -87,44 +93,66 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
     // MARK: - Saving
 
     /// Saves the document; if it changed since it was read, this save wins
-    /// (last write wins).
+    /// (last write wins). On success `document` learns its new revision and sequence.
+    /// - Throws: ``StoreError/invalidDocumentID(_:reason:)`` for an empty, over-long, control-character or
+    ///   `_`-prefixed ID; ``StoreError/reservedProperty(_:)`` for a top-level key starting with `_`;
+    ///   ``StoreError/rejected(documentID:reason:)`` when the validator refuses it (see
+    ///   ``setValidator(_:)``); ``StoreError/io(_:)`` or ``StoreError/notFound(_:_:)``
+    ///   (``StoreError/Subject/blob``) when a blob's content cannot be stored;
+    ///   ``StoreError/collectionDeleted(_:)``, ``StoreError/databaseClosed(_:)``, ``StoreError/storage(_:)``.
     public func save(_ document: MutableDocument) throws {
         try save(document, concurrencyControl: .lastWriteWins)
     }
 
     /// Saves the document with the given conflict policy.
-    /// - throws: ``StoreError/conflict(documentID:)`` with `.failOnConflict`
-    ///   when the document changed since `document` was read.
+    /// - Throws: ``StoreError/conflict(documentID:)`` with `.failOnConflict`
+    ///   when the document changed since `document` was read (or, for a new document, when a live one
+    ///   with its ID exists); otherwise the errors of ``save(_:)``.
     public func save(_ document: MutableDocument, concurrencyControl: ConcurrencyControl) throws {
         _ = try commitEdit(document, deleting: false) { _ in try concurrencyControl.overwrites(documentID: document.id) }
     }
 
     /// Saves the document; on conflict, calls `conflictHandler` with the
     /// document being saved (which it may edit) and the stored one (nil if it
-    /// was purged). Returns false, saving nothing, when the handler returns false.
+    /// was deleted). Returns false, saving nothing, when the handler returns false.
+    ///
+    /// The handler runs inside the write transaction, holding up other writers: keep it short.
+    /// - Throws: whatever `conflictHandler` throws (nothing is saved); otherwise the errors of ``save(_:)``.
     @discardableResult
     public func save(_ document: MutableDocument, conflictHandler: (MutableDocument, Document?) throws -> Bool) throws -> Bool {
         try commitEdit(document, deleting: false) { current in try conflictHandler(document, current) }
     }
 
     /// Deletes the document, leaving a tombstone that replicates the deletion.
+    /// - Throws: ``StoreError/notFound(_:_:)`` (``StoreError/Subject/document``) when it does not exist or
+    ///   is deleted already; ``StoreError/rejected(documentID:reason:)`` when the validator refuses it;
+    ///   ``StoreError/collectionDeleted(_:)``, ``StoreError/databaseClosed(_:)``, ``StoreError/storage(_:)``.
     public func delete(_ document: Document) throws {
         try delete(document, concurrencyControl: .lastWriteWins)
     }
 
     /// Deletes the document with the given conflict policy.
+    /// - Throws: ``StoreError/conflict(documentID:)`` with `.failOnConflict` when the document changed
+    ///   since `document` was read; otherwise the errors of ``delete(_:)``.
     public func delete(_ document: Document, concurrencyControl: ConcurrencyControl) throws {
         let edit = document.toMutable()
         _ = try commitEdit(edit, deleting: true) { _ in try concurrencyControl.overwrites(documentID: document.id) }
     }
 
     /// Deletes the document with this ID (last write wins).
+    /// - Throws: the errors of ``delete(_:)``: ``StoreError/notFound(_:_:)`` when there is no live
+    ///   document with this ID.
     public func delete(id: String) throws {
         guard let document = try document(id: id) else { throw StoreError.notFound(.document, "document '\(id)' in \(fullName)") }
         try delete(document)
     }
 
     /// Removes every trace of the document: no tombstone, nothing replicates.
+    ///
+    /// A deleted document (a tombstone) can be purged too.
+    /// - Throws: ``StoreError/notFound(_:_:)`` (``StoreError/Subject/document``) when there is no such
+    ///   document; ``StoreError/collectionDeleted(_:)``, ``StoreError/databaseClosed(_:)``,
+    ///   ``StoreError/storage(_:)``.
     public func purge(id: String) throws {
         try checkLive()
         try database.write { db in
@@ -133,11 +161,15 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
     }
 
     /// Removes every trace of the document.
+    /// - Throws: the errors of ``purge(id:)``.
     public func purge(_ document: Document) throws { try purge(id: document.id) }
 
     // MARK: - Expiration
 
     /// Sets when the document is purged automatically; nil clears it.
+    /// - Throws: ``StoreError/notFound(_:_:)`` (``StoreError/Subject/document``) when there is no such
+    ///   document (a tombstone counts as one); ``StoreError/collectionDeleted(_:)``,
+    ///   ``StoreError/databaseClosed(_:)``, ``StoreError/storage(_:)``.
     public func setDocumentExpiration(id: String, expiration: Date?) throws {
         try checkLive()
         try database.write { db in
@@ -149,7 +181,9 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
         database.expiry.reschedule()
     }
 
-    /// When the document expires, or nil.
+    /// When the document expires; nil when no expiration is set or there is no such document.
+    /// - Throws: ``StoreError/collectionDeleted(_:)``, ``StoreError/databaseClosed(_:)``,
+    ///   ``StoreError/storage(_:)``.
     public func getDocumentExpiration(id: String) throws -> Date? {
         try checkLive()
         let seconds = try database.readStatement { db in

@@ -5,7 +5,20 @@ import Foundation
 public enum StoreError: Error, Sendable, Equatable {
     /// The kinds of thing ``notFound(_:_:)`` reports missing, so callers decide by kind, not by text.
     public enum Subject: Sendable, Equatable {
-        case document, revision, localDocument, collection, database, blob, index
+        /// A document (by ID).
+        case document
+        /// A revision of a document; also reported for deleting a revision that is already deleted.
+        case revision
+        /// A local (non-replicated) document, such as a replication checkpoint.
+        case localDocument
+        /// A collection (by scope and name).
+        case collection
+        /// A database (by name or path).
+        case database
+        /// A blob's content (by digest).
+        case blob
+        /// An index (by name).
+        case index
         /// A model object that was never saved (no document ID).
         case model
         /// A file the caller expected (an executable, say).
@@ -61,6 +74,8 @@ extension StoreError {
 }
 
 extension StoreError: CustomStringConvertible, LocalizedError {
+    /// A one-line explanation for people, starting with the kind of error (`conflict: ...`,
+    /// `not found: ...`) and, where there is one, saying what to do.
     public var description: String {
         switch self {
         case .invalidJSON(let r): return "invalid JSON: \(r)"
@@ -84,5 +99,6 @@ extension StoreError: CustomStringConvertible, LocalizedError {
         }
     }
 
+    /// The same text as ``description``, for `localizedDescription`.
     public var errorDescription: String? { description }
 }

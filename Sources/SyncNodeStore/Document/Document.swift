@@ -35,8 +35,11 @@ public struct Document: DictionaryProtocol, Sendable {
     /// The generation of the current revision (its number before the dash).
     public var generation: Int { revisionID.flatMap { RevisionID.generation(of: $0) } ?? 0 }
 
+    /// The number of top-level properties (parses the body on first use).
     public var count: Int { body.values.count }
+    /// The top-level property names, in UTF-8 byte order.
     public var keys: [String] { body.values.keys.sorted(by: JSONWriter.utf8Order) }
+    /// The stored value of property `key`, or nil when it is absent.
     public func documentValue(forKey key: String) -> DocumentValue? { body.values[key] }
 
     /// The body as stored: canonical JSON.

@@ -7,12 +7,20 @@ import Foundation
 /// touches this enum directly; it is public for code that wants to switch
 /// over the exact stored shape (the sync layer, generic tools).
 public enum DocumentValue: Sendable, Hashable {
+    /// JSON `null`.
     case null
+    /// JSON `true` or `false`.
     case bool(Bool)
+    /// An integral JSON number that fits in 64 bits; integral numbers written with a fraction or exponent
+    /// (`2.0`, `1e3`) are stored this way too when their magnitude is below 9e15.
     case int(Int64)
+    /// Any other JSON number; always finite.
     case double(Double)
+    /// A JSON string.
     case string(String)
+    /// A JSON array.
     case array([DocumentValue])
+    /// A JSON object (other than blob metadata, which reads as ``blob(_:)``).
     case dictionary([String: DocumentValue])
     /// A blob. In the stored body it is its metadata dictionary (`@type`, `digest`, `length`, `content_type`).
     case blob(Blob)
@@ -22,8 +30,10 @@ extension DocumentValue {
     /// Converts a Foundation-typed value (as `JSONSerialization` produces, or
     /// as an app writes literals) into a document value.
     ///
-    /// - throws: ``StoreError/invalidValue(_:)`` for a type that has no JSON
-    ///   form (a custom class, `Double.nan`, ...).
+    /// nil and `NSNull` become ``null``; a `Date` becomes its ISO-8601 string; `Data` becomes a blob of
+    /// type `application/octet-stream`; integral floating-point values become ``int(_:)``.
+    /// - Throws: ``StoreError/invalidValue(_:)`` for a type that has no JSON
+    ///   form (a custom class, `Double.nan`, an unsigned integer above `Int64.max`, ...).
     public init(any value: Any?) throws {
         guard let value else { self = .null; return }
         switch value {
@@ -141,8 +151,9 @@ extension DocumentValue {
 }
 
 extension DocumentValue {
-    /// Parses JSON text.
-    /// - throws: ``StoreError/invalidJSON(_:)`` naming the byte offset of the problem.
+    /// Parses JSON text (any JSON value, not only an object).
+    /// - Throws: ``StoreError/invalidJSON(_:)`` naming the byte offset of the problem, also for a
+    ///   number out of range or nesting deeper than 256 levels.
     public init(json: String) throws {
         self = try JSONParser.parse(json)
     }
@@ -154,14 +165,21 @@ extension DocumentValue {
 extension DocumentValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
 {
+    /// A ``string(_:)`` literal.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// An ``int(_:)`` literal.
     public init(integerLiteral value: Int64) { self = .int(value) }
+    /// A number literal: ``int(_:)`` when integral (`2.0`), ``double(_:)`` otherwise, ``null`` when not finite.
     public init(floatLiteral value: Double) { self = (try? .number(value)) ?? .null }
+    /// A ``bool(_:)`` literal.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// An ``array(_:)`` literal.
     public init(arrayLiteral elements: DocumentValue...) { self = .array(elements) }
+    /// A ``dictionary(_:)`` literal; for a repeated key the last value wins.
     public init(dictionaryLiteral elements: (String, DocumentValue)...) {
         self = .dictionary(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
+    /// `nil` as a literal is ``null``.
     public init(nilLiteral: ()) { self = .null }
 }
 

@@ -48,12 +48,16 @@ public class MutableDictionary: DictionaryProtocol {
     }
 
     /// A dictionary holding `data` (Foundation values: see ``DocumentValue/init(any:)``).
+    /// - Throws: ``StoreError/invalidValue(_:)`` for a value with no JSON form.
     public convenience init(data: [String: Any]) throws {
         self.init(try data.mapValues { try DocumentValue(any: $0) })
     }
 
+    /// The number of properties.
     public var count: Int { storage.count }
+    /// The property names, in UTF-8 byte order.
     public var keys: [String] { storage.keys.sorted(by: JSONWriter.utf8Order) }
+    /// The current value of property `key` (a snapshot of a nested container), or nil when it is absent.
     public func documentValue(forKey key: String) -> DocumentValue? { storage[key]?.snapshot }
 
     /// The nested dictionary, live: edits to it change this dictionary.
@@ -86,6 +90,10 @@ public class MutableDictionary: DictionaryProtocol {
     }
 
     /// Sets a Foundation value (see ``DocumentValue/init(any:)``); nil removes the key.
+    ///
+    /// A ``MutableDictionary`` or ``MutableArray`` is stored by reference, not copied: later edits to it
+    /// change this dictionary too.
+    /// - Throws: ``StoreError/invalidValue(_:)`` for a value with no JSON form; the dictionary is unchanged.
     public func setValue(_ value: Any?, forKey key: String) throws {
         switch value {
         case nil: storage[key] = nil
@@ -95,8 +103,11 @@ public class MutableDictionary: DictionaryProtocol {
         }
     }
 
+    /// Stores a string; nil removes the key.
     public func setString(_ value: String?, forKey key: String) { setDocumentValue(value.map { .string($0) }, forKey: key) }
+    /// Stores an integer.
     public func setInt(_ value: Int, forKey key: String) { setDocumentValue(.int(Int64(value)), forKey: key) }
+    /// Stores a 64-bit integer.
     public func setInt64(_ value: Int64, forKey key: String) { setDocumentValue(.int(value), forKey: key) }
     /// Stores a double; a NaN or infinite value (which JSON cannot hold) stores null.
     public func setDouble(_ value: Double, forKey key: String) {
@@ -104,23 +115,33 @@ public class MutableDictionary: DictionaryProtocol {
     }
     /// Stores a float as the decimal it prints as (0.1, not 0.10000000149011612).
     public func setFloat(_ value: Float, forKey key: String) { setDocumentValue((try? DocumentValue.number(value)) ?? .null, forKey: key) }
+    /// Stores `true` or `false`.
     public func setBoolean(_ value: Bool, forKey key: String) { setDocumentValue(.bool(value), forKey: key) }
     /// Stores the date as an ISO-8601 string.
     public func setDate(_ value: Date?, forKey key: String) { setString(value.map(ISODate.string(from:)), forKey: key) }
+    /// Stores a blob (written to the blob store when the document is saved); nil removes the key.
     public func setBlob(_ value: Blob?, forKey key: String) { setDocumentValue(value.map { .blob($0) }, forKey: key) }
+    /// Stores `value` by reference, so later edits to it change this dictionary; nil removes the key.
     public func setArray(_ value: MutableArray?, forKey key: String) { storage[key] = value.map { .array($0) } }
+    /// Stores a copy of the array's elements; nil removes the key.
     public func setArray(_ value: ArrayObject?, forKey key: String) { setDocumentValue(value.map { .array($0.storage) }, forKey: key) }
+    /// Stores `value` by reference, so later edits to it change this dictionary; nil removes the key.
     public func setDictionary(_ value: MutableDictionary?, forKey key: String) { storage[key] = value.map { .dictionary($0) } }
+    /// Stores a copy of the object's members; nil removes the key.
     public func setDictionary(_ value: DictionaryObject?, forKey key: String) { setDocumentValue(value.map { .dictionary($0.storage) }, forKey: key) }
 
+    /// Removes the key; nothing happens when it is absent.
     public func removeValue(forKey key: String) { storage[key] = nil }
 
-    /// Replaces all properties with `data`.
+    /// Replaces all properties with `data` (Foundation values: see ``DocumentValue/init(any:)``).
+    /// - Throws: ``StoreError/invalidValue(_:)`` for a value with no JSON form; the dictionary is unchanged.
     public func setData(_ data: [String: Any]) throws {
         storage = try data.mapValues { .value(try DocumentValue(any: $0)) }
     }
 
     /// Replaces all properties with the JSON object in `json`.
+    /// - Throws: ``StoreError/invalidJSON(_:)`` when `json` is not valid JSON, is not an object, or nests
+    ///   deeper than 256 levels; the dictionary is unchanged.
     public func setJSON(_ json: String) throws {
         storage = try JSONParser.parseObject(json).mapValues { .value($0) }
     }
@@ -133,16 +154,20 @@ public class MutableDictionary: DictionaryProtocol {
 public final class MutableArray: ArrayProtocol {
     var storage: [MutableSlot]
 
+    /// An empty array.
     public init() { storage = [] }
 
     init(_ values: [DocumentValue]) { storage = values.map { .value($0) } }
 
     /// An array holding `data` (Foundation values: see ``DocumentValue/init(any:)``).
+    /// - Throws: ``StoreError/invalidValue(_:)`` for a value with no JSON form.
     public convenience init(data: [Any]) throws {
         self.init(try data.map { try DocumentValue(any: $0) })
     }
 
+    /// The number of elements.
     public var count: Int { storage.count }
+    /// The current element at `index` (a snapshot of a nested container), or nil when it is out of range.
     public func documentValue(at index: Int) -> DocumentValue? {
         storage.indices.contains(index) ? storage[index].snapshot : nil
     }
@@ -181,30 +206,39 @@ public final class MutableArray: ArrayProtocol {
         }
     }
 
-    /// Appends a Foundation value (nil appends JSON null).
+    /// Appends a Foundation value (nil appends JSON null); a ``MutableDictionary`` or ``MutableArray`` is
+    /// appended by reference.
+    /// - Throws: ``StoreError/invalidValue(_:)`` for a value with no JSON form.
     public func append(_ value: Any?) throws { storage.append(try Self.slot(value)) }
+    /// Appends a document value.
     public func append(documentValue value: DocumentValue) { storage.append(.value(value)) }
 
-    /// Inserts at `index` (0...count).
+    /// Inserts a Foundation value at `index` (0...count); nil inserts JSON null.
+    /// - Throws: ``StoreError/invalidValue(_:)`` when `index` is out of range or the value has no JSON form.
     public func insert(_ value: Any?, at index: Int) throws {
         guard (0...storage.count).contains(index) else { throw StoreError.invalidValue("index \(index) out of range 0...\(storage.count)") }
         storage.insert(try Self.slot(value), at: index)
     }
 
-    /// Replaces the element at `index` (0..<count).
+    /// Replaces the element at `index` (0..<count) with a Foundation value; nil stores JSON null.
+    /// - Throws: ``StoreError/invalidValue(_:)`` when `index` is out of range or the value has no JSON form.
     public func setValue(_ value: Any?, at index: Int) throws {
         guard storage.indices.contains(index) else { throw StoreError.invalidValue("index \(index) out of range 0..<\(storage.count)") }
         storage[index] = try Self.slot(value)
     }
 
+    /// Removes the element at `index`; an index out of range is ignored.
     public func remove(at index: Int) {
         if storage.indices.contains(index) { storage.remove(at: index) }
     }
 
-    /// Replaces all elements with `data`.
+    /// Replaces all elements with `data` (Foundation values: see ``DocumentValue/init(any:)``).
+    /// - Throws: ``StoreError/invalidValue(_:)`` for a value with no JSON form; the array is unchanged.
     public func setData(_ data: [Any]) throws { storage = try data.map { try Self.slot($0) } }
 
     /// Replaces all elements with the JSON array in `json`.
+    /// - Throws: ``StoreError/invalidJSON(_:)`` when `json` is not valid JSON or not an array; the array is
+    ///   unchanged.
     public func setJSON(_ json: String) throws {
         guard case .array(let values) = try JSONParser.parse(json) else {
             throw StoreError.invalidJSON("expected a JSON array")
@@ -212,5 +246,6 @@ public final class MutableArray: ArrayProtocol {
         storage = values.map { .value($0) }
     }
 
+    /// The current elements as immutable values, nested containers included.
     public func snapshot() -> [DocumentValue] { storage.map(\.snapshot) }
 }

@@ -21,13 +21,16 @@ public final class MutableDocument: MutableDictionary {
         super.init()
     }
 
-    /// A new document holding `data` (Foundation values).
+    /// A new document holding `data` (Foundation values: see ``DocumentValue/init(any:)``).
+    /// - Throws: ``StoreError/invalidValue(_:)`` for a value with no JSON form. The ID is checked when the
+    ///   document is saved, not here.
     public convenience init(id: String? = nil, data: [String: Any]) throws {
         self.init(id: id)
         try setData(data)
     }
 
     /// A new document holding the JSON object `json`.
+    /// - Throws: ``StoreError/invalidJSON(_:)`` when `json` is not valid JSON or not an object.
     public convenience init(id: String? = nil, json: String) throws {
         self.init(id: id)
         try setJSON(json)

@@ -4,9 +4,11 @@ extension DocumentCollection {
     /// Creates an index, or does nothing when one with this name and the same
     /// definition exists.
     ///
-    /// - throws: ``StoreError/alreadyExists(_:)`` when the name is taken by a
-    ///   different definition; ``StoreError/invalidQuery(_:)`` when an
-    ///   expression does not parse.
+    /// - Throws: ``StoreError/alreadyExists(_:)`` when the name is taken by a
+    ///   different definition; ``StoreError/invalidQuery(_:)`` when an expression does not parse or
+    ///   compile, uses an aggregate, or the list of expressions or properties is empty;
+    ///   ``StoreError/invalidName(_:reason:)`` for an empty name; ``StoreError/collectionDeleted(_:)``,
+    ///   ``StoreError/databaseClosed(_:)``, ``StoreError/storage(_:)``.
     public func createIndex(_ configuration: some IndexConfiguration, name: String) throws {
         try checkLive()
         guard !name.isEmpty else { throw StoreError.invalidName(name, reason: "an index name cannot be empty") }
@@ -38,6 +40,8 @@ extension DocumentCollection {
     }
 
     /// Deletes the index `name`.
+    /// - Throws: ``StoreError/notFound(_:_:)`` (``StoreError/Subject/index``) when there is no such index;
+    ///   ``StoreError/collectionDeleted(_:)``, ``StoreError/databaseClosed(_:)``, ``StoreError/storage(_:)``.
     public func deleteIndex(name: String) throws {
         try checkLive()
         try database.write { db in
@@ -51,6 +55,8 @@ extension DocumentCollection {
     }
 
     /// The names of the collection's indexes, sorted.
+    /// - Throws: ``StoreError/collectionDeleted(_:)``, ``StoreError/databaseClosed(_:)``,
+    ///   ``StoreError/storage(_:)``.
     public var indexes: [String] {
         get throws {
             try checkLive()

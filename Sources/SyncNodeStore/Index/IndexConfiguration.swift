@@ -14,8 +14,10 @@ public struct ValueIndexConfiguration: IndexConfiguration {
     /// SQL++ expressions, most significant first (`"type"`, `"lower(name)"`, `"geo.alt"`).
     public let expressions: [String]
 
+    /// A value index on these SQL++ expressions (not checked until ``DocumentCollection/createIndex(_:name:)``).
     public init(_ expressions: [String]) { self.expressions = expressions }
 
+    /// The stored form: ``IndexDefinition/value(expressions:)``.
     public var definition: IndexDefinition { .value(expressions: expressions) }
 }
 
@@ -30,18 +32,23 @@ public struct FullTextIndexConfiguration: IndexConfiguration {
     /// other language indexes words as they are.
     public var language: String?
 
+    /// A full-text index on these property paths; by default accents matter and English words are stemmed.
     public init(_ properties: [String], ignoreAccents: Bool = false, language: String? = "en") {
         self.properties = properties
         self.ignoreAccents = ignoreAccents
         self.language = language
     }
 
+    /// The stored form: ``IndexDefinition/fullText(properties:ignoreAccents:language:)``.
     public var definition: IndexDefinition { .fullText(properties: properties, ignoreAccents: ignoreAccents, language: language) }
 }
 
 /// What an index is built from, as stored in the database.
 public enum IndexDefinition: Sendable, Hashable, Codable {
+    /// A value index on SQL++ expressions, most significant first.
     case value(expressions: [String])
+    /// A full-text index on property paths; a `language` of `en`, `english`, `en-*` or `en_*` (any case)
+    /// stems words with Porter's rules, any other indexes them as they are.
     case fullText(properties: [String], ignoreAccents: Bool, language: String?)
 
     var isFullText: Bool {
@@ -85,6 +92,7 @@ public struct ValueIndexItem: Sendable {
 public struct FullTextIndexItem: Sendable {
     let property: String
 
+    /// A property path to index, such as `"name"` or `"address.city"`.
     public static func property(_ path: String) -> FullTextIndexItem { FullTextIndexItem(property: path) }
 }
 

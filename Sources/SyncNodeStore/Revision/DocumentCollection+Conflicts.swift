@@ -18,7 +18,7 @@ extension DocumentCollection {
     /// nodes that resolve the same conflict the same way write the same
     /// revisions and stay in agreement when they replicate.
     ///
-    /// - throws: ``StoreError/conflict(documentID:)`` when the leaves are no longer
+    /// - Throws: ``StoreError/conflict(documentID:)`` when the leaves are no longer
     ///   `seen` (a save or another pull since): read them again and decide again.
     package func resolveConflict(id: String, winner: String?, mergedBody: [String: DocumentValue]?, seen: Set<String>) throws {
         try database.inBatch {

@@ -4,7 +4,7 @@ import Hummingbird
 import SyncNodeStore
 
 extension Handlers {
-    /// `POST /{db}/_find`: a Mango query (``MangoQuery``) answered as CouchDB
+    /// `POST /{db}/_find`: a Mango query (`MangoQuery`) answered as CouchDB
     /// does: `docs`, a `bookmark` that continues after them, a `warning` when
     /// no index served the query, and `execution_stats` when asked.
     func find(_ request: Request, collection c: DocumentCollection) async throws -> Response {

@@ -33,6 +33,7 @@ public final class Listener: Sendable {
         var task: Task<Void, Error>?
     }
 
+    /// A listener for `config`; nothing is bound or read until ``start()``.
     public init(config: ListenerConfiguration, logger: Logger = Logger(label: "syncnode.listener")) {
         self.config = config
         self.logger = logger
@@ -57,8 +58,11 @@ public final class Listener: Sendable {
         }
     }
 
-    /// Binds and starts serving; returns once the port is open.
-    /// - throws: ``SyncError/listenerFailed(_:)`` when it cannot bind, ``SyncError/invalidIdentity(_:)`` for a bad identity.
+    /// Binds and starts serving; returns once the port is open. Calling it again while started does nothing.
+    /// - Throws: ``SyncError/listenerFailed(_:)`` when it cannot bind; ``SyncError/invalidIdentity(_:)`` when
+    ///   the node's TLS identity cannot be loaded or saved; ``SyncError/invalidConfiguration(_:)`` when the
+    ///   session secret cannot be written; NIOSSL's error when the identity's certificate or key is unusable
+    ///   for TLS.
     public func start() async throws {
         guard state.withLock({ $0.task == nil }) else { return }
         let identity = config.disableTLS ? nil : try (config.tlsIdentity ?? config.directory.tlsIdentity())
@@ -127,6 +131,7 @@ public final class Listener: Sendable {
 extension Listener: Service {
     /// Serves (starting first if ``start()`` was not called) until its service group shuts
     /// down gracefully or is cancelled, then stops gracefully.
+    /// - Throws: the errors of ``start()``; once serving, it returns without throwing.
     public func run() async throws {
         try await start()
         try? await gracefulShutdown()

@@ -116,6 +116,9 @@ public struct ListenerConfiguration: Sendable {
     /// Tests only: answers chosen requests with an error status instead of serving them.
     package var faultInjector: FaultInjector?
 
+    /// A configuration serving `directory`; every parameter sets the property of the same name (see each
+    /// property for what it does). The defaults suit a LAN node: HTTPS with the node's own identity on every
+    /// IPv4 interface, a free port, and no authentication.
     public init(
         directory: NodeDirectory, databases: [String]? = nil, port: Int = 0, host: String = "0.0.0.0",
         disableTLS: Bool = false, tlsIdentity: TLSIdentity? = nil, authenticator: ListenerAuthenticator? = nil,

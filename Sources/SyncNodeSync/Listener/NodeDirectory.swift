@@ -16,7 +16,10 @@ public final class NodeDirectory: Sendable {
     private let open = Mutex<[String: Database]>([:])
     private let watchers = Mutex<[UUID: AsyncStream<[String]>.Continuation]>([:])
 
-    /// Opens (creating if needed) the data directory at `url`.
+    /// Opens (creating if needed) the data directory at `url`, making the node's UUID on first use and
+    /// restricting the directory to its owner (mode 0700).
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the directory or its UUID file cannot be
+    ///   created, written or given its permissions.
     public init(url: URL, logger: Logger = Logger(label: "syncnode.node")) throws {
         self.url = url
         self.logger = logger
@@ -48,6 +51,8 @@ public final class NodeDirectory: Sendable {
     /// certificate is not re-issued when addresses change later: peers pin the
     /// SHA-256 of the whole certificate (as Syncthing's device IDs do), so a new
     /// one would be a new identity to every peer. Connect by the `.local` name then.
+    /// - Throws: ``SyncError/invalidIdentity(_:)`` when the saved files cannot be read or do not match, or a
+    ///   new identity cannot be saved.
     public func tlsIdentity() throws -> TLSIdentity {
         try TLSIdentity.persistent(in: url.appendingPathComponent(".node/tls", isDirectory: true), commonName: "syncnode",
                                    hosts: { Self.certificateHosts() })
@@ -58,6 +63,8 @@ public final class NodeDirectory: Sendable {
     /// files are kept in `.node/tls-retired-<time>/` (the key still 0600).
     /// Peers that pinned or trusted the old fingerprint must be told the new one;
     /// a running listener goes on with the old until it restarts.
+    /// - Throws: ``SyncError/invalidIdentity(_:)`` when the old files cannot be moved aside or the new
+    ///   identity cannot be saved.
     public func rotateTLSIdentity() throws -> (retired: String?, identity: TLSIdentity) {
         let folder = url.appendingPathComponent(".node/tls", isDirectory: true)
         var retired: String?
@@ -86,6 +93,8 @@ public final class NodeDirectory: Sendable {
     /// The credential a node serves with when it is given none: user `admin`
     /// and a random password, made on first use and kept in
     /// `.node/credential.json` (mode 0600), so it stays the same across restarts.
+    /// An unreadable or incomplete file is replaced by a new credential.
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the file cannot be written.
     public func generatedCredential() throws -> (user: String, password: String) {
         let file = url.appendingPathComponent(".node/credential.json")
         if let data = FileManager.default.contents(atPath: file.path),
@@ -134,6 +143,12 @@ public final class NodeDirectory: Sendable {
     }
 
     /// The open database `name`; nil when it does not exist and `create` is false.
+    ///
+    /// It is opened on first use and stays open (shared by every caller) until ``closeAll()`` or
+    /// ``deleteDatabase(_:)``.
+    /// - Throws: the errors of `Database.init(name:config:)`: `StoreError.invalidName` for a
+    ///   name that breaks the rules, `StoreError.io` or `StoreError.storage` when it cannot be
+    ///   created or opened.
     public func database(_ name: String, create: Bool = false) throws -> Database? {
         if let db = open.withLock({ $0[name] }) { return db }
         let existed = Database.exists(name: name, directory: url)
@@ -169,6 +184,9 @@ public final class NodeDirectory: Sendable {
     }
 
     /// Closes and deletes the database `name`.
+    /// - Throws: `StoreError.notFound` (`StoreError.Subject.database`) when it does not exist;
+    ///   `StoreError.invalidName` for an invalid name; `StoreError.io` or
+    ///   `StoreError.storage` when closing or deleting fails.
     public func deleteDatabase(_ name: String) throws {
         let db = open.withLock { $0.removeValue(forKey: name) }
         if let db {

@@ -12,11 +12,13 @@ public struct PairingURL: Sendable, Equatable {
     public let url: URL
     /// The host (an IPv6 address without brackets).
     public let host: String
+    /// The port: the URL's, else 443 for `https` and 80 for `http`.
     public let port: Int
     /// The database (keyspace) the URL names.
     public let database: String
-    /// Credentials from the userinfo, percent-decoded.
+    /// The user name from the userinfo, percent-decoded; nil when the URL has none.
     public let user: String?
+    /// The password from the userinfo, percent-decoded; nil when the URL has none.
     public let password: String?
     /// The node's UUID (`uuid=`).
     public let uuid: String
@@ -42,8 +44,9 @@ public struct PairingURL: Sendable, Equatable {
         self.fingerprint = fingerprint
     }
 
-    /// Parses a pairing URL.
-    /// - throws: ``SyncError/invalidConfiguration(_:)`` naming what is missing or wrong.
+    /// Parses a pairing URL (surrounding whitespace is ignored).
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` naming what is missing or wrong: not an `http` or
+    ///   `https` URL with a host, no database in the path, no `uuid=`, or (for `https`) no well-formed `fp=`.
     public init(string: String) throws {
         let text = string.trimmingCharacters(in: .whitespacesAndNewlines)
         guard let components = URLComponents(string: text), let url = components.url else {

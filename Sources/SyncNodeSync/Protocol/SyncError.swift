@@ -9,6 +9,8 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A peer could not be reached or dropped the connection; a replicator retries.
     case connectionFailed(String)
 
+    /// A one-line explanation: the area (`TLS identity`, `listener`, `configuration`, `connection`), then
+    /// the reason.
     public var description: String {
         switch self {
         case .invalidIdentity(let r): return "TLS identity: \(r)"

@@ -20,7 +20,7 @@ struct WireRevision: Sendable {
     }
 
     /// Splits a wire document given as JSON text.
-    /// - throws: ``StoreError/invalidJSON(_:)`` when it is not a JSON object.
+    /// - Throws: `StoreError.invalidJSON` when it is not a JSON object.
     init(json: String) throws {
         // Most wire documents carry their revision: no hash until one is made.
         let (body, meta) = try CanonicalBody.parse(objectJSON: json, hashing: false)

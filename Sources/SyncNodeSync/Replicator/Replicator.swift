@@ -21,6 +21,7 @@ import SyncNodeStore
 /// Or, from async code, one pass that returns when caught up:
 /// `let moved = try await Replicator(config: config).runOnce()`.
 public final class Replicator: Sendable {
+    /// The configuration it was made with.
     public let config: ReplicatorConfiguration
     let logger: Logger
     private let state = Mutex(State())
@@ -37,6 +38,8 @@ public final class Replicator: Sendable {
         var pushRefusal: CouchError?
     }
 
+    /// A replicator for `config`; it connects to nothing until ``start(reset:)``, ``runOnce(reset:)`` or
+    /// ``runContinuously(reset:)``.
     public init(config: ReplicatorConfiguration, logger: Logger = Logger(label: "syncnode.replicator")) {
         self.config = config
         self.logger = logger
@@ -127,6 +130,13 @@ public final class Replicator: Sendable {
     /// One replication pass in the configured direction(s), until caught up.
     /// Transient failures (connection errors, 408, 429, 5xx) are retried with
     /// exponential backoff up to `maxAttempts`; 401/403 and pin failures stop at once.
+    /// The error thrown is also left in ``status``.
+    /// - Throws: ``CouchError`` for the peer's refusal (4xx other than 408/429), or its last transient error
+    ///   once `maxAttempts` are spent; ``SyncError/invalidIdentity(_:)`` for a certificate that does not match
+    ///   the pin or fails the TLS handshake; ``SyncError/invalidConfiguration(_:)`` for a URL that is not
+    ///   `http(s)://host[:port]/db`; ``SyncError/connectionFailed(_:)`` or the HTTP client's error when the
+    ///   peer cannot be reached; `StoreError` when the local store fails; `CancellationError` when the
+    ///   task is cancelled.
     @discardableResult
     public func runOnce(reset: Bool = false) async throws -> ReplicationResult {
         do {
@@ -154,6 +164,9 @@ public final class Replicator: Sendable {
     /// next local change (push) or remote change (pull, by long poll), then
     /// another pass. Transient failures are retried forever with backoff;
     /// 401/403 and a wrong pin stop it.
+    /// - Throws: the errors no retry can fix: ``CouchError`` for a 4xx other than 408/429,
+    ///   ``SyncError`` (other than ``SyncError/connectionFailed(_:)``), `StoreError`; `CancellationError`
+    ///   when the task is cancelled during a backoff wait (cancelled elsewhere, it returns normally).
     public func runContinuously(reset: Bool = false) async throws {
         let signal = ChangeSignal()
         let token = config.collection.addChangeListener { _ in signal.fire() }
@@ -300,6 +313,9 @@ public final class Replicator: Sendable {
     /// `documentIDs` and push filters): what the next push would send.
     /// Needs the peer's identity: the configured `remoteUUID`, the one seen by
     /// an earlier run, or else it asks the peer.
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` for a pull-only replicator; the errors of
+    ///   ``runOnce(reset:)`` for reaching the peer (without retries) when no earlier run learnt its
+    ///   identity; `StoreError` when the local store fails.
     public func pendingDocumentIDs() async throws -> Set<String> {
         guard config.replicatorType != .pull else {
             throw SyncError.invalidConfiguration("pending documents are known for push replications only")
@@ -328,6 +344,7 @@ public final class Replicator: Sendable {
     }
 
     /// Whether the next push would send this document.
+    /// - Throws: the errors of ``pendingDocumentIDs()``.
     public func isDocumentPending(id: String) async throws -> Bool {
         try await pendingDocumentIDs().contains(id)
     }

@@ -12,7 +12,12 @@ public enum ReplicationEndpoint: Sendable {
 
 /// The direction of a replication.
 public enum ReplicatorType: Sendable {
-    case push, pull, pushAndPull
+    /// Local changes go to the peer.
+    case push
+    /// The peer's changes come here.
+    case pull
+    /// Both ways: each pass pulls, then pushes.
+    case pushAndPull
 }
 
 /// HTTP Basic credentials for the peer.
@@ -68,7 +73,7 @@ public struct ReplicatorConfiguration: Sendable {
     /// Extra HTTP headers sent with every request.
     public var headers: [String: String] = [:]
     /// Who the local collection's validator is told writes what this replicator stores
-    /// locally; nil: the peer (``WriteAuthor/Origin/replication(peer:)``).
+    /// locally; nil: the peer (`WriteAuthor/Origin/replication(peer:)`).
     package var localAuthor: WriteAuthor?
     /// The identity this node presents as its TLS client certificate: a peer
     /// that trusts its fingerprint admits it without a password. Nil presents none.

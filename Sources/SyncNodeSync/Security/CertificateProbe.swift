@@ -8,7 +8,7 @@ import Synchronization
 /// trip, not after HTTP-client retries), and so trust-on-first-use can pin it.
 enum CertificateProbe {
     /// The DER certificate `host:port` presents.
-    /// - throws: ``SyncError/connectionFailed(_:)`` (or NIO's error when connecting fails)
+    /// - Throws: ``SyncError/connectionFailed(_:)`` (or NIO's error when connecting fails)
     ///   when the connection closes or times out before a certificate arrives: a
     ///   replicator retries these. ``SyncError/invalidIdentity(_:)`` when the server
     ///   presents no usable certificate.

@@ -37,7 +37,9 @@ extension TLSIdentity {
         tls.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: Array(privateKeyPEM.utf8), format: .pem))
     }
 
-    /// A client configuration that trusts exactly this certificate (a pin).
+    /// A client configuration that trusts exactly this certificate (a pin), without checking host names,
+    /// TLS 1.2 or later.
+    /// - Throws: NIOSSL's error when the certificate cannot be loaded.
     public func pinningClientConfiguration() throws -> TLSConfiguration {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: certificateDER, format: .der)])

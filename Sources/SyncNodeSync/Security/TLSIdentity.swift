@@ -23,6 +23,10 @@ public struct TLSIdentity: Sendable {
     public var expires: Date? { (try? Certificate(derEncoded: certificateDER))?.notValidAfter }
 
     /// Imports a PEM certificate (the first block is used) and its private key (EC or RSA, unencrypted).
+    ///
+    /// The listener offers only ECDSA cipher suites for TLS 1.2, so an RSA identity serves TLS 1.3 clients only.
+    /// - Throws: ``SyncError/invalidIdentity(_:)`` when there is no `CERTIFICATE` block or the key does not
+    ///   belong to the certificate; the PEM or X.509 parser's error for text that does not parse.
     public init(certificatePEM: String, privateKeyPEM: String) throws {
         let documents = try PEMDocument.parseMultiple(pemString: certificatePEM).filter { $0.discriminator == "CERTIFICATE" }
         guard let leaf = documents.first else { throw SyncError.invalidIdentity("no CERTIFICATE block in the PEM") }
@@ -38,6 +42,10 @@ public struct TLSIdentity: Sendable {
 
     /// Makes a new self-signed identity valid for ten years, for `hosts`
     /// (DNS names and IP addresses) plus localhost, 127.0.0.1 and ::1.
+    ///
+    /// The key is P-256; the subject is `commonName` followed by a random suffix, so two nodes never share one.
+    /// - Throws: the X.509 library's error should the certificate fail to build (not expected in practice);
+    ///   ``SyncError/invalidIdentity(_:)`` should its encoding not round-trip.
     public static func makeSelfSigned(commonName: String, hosts: [String] = []) throws -> TLSIdentity {
         let p256 = P256.Signing.PrivateKey()
         let key = Certificate.PrivateKey(p256)

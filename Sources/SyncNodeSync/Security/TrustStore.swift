@@ -48,11 +48,13 @@ public final class TrustStore: Sendable {
         public var revoked = false
     }
 
+    /// A trust store reading `.node/trusted-peers` of `directory` (a missing file trusts no one but `trusted`).
     /// - Parameters:
     ///   - directory: the node whose `.node/trusted-peers` to use.
     ///   - trusted: fingerprints trusted for this run only.
     ///   - trustOnFirstUse: trust (and record) discovered peers never seen before.
-    /// - throws: ``SyncError/invalidConfiguration(_:)`` naming the file and line when a line is not a fingerprint.
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` naming the file and line when a line is not a
+    ///   fingerprint, or when the file is not UTF-8 text.
     public init(directory: NodeDirectory, trusted: [String] = [], trustOnFirstUse: Bool = false) throws {
         file = directory.url.appendingPathComponent(".node/trusted-peers")
         given = Set(trusted)
@@ -61,7 +63,9 @@ public final class TrustStore: Sendable {
         _ = try current()
     }
 
-    /// The file's lines, in order.
+    /// The file's lines, in order (revoked ones included, `--trust` fingerprints not).
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the file is not UTF-8 text or a line is not a
+    ///   fingerprint.
     public func entries() throws -> [Entry] {
         try Self.parse(file)
     }
@@ -102,7 +106,8 @@ public final class TrustStore: Sendable {
     }
 
     /// Trusts `fingerprint` (with the peer's UUID, when known) from now on, revoked or not before.
-    /// - throws: ``SyncError/invalidConfiguration(_:)`` for a malformed fingerprint or UUID, or an unwritable file.
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` for a malformed fingerprint or UUID, or when the file
+    ///   cannot be locked or written.
     public func add(fingerprint: String, uuid: String? = nil, note: String = "") throws {
         guard TLSIdentity.isFingerprint(fingerprint) else {
             throw SyncError.invalidConfiguration("'\(fingerprint)' is not a certificate fingerprint (base64url SHA-256, as `syncnode identity` prints)")
@@ -118,6 +123,7 @@ public final class TrustStore: Sendable {
     /// Stops trusting `fingerprint`: its lines go, and a `!FINGERPRINT` line keeps trust on
     /// first use from taking it back. False when it was not trusted by the file. Fingerprints
     /// given with `--trust` stay trusted until the node restarts without them.
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the file cannot be locked or written.
     public func remove(fingerprint: String) throws -> Bool {
         try FileLock.withLock(beside: file) {
             var lines = Self.lines(file)

@@ -55,12 +55,15 @@ public final class UserStore: Sendable {
         return random.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
     }
 
-    /// The user names, sorted.
+    /// The user names, sorted; empty when the file does not exist.
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the file is not a users file or holds an entry
+    ///   that is not a PBKDF2-SHA512 hash.
     public func names() throws -> [String] {
         try current().keys.sorted()
     }
 
     /// A user's roles, matched against databases' `_security` (`_admin`: a server admin); nil for no such user.
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the file is not a valid users file.
     public func roles(of name: String) throws -> [String]? {
         try current()[name]?.roles
     }
@@ -68,8 +71,9 @@ public final class UserStore: Sendable {
     /// Adds `name`, or sets a new password and roles for it. A user with role `_admin` is a
     /// server admin (every database, creating and deleting them); others get what each
     /// database's `_security` grants their name and roles.
-    /// - throws: ``SyncError/invalidConfiguration(_:)`` for an empty name or password, a
-    ///   name with a colon (HTTP Basic cannot carry it), or a file that cannot be written.
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` for an empty password, a name that is empty, over
+    ///   256 bytes or holds a colon (HTTP Basic cannot carry it), an existing file that is not a valid
+    ///   users file, or a file that cannot be locked or written.
     public func add(_ name: String, password: String, roles: [String] = []) throws {
         guard !name.isEmpty, !name.contains(":"), name.utf8.count <= 256 else {
             throw SyncError.invalidConfiguration("a user name must be 1 to 256 bytes without ':' (got '\(name)')")
@@ -88,6 +92,8 @@ public final class UserStore: Sendable {
     }
 
     /// Removes `name`; false when there was no such user.
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the file is not a valid users file or cannot be
+    ///   locked or written.
     @discardableResult
     public func remove(_ name: String) throws -> Bool {
         try FileLock.withLock(beside: file) {

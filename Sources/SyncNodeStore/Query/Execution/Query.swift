@@ -42,8 +42,13 @@ public final class Query: Sendable, CustomStringConvertible {
     public var description: String { SQLPPRenderer.render(statement) }
 
     /// Runs the query and returns every row.
-    /// - throws: ``StoreError/invalidQuery(_:)`` for a query that cannot
-    ///   compile or run (an unknown collection, a bad full-text pattern...).
+    ///
+    /// The query compiles on first run (and again after a collection or index is created or deleted);
+    /// unset parameters are MISSING.
+    /// - Throws: ``StoreError/invalidQuery(_:)`` for a query that cannot compile or run (an unknown
+    ///   collection or source, a misplaced `MATCH`, a bad full-text pattern or regular expression, a
+    ///   query too complex to compile...); ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``
+    ///   when SQLite fails.
     public func execute() throws -> ResultSet {
         let parameters = state.withLock { $0.parameters } ?? Parameters()
         // One statement reads one snapshot: no transaction needed around it.
@@ -65,6 +70,8 @@ public final class Query: Sendable, CustomStringConvertible {
 
     /// SQLite's plan for the query (`EXPLAIN QUERY PLAN`), one step per line,
     /// after the SQL it runs.
+    /// - Throws: ``StoreError/invalidQuery(_:)`` when the query does not compile;
+    ///   ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)`` when SQLite cannot prepare it.
     public func explain() throws -> String {
         try database.read { db in
             let compiled = try compiledQuery(db)
@@ -221,8 +228,10 @@ extension Database {
     /// database's name mean the default collection; `name` is a collection
     /// of the default scope, `scope.name` one of another scope.
     ///
-    /// - throws: ``StoreError/invalidQuery(_:)`` naming the position of a
-    ///   syntax error and what was expected there, or an unknown function.
+    /// Collection names are resolved when the query first runs, not here.
+    /// - Throws: ``StoreError/invalidQuery(_:)`` naming the position of a
+    ///   syntax error and what was expected there, or an unknown function or wrong argument count;
+    ///   ``StoreError/databaseClosed(_:)`` when the database is closed.
     public func createQuery(_ sql: String) throws -> Query {
         try checkOpen()
         return Query(database: self, statement: try SQLPPParser.parseStatement(sql))

@@ -12,6 +12,7 @@ public struct ResultSet: Sequence, Sendable, Equatable {
     /// The result column names, in SELECT order.
     public var columnNames: [String] { layout.columnNames }
 
+    /// The rows in order; a result set can be iterated any number of times.
     public func makeIterator() -> some IteratorProtocol<Result> {
         rows.lazy.map { Result(layout: layout, values: $0) }.makeIterator()
     }
@@ -51,11 +52,14 @@ public struct Result: DictionaryProtocol, ArrayProtocol, Sendable, Equatable {
     /// The names of the columns that have a value, in SELECT order.
     public var keys: [String] { zip(layout.columnNames, values).compactMap { $1 == nil ? nil : $0 } }
 
+    /// The value of the column named `key` (the last one, if several share the name); nil when there is no
+    /// such column or its value is MISSING.
     public func documentValue(forKey key: String) -> DocumentValue? {
         guard let i = layout.columnNames.lastIndex(of: key) else { return nil }
         return values[i]
     }
 
+    /// The value of column `index` in SELECT order; nil when it is out of range or the value is MISSING.
     public func documentValue(at index: Int) -> DocumentValue? {
         (0..<count).contains(index) ? values[index] : nil
     }

@@ -31,6 +31,7 @@ public struct MangoQuery: Sendable, Equatable {
     /// Indexes the client asked for (`use_index`); SQLite's planner chooses.
     public var useIndex: [String]
 
+    /// Equal when every member is (`sort` compared entry by entry).
     public static func == (a: MangoQuery, b: MangoQuery) -> Bool {
         a.selector == b.selector && a.fields == b.fields && a.limit == b.limit && a.skip == b.skip && a.useIndex == b.useIndex
             && a.sort.map(\.field) == b.sort.map(\.field) && a.sort.map(\.descending) == b.sort.map(\.descending)
@@ -39,7 +40,9 @@ public struct MangoQuery: Sendable, Equatable {
     /// Reads a `_find` request body: `selector` (required), `fields`, `sort`,
     /// `limit`, `skip`, `use_index`; other members (`bookmark`,
     /// `execution_stats`, `r`, `conflicts`...) are left to the caller.
-    /// - throws: ``StoreError/invalidQuery(_:)`` naming what is wrong.
+    /// - Throws: ``StoreError/invalidQuery(_:)`` naming what is wrong: no `selector` object, `fields` not an
+    ///   array of non-empty names, a malformed `sort`, or a `limit`/`skip` that is not an integer from 0
+    ///   to 2³¹-1. The selector itself is checked by ``query(on:)``.
     public init(_ body: [String: DocumentValue]) throws(StoreError) {
         guard case .dictionary? = body["selector"] else { throw .invalidQuery("a Mango query needs a \"selector\" object") }
         selector = body["selector"] ?? [:]
@@ -78,6 +81,8 @@ public struct MangoQuery: Sendable, Equatable {
     }
 
     /// Parses a `_find` request body given as JSON text.
+    /// - Throws: ``StoreError/invalidQuery(_:)`` when the text is not JSON or not an object, or for the
+    ///   reasons of ``init(_:)``.
     public init(json: String) throws(StoreError) {
         let value: DocumentValue
         do {
@@ -114,7 +119,9 @@ public struct MangoQuery: Sendable, Equatable {
 
     /// The query on `collection`. Its rows have `id`, `rev` and `doc` (the
     /// document's body) columns, in sort order, `skip` and `limit` applied.
-    /// - throws: ``StoreError/invalidQuery(_:)`` for a selector CouchDB would refuse.
+    /// `fields` is not applied here: project `doc` with it.
+    /// - Throws: ``StoreError/invalidQuery(_:)`` for a selector CouchDB would refuse (an unknown operator,
+    ///   an operator given the wrong kind of argument...).
     public func query(on collection: DocumentCollection) throws(StoreError) -> Query {
         var compiler = MangoCompiler()
         let condition = try compiler.selector(selector, base: [])
