@@ -224,3 +224,58 @@ import Testing
         #expect(try c.document(id: "d") == nil)
     }
 }
+
+/// `changeCount(since:)` (CouchDB's `pending`) follows from its last answers while nothing
+/// is written; every kind of write in between must still give the exact count.
+@Suite struct ChangeCountTests {
+    /// What a scan of every row says.
+    static func counted(_ c: DocumentCollection, since: Int64) throws -> Int {
+        try c.changes(since: 0).filter { $0.sequence > since }.count
+    }
+
+    @Test func pagesAndEveryKindOfWriteBetweenThem() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open("db")
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        try db.inBatch { for i in 0..<300 { try c.save(try MutableDocument(id: "d\(i)", data: ["i": i])) } }
+        func check(_ since: Int64, _ note: String) throws {
+            #expect(try c.changeCount(since: since) == Self.counted(c, since: since), "since \(since), \(note)")
+        }
+        // Pages read in order, as a replicator reads them; then a reader starting over.
+        for since in stride(from: Int64(0), through: 300, by: 50) { try check(since, "paging") }
+        try check(0, "from the start again")
+        try check(120, "from the middle")
+        // Each write between two pages, on a document the count includes: an update (its row
+        // moves past the end), a new document, a deletion, a purge, an expiry; then a write inside
+        // a batch that rolls back.
+        let writes: [(String, () throws -> Void)] = [
+            ("update", { try c.save(try MutableDocument(id: "d210", data: ["i": -1])) }),
+            ("insert", { try c.save(try MutableDocument(id: "new", data: [:])) }),
+            ("delete", { try c.delete(id: "d220") }),
+            ("purge", { try c.purge(id: "d230") }),
+            ("expiry", {
+                try c.setDocumentExpiration(id: "d240", expiration: Date(timeIntervalSinceNow: -1))
+                _ = try db.purgeExpired(now: Date())
+            }),
+        ]
+        var since: Int64 = 0
+        for (name, write) in writes {
+            try check(since, "before \(name)")
+            try write()
+            try check(since, "after \(name)")
+            since += 40
+            try check(since, "next page after \(name)")
+        }
+        struct Abandon: Error {}
+        #expect(throws: Abandon.self) {
+            try db.inBatch {
+                try c.save(try MutableDocument(id: "rolled-back", data: [:]))
+                try check(0, "inside a batch")
+                throw Abandon()
+            }
+        }
+        try check(0, "after the rollback")
+        try check(since, "after the rollback, later page")
+    }
+}

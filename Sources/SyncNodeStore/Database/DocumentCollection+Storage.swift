@@ -259,6 +259,9 @@ extension DocumentCollection {
         }
         try db.cachedStatement(sql: "DELETE FROM \(tables.revs) WHERE doc_key = ?").execute(arguments: [key])
         try db.cachedStatement(sql: "DELETE FROM \(tables.docs) WHERE key = ?").execute(arguments: [key])
+        // A purge takes a sequence too (as in CouchDB, update_seq moves): whatever was derived
+        // from the collection at the last sequence, such as ``ChangeCounts``, is then stale.
+        _ = try nextSequence(db)
         database.notifier.record(db, collectionID: tableID, documentID: id)
         return true
     }

@@ -20,6 +20,8 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
     var tableID: Int64 { tables.id }
     private let isDeleted = Mutex(false)
     let validatorSlot = Mutex<DocumentValidator?>(nil)
+    /// Recent `changeCount(since:)` answers, which later pages' counts follow from.
+    let changeCounts = ChangeCounts()
 
     init(database: Database, scope: String, name: String, tableID: Int64) {
         self.database = database

@@ -72,6 +72,7 @@ extension Database {
                 for id in ids {
                     try db.execute(sql: "DELETE FROM \(tables.revs) WHERE doc_key = (SELECT key FROM \(tables.docs) WHERE id = ?)", arguments: [id])
                     try db.execute(sql: "DELETE FROM \(tables.docs) WHERE id = ?", arguments: [id])
+                    _ = try sequences.next(db, collectionID: tables.id)  // a purge, as purgeRow's
                     notifier.record(db, collectionID: tables.id, documentID: id)
                 }
                 if !ids.isEmpty {

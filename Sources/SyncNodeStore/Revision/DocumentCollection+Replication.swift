@@ -82,11 +82,26 @@ extension DocumentCollection {
         }
     }
 
-    /// How many documents changed after `since` (CouchDB's `pending`).
+    /// How many documents changed after `since` (CouchDB's `pending`). Asked again with a later
+    /// `since` and nothing written meanwhile, it counts only the rows in between (``ChangeCounts``).
     package func changeCount(since: Int64) throws -> Int {
         try checkLive()
-        return try database.readStatement { db in
-            try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM \(tables.docs) WHERE seq > ?"), arguments: [since]) ?? 0
+        // Inside a write transaction the counter row lags the rows (it is written at commit).
+        let followsEarlierCounts = !WriterThread.isWriting(database)
+        return try database.read { db in
+            let lastSequence = try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT last_seq FROM collections WHERE id = ?"), arguments: [tableID]) ?? 0
+            let count: Int
+            if followsEarlierCounts, let base = changeCounts.base(lastSequence: lastSequence, since: since) {
+                let passed = try Int.fetchOne(
+                    db.cachedStatement(sql: "SELECT count(*) FROM \(tables.docs) WHERE seq > ? AND seq <= ?"),
+                    arguments: [base.since, since]) ?? 0
+                count = base.count - passed
+            } else {
+                count = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM \(tables.docs) WHERE seq > ?"), arguments: [since]) ?? 0
+            }
+            if followsEarlierCounts { changeCounts.remember(.init(lastSequence: lastSequence, since: since, count: count)) }
+            return count
         }
     }
 
