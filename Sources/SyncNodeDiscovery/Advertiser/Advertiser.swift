@@ -21,7 +21,10 @@ public final class Advertiser: @unchecked Sendable, AvahiConnectionUser {
     private let connection: AvahiConnection
     private let logger: Logger
 
-    /// - parameter onStatus: told (on Avahi's thread; return quickly) when DNS-SD becomes available or unavailable.
+    /// - parameters:
+    ///   - record: the service to publish: name, port and TXT record.
+    ///   - logger: where publishing, renames on collision and daemon restarts are logged.
+    ///   - onStatus: told (on Avahi's thread; return quickly) when DNS-SD becomes available or unavailable.
     public init(record: ServiceRecord, logger: Logger = Logger(label: "syncnode.advertiser"),
                 onStatus: @escaping @Sendable (DiscoveryStatus) -> Void = { _ in }) throws {
         self.record = record

@@ -31,6 +31,8 @@ public final class Browser: Sendable {
     ///   - authenticator: credentials for peers' `GET /`; without them (or when refused), a peer that answers 401
     ///     over TLS with its advertised certificate still counts as answering.
     ///   - probeInterval: how often each peer is checked; two failed checks in a row report it gone.
+    ///   - probeTimeout: how long one check may take before it counts as failed.
+    ///   - logger: where sightings, probes and losses are logged.
     ///   - onStatus: told (on Avahi's thread; return quickly) when DNS-SD becomes available or unavailable.
     public init(ignoring ownUUID: String? = nil, authenticator: BasicAuthenticator? = nil, probeInterval: Duration = .seconds(2),
                 probeTimeout: Duration = .milliseconds(1500), logger: Logger = Logger(label: "syncnode.browser"),

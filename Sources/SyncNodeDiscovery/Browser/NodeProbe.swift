@@ -34,7 +34,13 @@ public actor NodeProbe {
     private var isShutDown = false
 
     /// A probe of the node whose root is `scheme://host:port`.
-    /// - parameter fingerprint: the certificate fingerprint to pin (https only).
+    /// - parameters:
+    ///   - scheme: `https` or `http`.
+    ///   - host: the node's address or host name.
+    ///   - port: the node's listener port.
+    ///   - fingerprint: the certificate fingerprint to pin (https only).
+    ///   - authenticator: credentials for `GET /`; nil asks without.
+    ///   - timeout: how long connecting and each answer may take.
     public init(scheme: String, host: String, port: Int, fingerprint: String?, authenticator: BasicAuthenticator?, timeout: Duration) {
         self.scheme = scheme
         self.host = host

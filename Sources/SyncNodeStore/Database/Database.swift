@@ -254,7 +254,9 @@ public final class Database: Sendable {
     }
 
     /// Creates a collection (and its scope) or returns the existing one.
-    /// - parameter scope: nil means `_default`.
+    /// - parameters:
+    ///   - name: the collection's name.
+    ///   - scope: its scope; nil means `_default`.
     /// - Throws: ``StoreError/invalidName(_:reason:)`` when the collection or scope name breaks Couchbase's
     ///   rules (1-251 characters from `A-Z a-z 0-9 _ - %`, not starting with `_` or `%` except `_default`);
     ///   ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``.

@@ -10,7 +10,10 @@ public struct DatabaseConfiguration: Sendable {
     /// The logger the store writes to.
     public var logger: Logger
 
-    /// - parameter directory: defaults to the current working directory.
+    /// - parameters:
+    ///   - directory: defaults to the current working directory.
+    ///   - revsLimit: generations of history kept per document.
+    ///   - logger: the store's logger.
     public init(directory: URL? = nil, revsLimit: Int = 20, logger: Logger = Logger(label: "syncnode.store")) {
         self.directory = directory ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
         self.revsLimit = max(1, revsLimit)
