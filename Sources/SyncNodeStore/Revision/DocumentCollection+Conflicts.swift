@@ -1,5 +1,7 @@
-/// Conflict resolution for the replicator: closing losing branches so that a
-/// document has one live leaf again.
+import GRDB
+
+/// Conflicts: finding them, reading their leaves, and closing losing branches so that a
+/// document has one live leaf again (for apps, and for the replicator's resolver).
 extension DocumentCollection {
     /// A stored revision as a ``Document``; nil for a tombstone (the shape
     /// conflict resolvers see: a deleted side is absent).
@@ -21,6 +23,14 @@ extension DocumentCollection {
     /// - Throws: ``StoreError/conflict(documentID:)`` when the leaves are no longer
     ///   `seen` (a save or another pull since): read them again and decide again.
     package func resolveConflict(id: String, winner: String?, mergedBody: [String: DocumentValue]?, seen: Set<String>) throws {
+        if let key = mergedBody?.keys.first(where: { $0.hasPrefix("_") && $0 != Self.attachmentsKey }) {
+            throw StoreError.reservedProperty(key)
+        }
+        try resolveConflict(id: id, winner: winner, merged: mergedBody.map(CanonicalBody.init(object:)), seen: seen)
+    }
+
+    /// ``resolveConflict(id:winner:mergedBody:seen:)`` with the merged body in canonical form.
+    func resolveConflict(id: String, winner: String?, merged: CanonicalBody?, seen: Set<String>) throws {
         try database.inBatch {
             let leaves = try leafRevisions(id: id)
             // The decision was made on an earlier read: if a save has since extended the winner,
@@ -32,9 +42,118 @@ extension DocumentCollection {
                 let tombstone = RevisionID.make(parent: leaf.rev, deleted: true, body: .empty)
                 try insertRevision(id: id, history: [tombstone] + leaf.history, deleted: true, body: [:])
             }
-            guard let winner, let mergedBody, let kept = leaves.first(where: { $0.rev == winner }) else { return }
-            let merged = RevisionID.make(parent: winner, deleted: false, body: CanonicalBody(object: mergedBody))
-            try insertRevision(id: id, history: [merged] + kept.history, deleted: false, body: mergedBody)
+            guard let winner, let merged, let kept = leaves.first(where: { $0.rev == winner }) else { return }
+            let mergedRev = RevisionID.make(parent: winner, deleted: false, body: merged)
+            try insertRevision(id: id, history: [mergedRev] + kept.history, deleted: false, body: merged)
         }
+    }
+
+    // MARK: - Public API
+
+    /// The IDs of the documents in conflict, in ID order: those with more than one live leaf
+    /// revision.
+    ///
+    /// A conflict arises when two nodes edit a document between replications and the
+    /// replicator keeps both sides (`conflictResolver = nil`, or a resolver that gave up), or when
+    /// a CouchDB or PouchDB client writes a conflicting revision. Every node shows the same
+    /// winner meanwhile (``Document/revisionID`` is the winning leaf); resolve with
+    /// ``resolveConflict(id:keeping:)`` or ``resolveConflict(id:merged:)``.
+    ///
+    /// This reads the revision tree of every document with more than one revision: a scan of
+    /// the collection, meant for occasional checks, not for every change.
+    /// - Throws: ``StoreError/collectionDeleted(_:)``, ``StoreError/databaseClosed(_:)``,
+    ///   ``StoreError/storage(_:)``.
+    public func conflictedDocumentIDs() throws -> [String] {
+        try checkLive()
+        return try database.read { db in
+            // A tree of one revision has no newline; only longer histories can branch.
+            let rows = try Row.fetchCursor(db, sql: "SELECT id, tree FROM \(tables.docs) WHERE instr(tree, char(10)) > 0 ORDER BY id")
+            var ids: [String] = []
+            while let row = try rows.next() {
+                let tree = try RevisionTree(serialized: row[1])
+                if tree.leaves.count(where: { !tree.nodes[$0].deleted }) > 1 { ids.append(row[0]) }
+            }
+            return ids
+        }
+    }
+
+    /// Every leaf revision of the document, each as a ``Document`` with its
+    /// ``Document/revisionID``: the winner first, then the other live leaves (the conflicts),
+    /// then deleted leaves (``Document/isDeleted``, with no properties). Empty when the
+    /// document does not exist (purged or never saved).
+    /// - Throws: ``StoreError/collectionDeleted(_:)``, ``StoreError/databaseClosed(_:)``,
+    ///   ``StoreError/storage(_:)``.
+    public func leafDocuments(id: String) throws -> [Document] {
+        try leafRevisions(id: id).map { leaf in
+            Document(id: id, revisionID: leaf.rev, sequence: leaf.sequence, isDeleted: leaf.deleted,
+                     json: leaf.deleted ? "{}" : leaf.body ?? "{}", blobStore: database.blobStore)
+        }
+    }
+
+    /// Ends the document's conflict by keeping one live leaf: every other live leaf gets a
+    /// tombstone. Returns the document as it now reads.
+    ///
+    /// The tombstones' revision IDs derive from their parents only, as the replicator's
+    /// resolver writes them, so nodes that resolve the same conflict the same way write the
+    /// same revisions and agree after they replicate. Keeping the only live leaf changes nothing.
+    /// - Throws: ``StoreError/notFound(_:_:)`` (``StoreError/Subject/document``) when the
+    ///   document does not exist, (``StoreError/Subject/revision``) when `revisionID` is not a
+    ///   live leaf of it (see ``leafDocuments(id:)``); ``StoreError/conflict(documentID:)`` when
+    ///   another writer changed the leaves meanwhile; ``StoreError/rejected(documentID:reason:)``
+    ///   when a validator that applies to local saves refuses a tombstone;
+    ///   ``StoreError/collectionDeleted(_:)``, ``StoreError/databaseClosed(_:)``,
+    ///   ``StoreError/storage(_:)``.
+    @discardableResult
+    public func resolveConflict(id: String, keeping revisionID: String) throws -> Document {
+        try resolve(id: id, keeping: revisionID, merged: nil)
+    }
+
+    /// Ends the document's conflict with a merged version: it becomes a child of the current
+    /// winner, and every other live leaf gets a tombstone. `merged` learns its new revision.
+    ///
+    /// Build `merged` from the leaves, for instance the winner's ``Document/toMutable()`` with
+    /// the other side's changes applied. Blobs in it are stored as a save stores them. Two
+    /// nodes that merge the same conflict into the same properties write the same revisions
+    /// (the merged revision's ID derives from the winner and the canonical body), so they agree
+    /// after they replicate.
+    /// - Parameters:
+    ///   - id: the document.
+    ///   - merged: its properties after the merge; its ``MutableDocument/id`` must be `id`.
+    /// - Throws: ``StoreError/notFound(_:_:)`` (``StoreError/Subject/document``) when the
+    ///   document does not exist or is deleted; ``StoreError/invalidValue(_:)`` when `merged`
+    ///   is another document; ``StoreError/reservedProperty(_:)`` for a top-level key starting
+    ///   with `_`; ``StoreError/conflict(documentID:)`` when another writer changed the leaves
+    ///   meanwhile; ``StoreError/rejected(documentID:reason:)`` when a validator that applies to
+    ///   local saves refuses; ``StoreError/collectionDeleted(_:)``,
+    ///   ``StoreError/databaseClosed(_:)``, ``StoreError/storage(_:)``.
+    @discardableResult
+    public func resolveConflict(id: String, merged: MutableDocument) throws -> Document {
+        guard merged.id == id else {
+            throw StoreError.invalidValue("the merged document is '\(merged.id)', not '\(id)'")
+        }
+        let result = try resolve(id: id, keeping: nil, merged: merged)
+        merged.revisionID = result.revisionID
+        merged.sequence = result.sequence
+        return result
+    }
+
+    /// Keeps `keeping` (nil: the winner) and closes the other live leaves, in one transaction.
+    private func resolve(id: String, keeping: String?, merged: MutableDocument?) throws -> Document {
+        try checkLive()
+        var result: Document?
+        try database.inBatch {
+            let leaves = try leafRevisions(id: id)
+            guard let winner = leaves.first, !winner.deleted else {
+                throw StoreError.notFound(.document, "document '\(id)' in \(fullName)")
+            }
+            let kept = keeping ?? winner.rev
+            guard leaves.contains(where: { $0.rev == kept && !$0.deleted }) else {
+                throw StoreError.notFound(.revision, "revision \(kept) is not a live leaf of document '\(id)' in \(fullName)")
+            }
+            try resolveConflict(id: id, winner: kept, merged: try merged.map { try encodeBody($0) }, seen: Set(leaves.map(\.rev)))
+            result = try document(id: id)
+        }
+        guard let result else { throw StoreError.notFound(.document, "document '\(id)' in \(fullName)") }
+        return result
     }
 }
