@@ -18,7 +18,7 @@ func runCLI(_ arguments: [String], stdin: String? = nil) throws -> (status: Int3
     }
 
     /// Every command's help shows an example.
-    @Test(arguments: [[], ["put"], ["get"], ["delete"], ["import"], ["export"], ["changes"], ["query"], ["serve"], ["sync"], ["peers"],
+    @Test(arguments: [[], ["put"], ["get"], ["delete"], ["import"], ["export"], ["changes"], ["conflicts"], ["resolve"], ["query"], ["serve"], ["sync"], ["peers"],
                       ["identity"], ["user"], ["user", "add"], ["user", "remove"], ["user", "list"], ["trust"], ["trust", "add"],
                       ["trust", "remove"], ["trust", "list"]])
     func helpShowsAnExample(_ command: [String]) throws {
@@ -83,6 +83,45 @@ func runCLI(_ arguments: [String], stdin: String? = nil) throws -> (status: Int3
         let other = try runCLI(d + ["import", "db2", "-"], stdin: exported.stdout)
         #expect(other.status == 0)
         #expect(try runCLI(d + ["export", "db2"]).stdout.split(separator: "\n").count == 2500)
+    }
+
+    /// Conflicts made as replication makes them, listed and resolved from the command line.
+    @Test func conflictsAreListedAndResolved() throws {
+        let dir = try TempDirectory()
+        let d = ["--dir", dir.url.path]
+        #expect(try runCLI(d + ["put", "default", "plain", "{}"]).status == 0)
+        do {
+            let db = try Database(name: "default", config: DatabaseConfiguration(directory: dir.url))
+            defer { try? db.close() }
+            let c = try db.defaultCollection()
+            for id in ["d", "e"] {
+                try c.insertRevision(id: id, history: ["1-1111"], deleted: false, body: ["v": "root"])
+                try c.insertRevision(id: id, history: ["2-bbbb", "1-1111"], deleted: false, body: ["v": "b"])
+                try c.insertRevision(id: id, history: ["2-cccc", "1-1111"], deleted: false, body: ["v": "c"])
+            }
+        }
+        let listed = try runCLI(d + ["conflicts", "default"])
+        #expect(listed.status == 0)
+        #expect(listed.stdout.split(separator: "\n") == [
+            #"{"conflicts":["2-bbbb"],"id":"d","winner":"2-cccc"}"#, #"{"conflicts":["2-bbbb"],"id":"e","winner":"2-cccc"}"#,
+        ])
+        let kept = try runCLI(d + ["resolve", "default", "d", "--keep", "2-bbbb"])
+        #expect(kept.status == 0 && kept.stdout == #"{"id":"d","rev":"2-bbbb"}"# + "\n", "\(kept.stderr)")
+        #expect(try runCLI(d + ["get", "default", "d"]).stdout.contains(#""v":"b""#))
+        let merged = try runCLI(d + ["resolve", "default", "e", "--merged", "-"], stdin: #"{"v":"b+c"}"#)
+        #expect(merged.status == 0 && merged.stdout.contains(#""rev":"3-"#), "\(merged.stderr)")
+        #expect(try runCLI(d + ["get", "default", "e"]).stdout.contains(#""v":"b+c""#))
+        #expect(try runCLI(d + ["conflicts", "default"]).stdout.isEmpty)
+        // Wrong requests: one line each, nothing changed.
+        for (args, status, message) in [
+            (["resolve", "default", "d", "--keep", "2-ffff"], Int32(1), "not a live leaf"),
+            (["resolve", "default", "d"], 2, "exactly one of"),
+            (["resolve", "default", "d", "--keep", "2-bbbb", "--merged", "{}"], 2, "exactly one of"),
+            (["resolve", "default", "missing", "--keep", "1-1111"], 1, "not found"),
+        ] {
+            let r = try runCLI(d + args)
+            #expect(r.status == status && r.stderr.contains(message) && r.stderr.split(separator: "\n").count == 1, "\(args): \(r.stderr)")
+        }
     }
 
     @Test func badInputGetsOneLineAndExitCodes() throws {

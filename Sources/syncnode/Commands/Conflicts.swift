@@ -1,0 +1,54 @@
+import ArgumentParser
+import Foundation
+import SyncNodeStore
+import SyncNodeSync
+
+struct Conflicts: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the documents in conflict as JSON lines {\"id\",\"winner\",\"conflicts\"}.",
+        discussion: "A document is in conflict when it has more than one live leaf revision; every node shows the same winner meanwhile. Resolve one with `syncnode resolve`.\n\nExample:\n  syncnode conflicts default")
+
+    @ParentCommand var syncnode: SyncNodeCommand
+    var node: NodeOptions { syncnode.node }
+    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: Keyspace
+
+    func run() throws {
+        let (db, collection) = try node.collection(keyspace, create: false)
+        defer { try? db.close() }
+        for id in try collection.conflictedDocumentIDs() {
+            let live = try collection.leafDocuments(id: id).filter { !$0.isDeleted }.compactMap(\.revisionID)
+            guard let winner = live.first else { continue }
+            Output.line(["id": .string(id), "winner": .string(winner), "conflicts": .array(live.dropFirst().map { .string($0) })])
+        }
+    }
+}
+
+struct Resolve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Resolve a document's conflict: keep one leaf, or write a merge; prints {\"id\",\"rev\"}.",
+        discussion: "--keep REV keeps that live leaf and deletes the others; --merged JSON writes the body as a child of the winner and deletes the other leaves. Nodes that resolve a conflict the same way write the same revisions.\n\nExample:\n  syncnode resolve default greeting --keep 2-7b9e1f0c4d2a8e6b5c3f1a9d7e5b3c1a")
+
+    @ParentCommand var syncnode: SyncNodeCommand
+    var node: NodeOptions { syncnode.node }
+    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: Keyspace
+    @Argument(help: "The document ID.") var id: String
+    @Option(help: "The live leaf revision to keep (see `syncnode conflicts`).") var keep: String?
+    @Option(help: "The merged body as a JSON object, or - to read it from stdin.") var merged: String?
+
+    func validate() throws {
+        guard (keep == nil) != (merged == nil) else { throw ValidationError("give exactly one of --keep REV and --merged JSON") }
+    }
+
+    func run() throws {
+        let (db, collection) = try node.collection(keyspace, create: false)
+        defer { try? db.close() }
+        let result: Document
+        if let keep {
+            result = try collection.resolveConflict(id: id, keeping: keep)
+        } else {
+            let text = merged == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : merged ?? "{}"
+            result = try collection.resolveConflict(id: id, merged: try MutableDocument(id: id, json: text))
+        }
+        Output.line(["id": .string(id), "rev": .string(result.revisionID ?? "")])
+    }
+}
