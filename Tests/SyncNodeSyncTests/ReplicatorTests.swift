@@ -146,6 +146,31 @@ import Testing
         }
     }
 
+    /// Node A runs a newer app that writes more properties than node B's older model declares.
+    /// B's save of its model, replicated back, loses none of them.
+    @Test func anOlderModelOnAnotherNodeLosesNoField() async throws {
+        struct OlderItem: Codable {
+            @DocumentID var id: String? = nil
+            var title: String
+        }
+        let a = try Peer(), b = try Peer()
+        try a.collection.save(MutableDocument(id: "i", json: #"{"title":"first","priority":3,"details":{"color":"red","size":42}}"#))
+        var config = ReplicatorConfiguration(collection: a.collection, target: .collection(b.collection))
+        #expect(try await Replicator(config: config).runOnce().pushed == 1)
+
+        var older = try #require(try b.collection.document(id: "i", as: OlderItem.self))
+        older.title = "edited on the older node"
+        try b.collection.save(from: older)
+        config.replicatorType = .pull
+        #expect(try await Replicator(config: config).runOnce().pulled == 1)
+
+        let back = try #require(try a.collection.document(id: "i"))
+        #expect(back.string(forKey: "title") == "edited on the older node")
+        #expect(back.int(forKey: "priority") == 3)
+        #expect(back.dictionary(forKey: "details")?.int(forKey: "size") == 42)
+        #expect(try a.collection.document(id: "i")?.revisionID == (try b.collection.document(id: "i")?.revisionID))
+    }
+
     @Test func localToLocalWithDocumentIDs() async throws {
         let a = try Peer(), b = try Peer()
         for id in ["x", "y", "z"] { try a.collection.save(MutableDocument(id: id)) }

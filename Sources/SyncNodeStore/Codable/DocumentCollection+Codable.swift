@@ -16,18 +16,25 @@ extension DocumentCollection {
     ///   ``DocumentID``, one that does not encode as an object, or a value with no stored form (NaN, an
     ///   integer over 64 signed bits), naming its key path; otherwise the errors of
     ///   ``DocumentCollection/save(_:)`` (an invalid ID, a reserved `_` property, the validator's refusal...).
-    public func save<Model: Encodable>(from model: Model) throws {
-        try save(from: model, concurrencyControl: .lastWriteWins)
+    ///
+    /// Stored properties the model does not declare are kept (``UndeclaredProperties/keep``):
+    /// a field that a newer version of the app writes survives an older version's save.
+    public func save<Model: Encodable>(from model: Model, undeclaredProperties: UndeclaredProperties = .keep) throws {
+        try save(from: model, concurrencyControl: .lastWriteWins, undeclaredProperties: undeclaredProperties)
     }
 
     /// Saves the model with the given conflict policy.
     /// - Throws: ``StoreError/conflict(documentID:)`` with `.failOnConflict`
     ///   when the document changed since the model was read (or, for a model
-    ///   never read, when the document exists); otherwise the errors of ``save(from:)``.
-    public func save<Model: Encodable>(from model: Model, concurrencyControl: ConcurrencyControl) throws {
-        let (values, identity) = try ModelEncoder.encode(model)
-        guard let identity else { throw Self.missingDocumentID(Model.self, "save") }
-        _ = try commitModel(identity, deleting: false, values: { values }) { id, _ in try concurrencyControl.overwrites(documentID: id) }
+    ///   never read, when the document exists); otherwise the errors of ``save(from:undeclaredProperties:)``.
+    public func save<Model: Encodable>(
+        from model: Model, concurrencyControl: ConcurrencyControl, undeclaredProperties: UndeclaredProperties = .keep
+    ) throws {
+        let encoded = try ModelEncoder.encode(model)
+        guard let identity = encoded.identity else { throw Self.missingDocumentID(Model.self, "save") }
+        _ = try commitModel(identity, deleting: false, values: { id in try body(of: encoded, id: id, undeclaredProperties) }) { id, _ in
+            try concurrencyControl.overwrites(documentID: id)
+        }
     }
 
     /// Saves the model; when the document changed since the model was read,
@@ -43,14 +50,17 @@ extension DocumentCollection {
     ///   ``StoreError/decodingFailed(type:documentID:keyPath:reason:)`` when the stored document does not
     ///   decode as `Model`; otherwise the errors of ``save(from:)``.
     @discardableResult
-    public func save<Model: Codable>(from model: Model, conflictHandler: (inout Model, Model?) throws -> Bool) throws -> Bool {
+    public func save<Model: Codable>(
+        from model: Model, undeclaredProperties: UndeclaredProperties = .keep, conflictHandler: (inout Model, Model?) throws -> Bool
+    ) throws -> Bool {
         var edited = model
         var handled = false
         let identity = try Self.identity(of: model, for: "save")
         let isClass = type(of: model as Any) is AnyClass
         // Encoded before the write transaction; again inside only when the handler edited it.
-        let encoded = try ModelEncoder.encode(model).values
-        return try commitModel(identity, deleting: false, values: { handled ? try ModelEncoder.encode(edited).values : encoded },
+        let encoded = try ModelEncoder.encode(model)
+        return try commitModel(identity, deleting: false,
+                               values: { id in try body(of: handled ? ModelEncoder.encode(edited) : encoded, id: id, undeclaredProperties) },
                                keepsBase: { handled && !isClass }) { _, stored in
             handled = true
             let existing = try stored.map { try $0.data(as: Model.self) }
@@ -79,7 +89,7 @@ extension DocumentCollection {
     public func delete<Model: Encodable>(for model: Model, concurrencyControl: ConcurrencyControl) throws {
         let identity = try Self.identity(of: model, for: "delete")
         guard identity.id != nil else { throw StoreError.notFound(.model, "\(Model.self) has no document ID: it was never saved") }
-        _ = try commitModel(identity, deleting: true, values: { [:] }) { id, _ in try concurrencyControl.overwrites(documentID: id) }
+        _ = try commitModel(identity, deleting: true, values: { _ in [:] }) { id, _ in try concurrencyControl.overwrites(documentID: id) }
     }
 
     /// Removes every trace of the model's document: no tombstone, nothing replicates.
@@ -102,11 +112,19 @@ extension DocumentCollection {
         .invalidValue("cannot \(action) \(type): it has no @DocumentID property; add `@DocumentID var id: String?` so the store knows its document")
     }
 
+    /// The body a model's save writes: its properties, and with ``UndeclaredProperties/keep``
+    /// the stored document's properties it does not declare. Called inside the write
+    /// transaction, so what it keeps is what is stored when the save commits.
+    private func body(of encoded: EncodedModel, id: String, _ undeclared: UndeclaredProperties) throws -> [String: DocumentValue] {
+        guard undeclared == .keep, let stored = try document(id: id) else { return encoded.values }
+        return encoded.values(keepingUndeclaredIn: stored.body.values)
+    }
+
     /// Commits an edit of the model's document and writes the ID and the new
     /// revision back into its ``DocumentID``.
     private func commitModel(
         _ identity: DocumentIdentity, deleting: Bool,
-        values: () throws -> [String: DocumentValue], keepsBase: () -> Bool = { false },
+        values: (_ id: String) throws -> [String: DocumentValue], keepsBase: () -> Bool = { false },
         onConflict: (_ id: String, _ stored: Document?) throws -> Bool
     ) throws -> Bool {
         let (knownID, base) = identity.current
@@ -117,7 +135,7 @@ extension DocumentCollection {
         case .revision(let rev): editBase = .revision(rev)
         case .current: editBase = .current
         }
-        guard let (rev, _) = try commitEdit(id: id, base: editBase, deleting: deleting, body: { try encodeBody(values()) }, onConflict: { try onConflict(id, $0) }) else {
+        guard let (rev, _) = try commitEdit(id: id, base: editBase, deleting: deleting, body: { try encodeBody(values(id)) }, onConflict: { try onConflict(id, $0) }) else {
             return false
         }
         identity.update(id: id, base: keepsBase() ? base : .revision(rev))
@@ -146,7 +164,8 @@ extension Result {
     /// column knows its document's revision, any other string column is taken
     /// as an ID read without one. Unless the query merged rows (DISTINCT,
     /// GROUP BY, aggregates), the model then remembers the revision the row
-    /// read. Saving a model decoded from some properties only stores only those.
+    /// read. Saving a model decoded from some properties writes those and keeps the stored
+    /// document's others (``UndeclaredProperties``).
     /// - Throws: ``StoreError/decodingFailed(type:documentID:keyPath:reason:)`` when a value does not fit
     ///   or the query has no column `dataKey`.
     public func data<Model: Decodable>(as type: Model.Type, dataKey: String? = nil) throws -> Model {
@@ -172,4 +191,15 @@ extension ResultSet {
     public func data<Model: Decodable>(as type: Model.Type, dataKey: String? = nil) throws -> [Model] {
         try map { try $0.data(as: type, dataKey: dataKey) }
     }
+}
+
+/// What a model's save does with the stored document's properties that the model does not
+/// declare (a key its `encode(to:)` never names, not even as a nil optional).
+public enum UndeclaredProperties: Sendable, Equatable {
+    /// Keep them, at the top level and inside nested objects: a field that another version of
+    /// the app (on another node, say) writes is never erased by a model that does not know it.
+    /// The default.
+    case keep
+    /// Drop them: the document holds exactly the model's properties.
+    case drop
 }

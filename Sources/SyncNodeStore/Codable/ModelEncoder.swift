@@ -37,7 +37,7 @@ final class ModelEncoder: Encoder {
     /// - Throws: ``StoreError/invalidValue(_:)`` naming the key path of a value
     ///   with no stored form (NaN, an integer over 64 signed bits), or when the
     ///   model does not encode as an object.
-    static func encode<T: Encodable>(_ model: T) throws -> (values: [String: DocumentValue], identity: DocumentIdentity?) {
+    static func encode<T: Encodable>(_ model: T) throws -> EncodedModel {
         let encoder = ModelEncoder(parent: nil, key: nil, root: Root())
         do {
             try model.encode(to: encoder)
@@ -46,10 +46,10 @@ final class ModelEncoder: Encoder {
             let path = context.codingPath.isEmpty ? "" : " at '\(ModelDecoder.render(context.codingPath))'"
             throw StoreError.invalidValue("cannot encode \(T.self)\(path): \(context.debugDescription)")
         }
-        guard case .dictionary(let values) = encoder.storage?.finished else {
+        guard case .object(let object)? = encoder.storage else {
             throw StoreError.invalidValue("\(T.self) does not encode as an object (a keyed container), so it cannot be a document")
         }
-        return (values, encoder.root.identity ?? DocumentIdentity.find(in: model))
+        return EncodedModel(object: object, identity: encoder.root.identity ?? DocumentIdentity.find(in: model))
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
@@ -101,12 +101,13 @@ final class ModelEncoder: Encoder {
         return nil
     }
 
-    /// A nested value: a leaf, or whatever it encodes into an encoder of its own.
-    fileprivate func box<T: Encodable>(_ value: T, key: @autoclosure () -> any CodingKey) throws -> DocumentValue {
-        if let leaf = try leaf(value, key: key()) { return leaf }
+    /// A nested value: a leaf, or whatever it encodes into an encoder of its own (kept open, so
+    /// that a nested object still knows which keys it declares).
+    fileprivate func box<T: Encodable>(_ value: T, key: @autoclosure () -> any CodingKey) throws -> Slot {
+        if let leaf = try leaf(value, key: key()) { return .value(leaf) }
         let encoder = nested(key())
         try value.encode(to: encoder)
-        return encoder.storage?.finished ?? .dictionary([:])
+        return .encoder(encoder)
     }
 
     fileprivate func number(_ d: Double, key: (any CodingKey)?) throws -> DocumentValue {
@@ -137,8 +138,25 @@ final class ModelEncoder: Encoder {
 
 }
 
+/// A model encoded: its properties, its ``DocumentID``, and which properties it declares.
+struct EncodedModel {
+    fileprivate let object: ObjectBuilder
+    let identity: DocumentIdentity?
+
+    /// The model's properties.
+    var values: [String: DocumentValue] { object.members.mapValues(\.finished) }
+
+    /// The model's properties, plus those of `stored` that the model does not declare: at the
+    /// top level and, inside an object the model encodes with a keyed container, at every
+    /// level. A key the model encodes, even as nil (an optional left out), is declared; stored
+    /// `_` members are never kept.
+    func values(keepingUndeclaredIn stored: [String: DocumentValue]) -> [String: DocumentValue] {
+        object.merged(over: stored)
+    }
+}
+
 /// A value being built: containers stay open until their encoder is done.
-private enum Slot {
+fileprivate enum Slot {
     case value(DocumentValue)
     case object(ObjectBuilder)
     case array(ArrayBuilder)
@@ -153,10 +171,36 @@ private enum Slot {
         case .encoder(let e): return e.storage?.finished ?? .dictionary([:])
         }
     }
+
+    /// The keyed container this value was encoded with, if any.
+    var object: ObjectBuilder? {
+        switch self {
+        case .object(let o): return o
+        case .encoder(let e): return e.storage?.object
+        case .value, .array: return nil
+        }
+    }
 }
 
 private final class ObjectBuilder {
     var members: [String: Slot] = [:]
+    /// Keys the model declares but left out, encoding nil (`encodeIfPresent`).
+    var absent: Set<String> = []
+
+    func merged(over stored: [String: DocumentValue]) -> [String: DocumentValue] {
+        var out: [String: DocumentValue] = [:]
+        for (key, slot) in members {
+            if let nested = slot.object, case .dictionary(let inner)? = stored[key] {
+                out[key] = .dictionary(nested.merged(over: inner))
+            } else {
+                out[key] = slot.finished
+            }
+        }
+        for (key, value) in stored where members[key] == nil && !absent.contains(key) && !key.hasPrefix("_") {
+            out[key] = value
+        }
+        return out
+    }
 }
 
 private final class ArrayBuilder {
@@ -189,8 +233,27 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         // The model's own ID is not part of its body; a nested model's is (a string).
         if T.self == DocumentID.self, encoder.isRoot, let id = value as? DocumentID { encoder.capture(id); return }
-        set(try encoder.box(value, key: key), key)
+        builder.members[key.stringValue] = try encoder.box(value, key: key)
     }
+
+    // Optionals: a nil one is left out, but its key is declared (a save keeps stored properties
+    // only where the model has no key for them).
+    private func absent(_ key: Key) { builder.absent.insert(key.stringValue) }
+    mutating func encodeIfPresent(_ value: Bool?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
+    mutating func encodeIfPresent(_ value: String?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
+    mutating func encodeIfPresent(_ value: Double?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
+    mutating func encodeIfPresent(_ value: Float?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
+    mutating func encodeIfPresent(_ value: Int?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
+    mutating func encodeIfPresent(_ value: Int8?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
+    mutating func encodeIfPresent(_ value: Int16?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
+    mutating func encodeIfPresent(_ value: Int32?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
+    mutating func encodeIfPresent(_ value: Int64?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
+    mutating func encodeIfPresent(_ value: UInt?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
+    mutating func encodeIfPresent(_ value: UInt8?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
+    mutating func encodeIfPresent(_ value: UInt16?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
+    mutating func encodeIfPresent(_ value: UInt32?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
+    mutating func encodeIfPresent(_ value: UInt64?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
+    mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
         let nested = ObjectBuilder()
@@ -240,7 +303,7 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt64) throws { append(try encoder.integer(value, key: key)) }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
-        append(try encoder.box(value, key: key))
+        builder.elements.append(try encoder.box(value, key: key))
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
