@@ -77,10 +77,16 @@ import Testing
         let db = try dir.open()
         defer { try? db.close() }
         let c = try db.defaultCollection()
-        for key in ["_id", "_rev", "_deleted", "_attachments", "_anything"] {
+        for key in ["_id", "_rev", "_deleted", "_revisions", "_anything"] {
             let doc = MutableDocument(id: "r")
             doc.setString("x", forKey: key)
             #expect(throws: StoreError.reservedProperty(key)) { try c.save(doc) }
+        }
+        // `_attachments` may be saved, but only as attachments: blobs by name.
+        let attachments = MutableDocument(id: "r")
+        attachments.setString("x", forKey: "_attachments")
+        #expect(throws: StoreError.invalidValue("_attachments must be an object of blobs (the document's attachments by name)")) {
+            try c.save(attachments)
         }
         // Nested underscore keys are the user's.
         let ok = try MutableDocument(id: "r", data: ["inner": ["_id": 1]])

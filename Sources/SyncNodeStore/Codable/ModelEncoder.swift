@@ -148,8 +148,8 @@ struct EncodedModel {
 
     /// The model's properties, plus those of `stored` that the model does not declare: at the
     /// top level and, inside an object the model encodes with a keyed container, at every
-    /// level. A key the model encodes, even as nil (an optional left out), is declared; stored
-    /// `_` members are never kept.
+    /// level. A key the model encodes, even as nil (an optional left out), is declared. Of the
+    /// stored `_` members only `_attachments` (CouchDB attachments, as blobs) can be there; it is kept.
     func values(keepingUndeclaredIn stored: [String: DocumentValue]) -> [String: DocumentValue] {
         object.merged(over: stored)
     }
@@ -196,7 +196,7 @@ private final class ObjectBuilder {
                 out[key] = slot.finished
             }
         }
-        for (key, value) in stored where members[key] == nil && !absent.contains(key) && !key.hasPrefix("_") {
+        for (key, value) in stored where members[key] == nil && !absent.contains(key) && (!key.hasPrefix("_") || key == DocumentCollection.attachmentsKey) {
             out[key] = value
         }
         return out

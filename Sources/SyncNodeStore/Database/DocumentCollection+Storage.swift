@@ -149,9 +149,10 @@ extension DocumentCollection {
     }
 
     /// Writes blob contents to the blob store and returns the canonical body.
-    /// - Throws: ``StoreError/reservedProperty(_:)`` for a top-level key starting with `_`.
+    /// - Throws: ``StoreError/reservedProperty(_:)`` for a top-level key starting with `_` (but
+    ///   `_attachments`); ``StoreError/invalidValue(_:)`` for `_attachments` that is not an object of blobs.
     func encodeBody(_ values: [String: DocumentValue]) throws -> CanonicalBody {
-        for key in values.keys where key.hasPrefix("_") { throw StoreError.reservedProperty(key) }
+        for (key, value) in values where key.hasPrefix("_") { try checkReserved(key, value) }
         for value in values.values { try storeBlobs(in: value) }
         var writer = JSONWriter()
         writer.writeObject(values)
@@ -161,11 +162,21 @@ extension DocumentCollection {
     /// ``encodeBody(_:)-([String:DocumentValue])`` for a document being edited, written from
     /// its slots directly: no copy of the document as values on every save.
     func encodeBody(_ document: MutableDictionary) throws -> CanonicalBody {
-        for key in document.storage.keys where key.hasPrefix("_") { throw StoreError.reservedProperty(key) }
+        for (key, slot) in document.storage where key.hasPrefix("_") { try checkReserved(key, slot.snapshot) }
         for slot in document.storage.values { try storeBlobs(in: slot) }
         var writer = JSONWriter()
         writer.writeObject(document.storage) { writer, slot in writer.write(slot) }
         return CanonicalBody(json: writer.bytes)
+    }
+
+    /// A top-level `_` member of a body being saved: only `_attachments` may be one, the
+    /// attachments a document brought from CouchDB or PouchDB, kept by name as blobs. An app
+    /// that read such a document saves it again with them, or changes them as blobs.
+    private func checkReserved(_ key: String, _ value: DocumentValue) throws {
+        guard key == Self.attachmentsKey else { throw StoreError.reservedProperty(key) }
+        guard case .dictionary(let attachments) = value, attachments.values.allSatisfy({ if case .blob = $0 { true } else { false } }) else {
+            throw StoreError.invalidValue("_attachments must be an object of blobs (the document's attachments by name)")
+        }
     }
 
     private func storeBlobs(in slot: MutableSlot) throws {

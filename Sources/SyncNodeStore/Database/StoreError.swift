@@ -81,7 +81,7 @@ extension StoreError: CustomStringConvertible, LocalizedError {
         case .invalidJSON(let r): return "invalid JSON: \(r)"
         case .invalidValue(let r): return "invalid value: \(r)"
         case .reservedProperty(let k):
-            return "property name '\(k)' is reserved: top-level names starting with '_' belong to the store (_id, _rev, _deleted, _attachments, _revisions)"
+            return "property name '\(k)' is reserved: top-level names starting with '_' belong to the store (_id, _rev, _deleted, _revisions; _attachments may hold blobs)"
         case .invalidName(let n, let r): return "invalid name '\(n)': \(r)"
         case .invalidDocumentID(let id, let r): return "invalid document ID '\(id)': \(r)"
         case .conflict(let id): return "conflict: document '\(id)' changed since it was read; read it again and reapply the change, or save with .lastWriteWins"
