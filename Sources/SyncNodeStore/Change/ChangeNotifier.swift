@@ -2,7 +2,7 @@ import Dispatch
 import GRDB
 import Synchronization
 
-/// Collects the document IDs a transaction changes and, once it commits,
+/// Collects the documents a transaction changes and, once it commits,
 /// hands them to the listeners in commit order; a rollback discards them.
 ///
 /// Recording happens on the writer connection's queue, and so does the
@@ -12,12 +12,13 @@ final class ChangeNotifier: Sendable {
         let collectionID: Int64
         let documentID: String?
         let queue: DispatchQueue
-        let deliver: @Sendable ([String]) -> Void
+        let deliver: @Sendable ([ChangedDocument]) -> Void
     }
 
     private struct Pending {
-        var ids: [Int64: [String]] = [:]
-        var seen: [Int64: Set<String>] = [:]
+        var changes: [Int64: [ChangedDocument]] = [:]
+        /// Per collection, each document's place in `changes`: a later change replaces it there.
+        var places: [Int64: [String: Int]] = [:]
         var order: [Int64] = []
         var hooked = false
     }
@@ -44,11 +45,14 @@ final class ChangeNotifier: Sendable {
     var listenerCount: Int { listeners.withLock { $0.all.count } }
 
     /// Notes a change made by the current transaction on `db`.
-    func record(_ db: GRDB.Database, collectionID: Int64, documentID: String) {
+    func record(_ db: GRDB.Database, collectionID: Int64, change: ChangedDocument) {
         let needsHook = pending.withLock { p -> Bool in
-            if p.seen[collectionID, default: []].insert(documentID).inserted {
-                if p.ids[collectionID] == nil { p.order.append(collectionID) }
-                p.ids[collectionID, default: []].append(documentID)
+            if let place = p.places[collectionID]?[change.id] {
+                p.changes[collectionID]?[place] = change
+            } else {
+                if p.changes[collectionID] == nil { p.order.append(collectionID) }
+                p.places[collectionID, default: [:]][change.id] = p.changes[collectionID, default: []].count
+                p.changes[collectionID, default: []].append(change)
             }
             defer { p.hooked = true }
             return !p.hooked
@@ -61,27 +65,27 @@ final class ChangeNotifier: Sendable {
     }
 
     private func flush() {
-        let batch = pending.withLock { p -> [(Int64, [String])] in
+        let batch = pending.withLock { p -> [(Int64, [ChangedDocument])] in
             defer { p = Pending() }
-            return p.order.compactMap { id in p.ids[id].map { (id, $0) } }
+            return p.order.compactMap { id in p.changes[id].map { (id, $0) } }
         }
-        for (collectionID, ids) in batch { deliver(collectionID: collectionID, documentIDs: ids) }
+        for (collectionID, changes) in batch { deliver(collectionID: collectionID, changes: changes) }
     }
 
     /// Tells the ``collectionsChanged`` listeners.
     func collectionsDidChange() {
-        deliver(collectionID: Self.collectionsChanged, documentIDs: [])
+        deliver(collectionID: Self.collectionsChanged, changes: [])
     }
 
-    /// Hands changed document IDs to the collection's listeners.
-    func deliver(collectionID: Int64, documentIDs ids: [String]) {
+    /// Hands changed documents to the collection's listeners.
+    func deliver(collectionID: Int64, changes: [ChangedDocument]) {
         let current = listeners.withLock { Array($0.all.sorted { $0.key < $1.key }.map(\.value)) }
         for listener in current where listener.collectionID == collectionID {
             if let documentID = listener.documentID {
-                guard ids.contains(documentID) else { continue }
-                listener.queue.async { listener.deliver([documentID]) }
+                guard let change = changes.last(where: { $0.id == documentID }) else { continue }
+                listener.queue.async { listener.deliver([change]) }
             } else {
-                listener.queue.async { listener.deliver(ids) }
+                listener.queue.async { listener.deliver(changes) }
             }
         }
     }

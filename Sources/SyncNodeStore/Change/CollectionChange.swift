@@ -4,16 +4,24 @@ import Dispatch
 public struct CollectionChange: Sendable {
     /// The collection that changed.
     public let collection: DocumentCollection
-    /// The IDs of the changed documents (saved, deleted, purged or expired), in change order.
-    public let documentIDs: [String]
+    /// Each changed document (saved, deleted, purged or expired) as the commit left it, with
+    /// where the change came from, in change order; a document changed twice in the transaction
+    /// is there once, as it ended.
+    public let documents: [ChangedDocument]
+
+    /// The IDs of the changed documents, in change order.
+    public var documentIDs: [String] { documents.map(\.id) }
 }
 
 /// A change to one document.
 public struct DocumentChange: Sendable {
     /// The collection the document is in.
     public let collection: DocumentCollection
+    /// The document as the commit left it, with where the change came from.
+    public let document: ChangedDocument
+
     /// The ID of the document that changed (saved, deleted, purged or expired).
-    public let documentID: String
+    public var documentID: String { document.id }
 }
 
 /// Returned by `addChangeListener` calls; call ``remove()`` to stop listening.

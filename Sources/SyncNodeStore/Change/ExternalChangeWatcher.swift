@@ -87,23 +87,29 @@ final class ExternalChangeWatcher: Sendable {
         pollCount.add(1, ordering: .relaxed)
         guard let database = state.withLock({ $0.database }) else { return }
         do {
-            let changed: [(Int64, [String], Int64)] = try database.read { db in
+            let changed: [(Int64, [ChangedDocument], Int64)] = try database.read { db in
                 let counters = try Self.counters(db)
                 let seen = state.withLock { $0.seen }
-                var out: [(Int64, [String], Int64)] = []
-                // Nobody to tell: only move the counters on (no ID query four times a second).
+                var out: [(Int64, [ChangedDocument], Int64)] = []
+                // Nobody to tell: only move the counters on (no query four times a second).
                 let listening = database.notifier.listenerCount > 0
                 for (id, seq) in counters where seq > seen[id, default: 0] {
                     guard listening else { out.append((id, [], seq)); continue }
                     let tables = CollectionTables(id: id)
-                    let ids = try String.fetchAll(db, sql: "SELECT id FROM \(tables.docs) WHERE seq > ? ORDER BY seq", arguments: [seen[id, default: 0]])
-                    out.append((id, ids, seq))
+                    // Another process's writes: what they left is known, not who made them (`.local`:
+                    // a CLI or app on the same data directory). Its purges leave no row to report.
+                    let rows = try Row.fetchAll(
+                        db, sql: "SELECT id, rev, deleted, tree FROM \(tables.docs) WHERE seq > ? ORDER BY seq", arguments: [seen[id, default: 0]])
+                    out.append((id, try rows.map { row in
+                        ChangedDocument(id: row[0], revisionID: row[1], isDeleted: row[2],
+                                        isConflicted: try RevisionTree(serialized: row[3]).hasConflict, origin: .local)
+                    }, seq))
                 }
                 return out
             }
-            for (id, ids, seq) in changed {
+            for (id, changes, seq) in changed {
                 advance(id, to: seq)
-                if !ids.isEmpty { database.notifier.deliver(collectionID: id, documentIDs: ids) }
+                if !changes.isEmpty { database.notifier.deliver(collectionID: id, changes: changes) }
             }
         } catch {
             // Closed or busy: try again at the next tick.

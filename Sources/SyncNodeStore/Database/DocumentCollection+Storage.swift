@@ -144,7 +144,7 @@ extension DocumentCollection {
         try validate(id: id, rev: rev, deleted: deleting, json: body.text, replacing: current, author: author)
         let sequence = try nextSequence(db)
         tree.add(rev: rev, parent: parentRev.flatMap { tree.index(of: $0) }, deleted: deleting, sequence: sequence)
-        try persist(db, id: id, current: current, tree: tree, newRev: rev, newBody: body.text, sequence: sequence)
+        try persist(db, id: id, current: current, tree: tree, newRev: rev, newBody: body.text, sequence: sequence, author: author)
         return (rev, sequence)
     }
 
@@ -198,10 +198,10 @@ extension DocumentCollection {
 
     /// Stores a document's new tree after adding the revision `newRev`:
     /// prunes history, puts the winner's body in the row and every other kept
-    /// body in the revision-body table, and records the change.
+    /// body in the revision-body table, and records the change as `author`'s.
     func persist(
         _ db: GRDB.Database, id: String, current: StoredRow?, tree: RevisionTree,
-        newRev: String, newBody: String, sequence: Int64
+        newRev: String, newBody: String, sequence: Int64, author: WriteAuthor
     ) throws {
         var tree = tree
         let removed = tree.prune(revsLimit: database.config.revsLimit)
@@ -248,7 +248,9 @@ extension DocumentCollection {
             drop.bind(2, rev)
             _ = try drop.step()
         }
-        database.notifier.record(db, collectionID: tableID, documentID: id)
+        database.notifier.record(db, collectionID: tableID, change: ChangedDocument(
+            id: id, revisionID: winnerRev, isDeleted: tree.nodes[winner].deleted,
+            isConflicted: tree.hasConflict, origin: author.origin))
     }
 
     func revisionBody(_ db: GRDB.Database, key: Int64, rev: String) throws -> String? {
@@ -273,7 +275,7 @@ extension DocumentCollection {
         // A purge takes a sequence too (as in CouchDB, update_seq moves): whatever was derived
         // from the collection at the last sequence, such as ``ChangeCounts``, is then stale.
         _ = try nextSequence(db)
-        database.notifier.record(db, collectionID: tableID, documentID: id)
+        database.notifier.record(db, collectionID: tableID, change: .removed(id))
         return true
     }
 }

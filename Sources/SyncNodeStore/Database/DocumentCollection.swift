@@ -202,8 +202,8 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
         queue: DispatchQueue? = nil,
         listener: @escaping @Sendable (CollectionChange) -> Void
     ) -> ListenerToken {
-        addListener(documentID: nil, queue: queue) { [self] ids in
-            listener(CollectionChange(collection: self, documentIDs: ids))
+        addListener(documentID: nil, queue: queue) { [self] changes in
+            listener(CollectionChange(collection: self, documents: changes))
         }
     }
 
@@ -213,8 +213,8 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
         queue: DispatchQueue? = nil,
         listener: @escaping @Sendable (DocumentChange) -> Void
     ) -> ListenerToken {
-        addListener(documentID: id, queue: queue) { [self] _ in
-            listener(DocumentChange(collection: self, documentID: id))
+        addListener(documentID: id, queue: queue) { [self] changes in
+            for change in changes { listener(DocumentChange(collection: self, document: change)) }
         }
     }
 
@@ -238,7 +238,7 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
     private func addListener(
         documentID: String?,
         queue: DispatchQueue?,
-        deliver: @escaping @Sendable ([String]) -> Void
+        deliver: @escaping @Sendable ([ChangedDocument]) -> Void
     ) -> ListenerToken {
         let queue = queue ?? DispatchQueue(label: "syncnode.listener.\(fullName)")
         let notifier = database.notifier

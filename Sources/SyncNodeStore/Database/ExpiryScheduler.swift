@@ -73,7 +73,7 @@ extension Database {
                     try db.execute(sql: "DELETE FROM \(tables.revs) WHERE doc_key = (SELECT key FROM \(tables.docs) WHERE id = ?)", arguments: [id])
                     try db.execute(sql: "DELETE FROM \(tables.docs) WHERE id = ?", arguments: [id])
                     _ = try sequences.next(db, collectionID: tables.id)  // a purge, as purgeRow's
-                    notifier.record(db, collectionID: tables.id, documentID: id)
+                    notifier.record(db, collectionID: tables.id, change: .removed(id))
                 }
                 if !ids.isEmpty {
                     logger.debug("purged expired documents", metadata: ["count": "\(ids.count)"])

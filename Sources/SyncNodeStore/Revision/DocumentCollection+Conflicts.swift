@@ -70,8 +70,7 @@ extension DocumentCollection {
             let rows = try Row.fetchCursor(db, sql: "SELECT id, tree FROM \(tables.docs) WHERE instr(tree, char(10)) > 0 ORDER BY id")
             var ids: [String] = []
             while let row = try rows.next() {
-                let tree = try RevisionTree(serialized: row[1])
-                if tree.leaves.count(where: { !tree.nodes[$0].deleted }) > 1 { ids.append(row[0]) }
+                if try RevisionTree(serialized: row[1]).hasConflict { ids.append(row[0]) }
             }
             return ids
         }

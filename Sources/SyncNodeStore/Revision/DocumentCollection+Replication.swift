@@ -210,7 +210,7 @@ extension DocumentCollection {
             try validate(id: id, rev: newest, deleted: deleted, json: json, replacing: current, author: author)
             let sequence = try nextSequence(db)
             guard tree.graft(history: history, deleted: deleted, sequence: sequence) != nil else { return .known }
-            try persist(db, id: id, current: current, tree: tree, newRev: newest, newBody: json, sequence: sequence)
+            try persist(db, id: id, current: current, tree: tree, newRev: newest, newBody: json, sequence: sequence, author: author)
             return tree.leaves.count > 1 ? .branched : .inserted
         }
     }

@@ -26,6 +26,11 @@ struct RevisionTree: Equatable, Sendable {
         return nodes.indices.filter { !isParent[$0] }
     }
 
+    /// Whether more than one leaf is live: a conflict. (Most trees are a single revision.)
+    var hasConflict: Bool {
+        nodes.count > 1 && leaves.count(where: { !nodes[$0].deleted }) > 1
+    }
+
     /// The winning leaf (CouchDB's order, ``RevisionID/wins(_:over:)``); nil only for an empty tree.
     var winner: Int? {
         leaves.max { a, b in
