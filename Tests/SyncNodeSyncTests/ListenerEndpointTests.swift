@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import NIOHTTP1
 import Testing
@@ -335,6 +336,40 @@ import Testing
             #expect(bad["reason"]?.string?.contains("position 13") == true)
             let missing = try await h.request(.POST, "/db/_query", body: #"{"sql": "SELECT 1"}"#)
             #expect(missing.status == 400)
+        }
+    }
+
+    /// A standalone attachment streams into the blob store and back out: beyond the JSON body
+    /// limit, up to its own, with nothing left behind by one that is too large.
+    @Test func standaloneAttachmentsStreamBeyondTheBodyLimit() async throws {
+        let h = try await ListenerHarness(maxRequestBodySize: 1 << 20, maxAttachmentSize: 4 << 20)
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            var rng = SystemRandomNumberGenerator()
+            let bytes = (0..<(3 << 20)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let put = try await h.request(.PUT, "/db/d/big.bin", bytes: bytes, headers: [("Content-Type", "application/octet-stream")])
+            #expect(put.status == 201, "\(put.body)")
+            let rev = try #require(put["rev"]?.string)
+            let got = try await h.request(.GET, "/db/d/big.bin")
+            #expect(got.status == 200 && got.bytes == bytes && got.headers["content-length"] == "\(bytes.count)")
+            let head = try await h.request(.HEAD, "/db/d/big.bin")
+            #expect(head.status == 200 && head.bytes.isEmpty && head.headers["content-length"] == "\(bytes.count)")
+            let md5 = "md5-" + Data(Insecure.MD5.hash(data: bytes)).base64EncodedString()
+            let stub = try await h.request(.GET, "/db/d")
+            #expect(stub["_attachments"]?["big.bin"]?["length"]?.int == Int64(bytes.count))
+            #expect(stub["_attachments"]?["big.bin"]?["digest"]?.string == md5)
+
+            // Over the attachment limit: 413, the document unchanged, no partial file left.
+            let tooBig = try await h.request(.PUT, "/db/d/huge.bin?rev=\(rev)", bytes: [UInt8](repeating: 7, count: 5 << 20),
+                                             headers: [("Content-Type", "application/octet-stream")])
+            #expect(tooBig.status == 413 && tooBig["error"] == "too_large")
+            #expect(try await h.request(.GET, "/db/d")["_rev"]?.string == rev)
+            let blobs = h.directory.appendingPathComponent("db.syncnode/blobs")
+            let names = try FileManager.default.contentsOfDirectory(atPath: blobs.path)
+            #expect(!names.contains { $0.hasPrefix(".tmp-") }, "\(names)")
+            // JSON bodies keep their limit.
+            let json = #"{"v":""# + String(repeating: "x", count: 2 << 20) + #""}"#
+            #expect(try await h.request(.PUT, "/db/j", body: json).status == 413)
         }
     }
 

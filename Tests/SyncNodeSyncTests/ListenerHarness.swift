@@ -21,7 +21,8 @@ final class ListenerHarness: @unchecked Sendable {
     init(auth: Bool = true, tls: Bool = true, directory existing: URL? = nil, authFailuresPerMinute: Int = 10,
          databases: [String]? = nil, faultInjector: FaultInjector? = nil, idleTimeout: Duration = .seconds(60),
          maxConnectionsPerAddress: Int = 256, peerTrust: (trusted: [String], firstUse: Bool)? = nil,
-         onUntrustedPeer: (@Sendable (String, String) -> Void)? = nil, authenticator: ListenerAuthenticator? = nil) async throws {
+         onUntrustedPeer: (@Sendable (String, String) -> Void)? = nil, authenticator: ListenerAuthenticator? = nil,
+         maxRequestBodySize: Int = 64 << 20, maxAttachmentSize: Int = 16 << 30) async throws {
         directory = existing ?? FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-listener-\(UUID().uuidString)")
         node = try NodeDirectory(url: directory)
         var config = ListenerConfiguration(
@@ -29,6 +30,8 @@ final class ListenerHarness: @unchecked Sendable {
             authenticator: auth ? authenticator ?? .users([Self.user: Self.password]) : nil, allowedOrigins: ["http://app.example"],
             idleTimeout: idleTimeout, authFailuresPerMinute: authFailuresPerMinute, maxConnectionsPerAddress: maxConnectionsPerAddress)
         config.faultInjector = faultInjector
+        config.maxRequestBodySize = maxRequestBodySize
+        config.maxAttachmentSize = maxAttachmentSize
         let node = self.node
         config.trustedPeers = try peerTrust.map { try TrustStore(directory: node, trusted: $0.trusted, trustOnFirstUse: $0.firstUse) }
         config.onUntrustedPeer = onUntrustedPeer

@@ -136,6 +136,23 @@ final class BlobStore: Sendable {
         return digest
     }
 
+    /// Names a finished temporary file after its digest, or drops it when the content is here
+    /// already; remembers its MD5 (``md5(digest:)``).
+    func adopt(_ temp: URL, digest: String, md5: String) throws {
+        guard let name = Self.fileName(digest: digest) else {
+            try? FileManager.default.removeItem(at: temp)
+            throw StoreError.invalidValue("blob digest '\(digest)' is not a sha1- digest")
+        }
+        let target = directory.appendingPathComponent(name)
+        if keepExisting(target) {
+            try? FileManager.default.removeItem(at: temp)
+        } else {
+            try moveIntoPlace(temp, target)
+        }
+        try? Data(md5.utf8).write(to: target.appendingPathExtension("md5"), options: .atomic)
+        remember(md5, for: digest)
+    }
+
     /// True when the content is there already. Its time is refreshed: compaction
     /// spares unreferenced blobs younger than its grace period, and a save about
     /// to refer to this one again must not lose it to a compaction in between.
@@ -173,7 +190,7 @@ final class BlobStore: Sendable {
         }
     }
 
-    private func tempURL() -> URL {
+    func tempURL() -> URL {
         directory.appendingPathComponent(".tmp-\(UUID().uuidString)")
     }
 

@@ -230,6 +230,18 @@ extension DocumentCollection {
     package func blobContent(digest: String) -> Data? {
         database.blobStore.content(digest: digest)
     }
+
+    /// The file holding a blob's content, when this database has it (to stream it).
+    package func blobFile(digest: String) -> URL? {
+        database.blobStore.fileURL(digest: digest)
+    }
+
+    /// A writer of blob content arriving piece by piece (see ``BlobWriter``).
+    /// - Throws: ``StoreError/io(_:)`` when the temporary file cannot be created.
+    package func blobWriter() throws -> BlobWriter {
+        try checkLive()
+        return try BlobWriter(store: database.blobStore)
+    }
 }
 
 extension DocumentCollection {

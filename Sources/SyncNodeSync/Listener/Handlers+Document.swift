@@ -149,22 +149,23 @@ extension Handlers {
                   case .blob(let blob)? = AttachmentStore.lookup(name, in: values) ?? nil else {
                 throw CouchError.notFound("Document is missing attachment")
             }
-            guard let data = c.blobContent(digest: blob.digest) else {
+            guard let file = c.blobFile(digest: blob.digest),
+                  let size = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? Int else {
                 throw CouchError.notFound("The attachment's content is not on this node")
             }
             let etag = "\"\(blob.digest)\""
             if request.headers[.ifNoneMatch] == etag { return Response(status: .notModified, headers: [.eTag: etag]) }
-            return Response(status: .ok, headers: [.contentType: blob.contentType, .eTag: etag],
-                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+            let headers: HTTPFields = [.contentType: blob.contentType, .eTag: etag, .contentLength: "\(size)"]
+            if request.method == .head { return Response(status: .ok, headers: headers) }
+            return Response(status: .ok, headers: headers, body: Self.streaming(file, size: size))
         case .put:
             try checkWritable()
-            let data = Data(buffer: try await request.bytesBody(limit: bodyLimit))
             let type = request.headers[.contentType].flatMap { $0.isEmpty ? nil : $0 } ?? "application/octet-stream"
             let parent = query["rev"] ?? request.headers[.ifMatch].map(unquote)
+            let (digest, length) = try await receiveAttachment(request, into: c)
             let rev = try editAttachments(c, id: id, rev: parent, author: author) { attachments in
-                let digest = try c.storeBlobContent(data)
                 let revpos = Int64(WireDocument.childGeneration(of: parent))
-                attachments[name] = ["@type": "blob", "digest": .string(digest), "length": .int(Int64(data.count)),
+                attachments[name] = ["@type": "blob", "digest": .string(digest), "length": .int(Int64(length)),
                                      "content_type": .string(type), "revpos": .int(revpos)]
             }
             return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created, headers: [.eTag: "\"\(rev)\""])
@@ -179,6 +180,36 @@ extension Handlers {
             return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)])
         default:
             throw Self.methodNotAllowed("GET,HEAD,PUT,DELETE")
+        }
+    }
+
+    /// An uploaded attachment's bytes, streamed into the blob store as they arrive (at most
+    /// `maxAttachmentSize`): its digest and length.
+    private func receiveAttachment(_ request: Request, into c: DocumentCollection) async throws -> (digest: String, length: Int) {
+        let writer = try c.blobWriter()
+        do {
+            for try await buffer in request.body {
+                guard writer.length + buffer.readableBytes <= config.maxAttachmentSize else {
+                    throw CouchError.tooLarge("Attachment is larger than \(config.maxAttachmentSize) bytes")
+                }
+                try buffer.withUnsafeReadableBytes { try writer.append($0) }
+            }
+            return (try writer.finish(), writer.length)
+        } catch {
+            writer.abandon()
+            throw error
+        }
+    }
+
+    /// A file's bytes as a response body, read a piece at a time as the client takes them.
+    private static func streaming(_ file: URL, size: Int) -> ResponseBody {
+        ResponseBody(contentLength: size) { writer in
+            let handle = try FileHandle(forReadingFrom: file)
+            defer { try? handle.close() }
+            while let piece = try handle.read(upToCount: 256 << 10), !piece.isEmpty {
+                try await writer.write(ByteBuffer(bytes: piece))
+            }
+            try await writer.finish(nil)
         }
     }
 

@@ -96,8 +96,11 @@ public struct ListenerConfiguration: Sendable {
     public var readOnly: Bool
     /// Origins allowed by CORS ("*" for any).
     public var allowedOrigins: [String]
-    /// The largest request body accepted (413 beyond).
+    /// The largest request body accepted (413 beyond), but for standalone attachment uploads.
     public var maxRequestBodySize: Int
+    /// The largest attachment accepted by a standalone upload (`PUT /{db}/{doc}/{name}`), which
+    /// streams to the blob store instead of being held in memory (413 beyond).
+    public var maxAttachmentSize: Int
     /// A connection that sends nothing for this long is closed: no TLS
     /// ClientHello, headers or a body that stop arriving, an idle keep-alive.
     /// A response being written (a long poll, a continuous feed) is exempt.
@@ -124,7 +127,7 @@ public struct ListenerConfiguration: Sendable {
         disableTLS: Bool = false, tlsIdentity: TLSIdentity? = nil, authenticator: ListenerAuthenticator? = nil,
         readOnly: Bool = false, allowedOrigins: [String] = [],
         trustedPeers: TrustStore? = nil, onUntrustedPeer: (@Sendable (_ fingerprint: String, _ address: String) -> Void)? = nil,
-        maxRequestBodySize: Int = 64 << 20,
+        maxRequestBodySize: Int = 64 << 20, maxAttachmentSize: Int = 16 << 30,
         idleTimeout: Duration = .seconds(60), authFailuresPerMinute: Int = 10, sessionTimeout: Int = 600,
         maxConnections: Int = 2048, maxConnectionsPerAddress: Int = 256
     ) {
@@ -140,6 +143,7 @@ public struct ListenerConfiguration: Sendable {
         self.trustedPeers = trustedPeers
         self.onUntrustedPeer = onUntrustedPeer
         self.maxRequestBodySize = maxRequestBodySize
+        self.maxAttachmentSize = maxAttachmentSize
         self.idleTimeout = idleTimeout
         self.authFailuresPerMinute = authFailuresPerMinute
         self.sessionTimeout = sessionTimeout
