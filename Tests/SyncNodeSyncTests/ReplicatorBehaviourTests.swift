@@ -195,6 +195,40 @@ import Testing
         }
     }
 
+    /// A peer with a small body limit answers 413 to a large push: the replicator sends it in
+    /// halves until each part fits, and a document too large alone is refused while the others
+    /// arrive.
+    @Test func aPushTooLargeForThePeerGoesInHalves() async throws {
+        let h = try await ListenerHarness(maxRequestBodySize: 64 << 10)
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            let peer = try Peer()
+            let text = String(repeating: "x", count: 20_000)
+            for i in 0..<20 { try peer.collection.save(try MutableDocument(id: "d\(i)", data: ["text": text])) }
+            try peer.collection.save(try MutableDocument(id: "huge", data: ["text": String(repeating: "y", count: 100_000)]))
+            var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
+            config.replicatorType = .push
+            let replicator = Replicator(config: config)
+            let documents = Collector<ReplicatedDocument>()
+            let token = replicator.addDocumentReplicationListener { $0.documents.forEach(documents.append) }
+            defer { token.remove() }
+            #expect(try await replicator.runOnce().pushed == 20)
+            #expect(try remote.count == 20)
+            #expect(try remote.document(id: "huge") == nil)
+            let refused = await documents.wait(count: 21).filter { $0.error != nil }
+            #expect(refused.map(\.id) == ["huge"] && (refused.first?.error as? CouchError)?.status == 413)
+        }
+    }
+
+    @Test func requestsAreCutByBytes() throws {
+        let docs = try [10, 10, 30, 5, 50, 1].enumerated().map { i, kb in
+            try WireRevision(json: #"{"_id":"d\#(i)","_rev":"1-a","t":"\#(String(repeating: "x", count: kb * 1000))"}"#)
+        }
+        let parts = ReplicationRun.parts(of: docs, maxBytes: 40_000)
+        #expect(parts.map { $0.map(\.id) } == [["d0", "d1"], ["d2", "d3"], ["d4"], ["d5"]])
+        #expect(ReplicationRun.parts(of: docs, maxBytes: 1 << 20).count == 1)
+    }
+
     /// A one-shot run retries a peer it cannot reach yet up to `maxAttempts`, also when its
     /// certificate is pinned (the pin is checked in a handshake before any request).
     @Test func aOneShotRunRetriesAnUnreachablePinnedPeer() async throws {

@@ -115,13 +115,52 @@ struct ReplicationRun: Sendable {
         return Batch(rows: changes.rows.count, lastSeq: changes.lastSeq, pending: changes.pending, docs: docs)
     }
 
+    /// `docs` in order, cut where the next document would take a part past `maxBytes` of JSON
+    /// (a document larger than that is a part of its own).
+    static func parts(of docs: [WireRevision], maxBytes: Int) -> [[WireRevision]] {
+        var parts: [[WireRevision]] = []
+        var bytes = 0
+        for doc in docs {
+            let size = doc.body.bytes.count + 256  // the `_` members
+            if parts.isEmpty || bytes + size > maxBytes, !(parts.last?.isEmpty ?? false) {
+                parts.append([])
+                bytes = 0
+            }
+            parts[parts.count - 1].append(doc)
+            bytes += size
+        }
+        return parts
+    }
+
+    /// Stores `docs`; a 413 (too large) answer halves them, down to single documents, and a
+    /// document too large alone is refused with that answer while the others go on.
+    private func store(_ docs: [WireRevision]) async throws -> StoredBatch {
+        do {
+            return try await replicator.withRetries { try await target.store(docs) }
+        } catch let error as CouchError where error.status == 413 {
+            guard docs.count > 1 else { return StoredBatch(refused: [(docs[0].id, error)]) }
+            replicator.logger.notice("the target refused a request as too large; sending it in halves", metadata: ["documents": "\(docs.count)"])
+            let half = docs.count / 2
+            var stored = try await store(Array(docs[..<half]))
+            let rest = try await store(Array(docs[half...]))
+            stored.refused += rest.refused
+            stored.branched.formUnion(rest.branched)
+            return stored
+        }
+    }
+
     /// Writes a batch to the target, ends the conflicts pulled revisions
     /// created, and reports what happened; returns the revisions written.
     private func write(_ batch: Batch) async throws -> Int {
         var refusedIDs: [String: CouchError] = [:]
         if !batch.docs.isEmpty {
             let docs = batch.docs
-            let stored = try await replicator.withRetries { try await target.store(docs) }
+            var stored = StoredBatch()
+            for part in Self.parts(of: docs, maxBytes: config.maxRequestBytes) {
+                let result = try await store(part)
+                stored.refused += result.refused
+                stored.branched.formUnion(result.branched)
+            }
             for (id, error) in stored.refused {
                 replicator.logger.warning("a document was not replicated", metadata: [
                     "id": "\(id)", "reason": "\(error)", "direction": "\(isPush ? "push" : "pull")",

@@ -99,6 +99,11 @@ public struct ReplicatorConfiguration: Sendable {
     public var conflictResolver: ConflictResolver? = .default
     /// Documents (and revisions) per batch.
     public var batchSize = 1000
+    /// The most JSON (bodies with inline attachments) sent to the target in one request: a batch
+    /// larger than this goes in several. A target that still answers 413 (too large) gets the
+    /// request in halves, down to single documents; one that is too large alone is reported
+    /// refused, and the replication goes on.
+    public var maxRequestBytes = 8 << 20
     /// Attempts before a transient failure stops a one-shot replication (continuous ones retry forever).
     public var maxAttempts = 10
     /// The longest wait between attempts.
