@@ -79,6 +79,21 @@ import Testing
         #expect(try blobFiles(db).count == 1)
     }
 
+    /// A blob read from one database and saved into another: its file is copied across.
+    @Test func aBlobFromAnotherDatabaseIsCopiedAcross() throws {
+        let dir = try TempDirectory()
+        let a = try dir.open("a"), b = try dir.open("b")
+        defer { try? a.close(); try? b.close() }
+        let content = Data((0..<200_000).map { UInt8($0 % 251) })
+        let doc = MutableDocument(id: "d")
+        doc.setBlob(Blob(contentType: "application/octet-stream", data: content), forKey: "file")
+        try a.defaultCollection().save(doc)
+        let read = try #require(try a.defaultCollection().document(id: "d"))
+        try b.defaultCollection().save(read.toMutable())
+        #expect(try blobFiles(b).count == 1)
+        #expect(try b.defaultCollection().document(id: "d")?.blob(forKey: "file")?.content == content)
+    }
+
     @Test func compactionKeepsReferencedBlobsOnly() throws {
         let dir = try TempDirectory()
         let db = try dir.open()

@@ -105,22 +105,26 @@ final class BlobStore: Sendable {
         case .data(let data):
             try write(data, to: target)
         case .file(let url), .spooled(let url):
-            let temp = tempURL()
-            do {
-                try FileManager.default.copyItem(at: url, to: temp)
-                try moveIntoPlace(temp, target)
-            } catch let e as StoreError {
-                throw e
-            } catch {
-                try? FileManager.default.removeItem(at: temp)
-                throw StoreError.io("copying blob from \(url.path): \(error.localizedDescription)")
-            }
+            try copy(url, to: target)
         case .store(let other):
-            // A blob from another database: copy its file if that database has it.
-            guard let source = other?.fileURL(digest: blob.digest), let data = try? Data(contentsOf: source) else {
+            // A blob from another database: copy its file (not through memory) if that database has it.
+            guard let source = other?.fileURL(digest: blob.digest) else {
                 throw StoreError.notFound(.blob, "content of blob \(blob.digest)")
             }
-            try write(data, to: target)
+            try copy(source, to: target)
+        }
+    }
+
+    private func copy(_ source: URL, to target: URL) throws {
+        let temp = tempURL()
+        do {
+            try FileManager.default.copyItem(at: source, to: temp)
+            try moveIntoPlace(temp, target)
+        } catch let e as StoreError {
+            throw e
+        } catch {
+            try? FileManager.default.removeItem(at: temp)
+            throw StoreError.io("copying blob from \(source.path): \(error.localizedDescription)")
         }
     }
 
