@@ -91,6 +91,7 @@ struct JSONCanonicalizer: JSONScanning {
         let start = writer.bytes.count
         writer.bytes.append(UInt8(ascii: "{"))
         var members: [Member] = []
+        members.reserveCapacity(16)  // one allocation for most objects, not one per doubling
         var reserved: [String: DocumentValue] = [:]
         skipWhitespace()
         if pos < input.count, input[pos] == UInt8(ascii: "}") {
@@ -136,9 +137,10 @@ struct JSONCanonicalizer: JSONScanning {
         return try JSONParser.parse(text)
     }
 
+    private static let blobTypeMember = Array(#""@type":"blob""#.utf8)
+
     private func isBlobMetadata(_ members: [Member]) -> Bool {
-        let typeKey = Array(#""@type":"blob""#.utf8)
-        return members.contains { writer.bytes[$0.whole].elementsEqual(typeKey) }
+        members.contains { writer.bytes[$0.whole].elementsEqual(Self.blobTypeMember) }
     }
 
     /// Sorts members by key bytes; a repeated key keeps its last value, as the parser does.
@@ -202,6 +204,12 @@ struct JSONCanonicalizer: JSONScanning {
         guard let (end, isInteger) = JSONParser.scanNumber(input, from: pos) else { throw error("invalid number") }
         pos = end
         let token = UnsafeBufferPointer(rebasing: input[start..<pos])
+        // An integer of up to 18 digits is written as it came (the scanner admits no leading
+        // zero), but for -0, which is 0.
+        if isInteger, token.count <= 18, !(token.count == 2 && token[0] == UInt8(ascii: "-") && token[1] == UInt8(ascii: "0")) {
+            writer.bytes.append(contentsOf: token)
+            return
+        }
         let text = String(decoding: token, as: UTF8.self)
         if isInteger, let i = Int64(text) {
             writer.writeInteger(i)
