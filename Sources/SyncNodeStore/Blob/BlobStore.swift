@@ -116,16 +116,7 @@ final class BlobStore: Sendable {
     }
 
     private func copy(_ source: URL, to target: URL) throws {
-        let temp = tempURL()
-        do {
-            try FileManager.default.copyItem(at: source, to: temp)
-            try moveIntoPlace(temp, target)
-        } catch let e as StoreError {
-            throw e
-        } catch {
-            try? FileManager.default.removeItem(at: temp)
-            throw StoreError.io("copying blob from \(source.path): \(error.localizedDescription)")
-        }
+        try place(target, doing: "copying blob from \(source.path)") { try FileManager.default.copyItem(at: source, to: $0) }
     }
 
     /// Stores raw content received from elsewhere (a peer) and returns its digest.
@@ -199,15 +190,21 @@ final class BlobStore: Sendable {
     }
 
     private func write(_ data: Data, to target: URL) throws {
+        try place(target, doing: "writing blob \(target.lastPathComponent)") { try data.write(to: $0) }
+    }
+
+    /// Fills a temporary file with `fill` and renames it to `target`; on failure the temporary
+    /// file goes and the error says what was `doing`.
+    private func place(_ target: URL, doing: String, _ fill: (URL) throws -> Void) throws {
         let temp = tempURL()
         do {
-            try data.write(to: temp)
+            try fill(temp)
             try moveIntoPlace(temp, target)
         } catch let e as StoreError {
             throw e
         } catch {
             try? FileManager.default.removeItem(at: temp)
-            throw StoreError.io("writing blob \(target.lastPathComponent): \(error.localizedDescription)")
+            throw StoreError.io("\(doing): \(error.localizedDescription)")
         }
     }
 
