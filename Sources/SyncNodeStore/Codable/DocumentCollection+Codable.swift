@@ -48,7 +48,7 @@ extension DocumentCollection {
     /// document to see the merge).
     /// - Throws: whatever `conflictHandler` throws (nothing is saved);
     ///   ``StoreError/decodingFailed(type:documentID:keyPath:reason:)`` when the stored document does not
-    ///   decode as `Model`; otherwise the errors of ``save(from:)``.
+    ///   decode as `Model`; otherwise the errors of ``save(from:undeclaredProperties:)``.
     @discardableResult
     public func save<Model: Codable>(
         from model: Model, undeclaredProperties: UndeclaredProperties = .keep, conflictHandler: (inout Model, Model?) throws -> Bool

@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// The ID is not stored in the document body. It is filled when a model is
 /// decoded from a document or a query result, and after
-/// ``DocumentCollection/save(from:)`` (with a generated UUID when it was nil).
+/// ``DocumentCollection/save(from:undeclaredProperties:)`` (with a generated UUID when it was nil).
 /// The wrapper also remembers which revision the model was read at, so a save
 /// with ``ConcurrencyControl/failOnConflict`` fails when the document changed since.
 ///
