@@ -72,6 +72,17 @@ import Testing
         #expect(edit.id == doc.id)
     }
 
+    /// Foundation's JSON numbers are NSNumbers, which cast to Bool and Int alike: 1 and 0 must
+    /// stay numbers, and only true and false become booleans.
+    @Test func foundationJSONKeepsItsTypes() throws {
+        let json = #"{"one":1,"zero":0,"yes":true,"no":false,"real":1.5,"whole":2.0,"neg":-5,"list":[1,true,0]}"#
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        let doc = try MutableDocument(id: "f", data: object)
+        #expect(doc.toJSON() == #"{"list":[1,true,0],"neg":-5,"no":false,"one":1,"real":1.5,"whole":2,"yes":true,"zero":0}"#)
+        let big = try #require(try JSONSerialization.jsonObject(with: Data(#"[18446744073709551615]"#.utf8)) as? [Any])
+        #expect(throws: StoreError.self) { try MutableDocument(id: "g", data: ["big": big[0]]) }
+    }
+
     @Test func reservedPropertiesAreRejected() throws {
         let dir = try TempDirectory()
         let db = try dir.open()

@@ -27,6 +27,23 @@ public enum DocumentValue: Sendable, Hashable {
 }
 
 extension DocumentValue {
+    /// An NSNumber as what it holds: a boolean only when it is one (CFBoolean), a floating-point
+    /// number when its type is, else an integer.
+    private static func value(of n: NSNumber) throws -> DocumentValue {
+        if type(of: n) == type(of: NSNumber(value: true)) { return .bool(n.boolValue) }
+        switch UInt8(bitPattern: n.objCType.pointee) {
+        case UInt8(ascii: "f"), UInt8(ascii: "d"):
+            return try .number(n.doubleValue)
+        case UInt8(ascii: "Q"), UInt8(ascii: "L"):
+            guard let i = Int64(exactly: n.uint64Value) else {
+                throw StoreError.invalidValue("integer \(n.uint64Value) does not fit in 64 signed bits")
+            }
+            return .int(i)
+        default:
+            return .int(n.int64Value)
+        }
+    }
+
     /// Converts a Foundation-typed value (as `JSONSerialization` produces, or
     /// as an app writes literals) into a document value.
     ///
@@ -41,6 +58,9 @@ extension DocumentValue {
         case is NSNull: self = .null
         case let v as String: self = .string(v)
         case let v as Substring: self = .string(String(v))
+        // Before Bool and Int: an NSNumber (what JSONSerialization gives) casts to both, so 1 and
+        // 1.0 would read as true. Native Swift values are not NSNumber instances.
+        case let n as NSNumber where type(of: value) is NSNumber.Type: self = try Self.value(of: n)
         case let v as Bool: self = .bool(v)
         case let v as Int: self = .int(Int64(v))
         case let v as Int64: self = .int(v)
