@@ -195,6 +195,16 @@ import Testing
         }
     }
 
+    /// With the peer's uuid in its pairing URL, what a push would send is known offline.
+    @Test func pendingDocumentsAreKnownWithoutThePeer() async throws {
+        let peer = try Peer()
+        for id in ["a", "b"] { try peer.collection.save(MutableDocument(id: id)) }
+        let offline = try #require(URL(string: "https://u:p@127.0.0.1:1/db?uuid=node-b&fp=\(String(repeating: "A", count: 43))"))
+        var config = ReplicatorConfiguration(collection: peer.collection, target: .url(offline))
+        config.replicatorType = .push
+        #expect(try await Replicator(config: config).pendingDocumentIDs() == ["a", "b"])
+    }
+
     /// A peer with a small body limit answers 413 to a large push: the replicator sends it in
     /// halves until each part fits, and a document too large alone is refused while the others
     /// arrive.

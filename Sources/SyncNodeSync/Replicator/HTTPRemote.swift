@@ -29,7 +29,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
               let host = components.host else {
             throw SyncError.invalidConfiguration("replication URL must be http(s)://host[:port]/db: \(WireURL.redacted(url))")
         }
-        let database = components.path.split(separator: "/").first.map(String.init) ?? ""
+        let database = Self.database(in: components) ?? ""
         guard !database.isEmpty else { throw SyncError.invalidConfiguration("replication URL has no database: \(WireURL.redacted(url))") }
         let port = components.port ?? (scheme == "https" ? 443 : 80)
         let (client, pinnedFingerprint) = try await PeerClient.make(
@@ -129,14 +129,28 @@ final class HTTPRemote: ReplicationPeer, Sendable {
 
     // MARK: - ReplicationPeer
 
+    /// A peer's identity for checkpoints: its node UUID and the database.
+    static func identity(uuid: String, database: String) -> String { "\(uuid)/\(database)" }
+
+    /// The identity a replication URL's target has when its UUID is configured: known without
+    /// asking the peer. Nil for a URL that names no database.
+    static func identity(of url: URL, uuid: String) -> String? {
+        URLComponents(url: url, resolvingAgainstBaseURL: false).flatMap(database(in:)).map { identity(uuid: uuid, database: $0) }
+    }
+
+    /// The database a replication URL names: its first path segment (a keyspace).
+    private static func database(in components: URLComponents) -> String? {
+        components.path.split(separator: "/").first.map(String.init)
+    }
+
     func identity() async throws -> String {
         // The node and the database, however learnt: a pairing URL's uuid and the peer's own
         // `GET /` name the same checkpoints, and two databases of one peer never share one.
-        if let configuredUUID { return "\(configuredUUID)/\(database)" }
+        if let configuredUUID { return Self.identity(uuid: configuredUUID, database: database) }
         // Only a peer without `GET /` (404) or without a uuid is named by its URL;
         // a transient failure must not change the replication ID (and lose the checkpoint).
         do {
-            if case .string(let uuid)? = try await expect(.GET, "/")["uuid"] { return "\(uuid)/\(database)" }
+            if case .string(let uuid)? = try await expect(.GET, "/")["uuid"] { return Self.identity(uuid: uuid, database: database) }
         } catch let error as CouchError where error.status == 404 {
             // Named by URL below.
         }

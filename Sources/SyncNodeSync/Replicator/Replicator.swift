@@ -321,6 +321,10 @@ public final class Replicator: Sendable {
             throw SyncError.invalidConfiguration("pending documents are known for push replications only")
         }
         var remoteID = state.withLock { $0.remoteIdentity }
+        // A pairing URL's uuid names the peer without a connection: this works offline too.
+        if remoteID == nil, case .url(let url) = config.target, let uuid = config.remoteUUID {
+            remoteID = HTTPRemote.identity(of: url, uuid: uuid)
+        }
         if remoteID == nil {
             remoteID = try await withPeer { remote in try await identity(of: remote) }
         }
