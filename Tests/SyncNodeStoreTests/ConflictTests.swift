@@ -80,6 +80,25 @@ import Testing
         #expect(results[0].count == 2 && results[0].filter { $0.hasSuffix(" deleted") }.count == 1)
     }
 
+    /// Leaves that changed after the app read them (a pull brought another branch) are not
+    /// resolved blindly: nothing is written and the call says so.
+    @Test func aDecisionOnStaleLeavesIsRefused() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        try Self.makeConflicts(in: c)
+        let seen = try c.leafDocuments(id: "d")
+        let merge = try #require(seen.first).toMutable()
+        try c.insertRevision(id: "d", history: ["3-eeee", "2-cccc", "1-1111"], deleted: false, body: ["v": "newer"])
+        let now = try Self.leaves(c, "d")
+        #expect(throws: StoreError.conflict(documentID: "d")) { try c.resolveConflict(id: "d", keeping: "2-bbbb", of: seen) }
+        #expect(throws: StoreError.conflict(documentID: "d")) { try c.resolveConflict(id: "d", merged: merge) }
+        #expect(try Self.leaves(c, "d") == now)
+        // Decided again on what is there now, it goes through.
+        #expect(try c.resolveConflict(id: "d", keeping: "3-eeee", of: try c.leafDocuments(id: "d")).string(forKey: "v") == "newer")
+    }
+
     /// What a `notFound` error thrown by `body` names; nil for any other outcome.
     static func subjectNotFound(_ body: () throws -> Void) -> StoreError.Subject? {
         do { try body() } catch StoreError.notFound(let subject, _) { return subject } catch {}

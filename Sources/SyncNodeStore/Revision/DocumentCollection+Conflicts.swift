@@ -57,7 +57,7 @@ extension DocumentCollection {
     /// replicator keeps both sides (`conflictResolver = nil`, or a resolver that gave up), or when
     /// a CouchDB or PouchDB client writes a conflicting revision. Every node shows the same
     /// winner meanwhile (``Document/revisionID`` is the winning leaf); resolve with
-    /// ``resolveConflict(id:keeping:)`` or ``resolveConflict(id:merged:)``.
+    /// ``resolveConflict(id:keeping:of:)`` or ``resolveConflict(id:merged:of:)``.
     ///
     /// This reads the revision tree of every document with more than one revision: a scan of
     /// the collection, meant for occasional checks, not for every change.
@@ -95,16 +95,22 @@ extension DocumentCollection {
     /// The tombstones' revision IDs derive from their parents only, as the replicator's
     /// resolver writes them, so nodes that resolve the same conflict the same way write the
     /// same revisions and agree after they replicate. Keeping the only live leaf changes nothing.
+    /// - Parameters:
+    ///   - id: the document.
+    ///   - revisionID: the live leaf to keep.
+    ///   - leaves: the leaves the decision was made on, as ``leafDocuments(id:)`` returned them:
+    ///     when the document's leaves are no longer these (a pull or a save since), nothing is
+    ///     written and the call throws ``StoreError/conflict(documentID:)``. Nil: whatever the
+    ///     leaves are when the call runs (a leaf that arrived since is closed too).
     /// - Throws: ``StoreError/notFound(_:_:)`` (``StoreError/Subject/document``) when the
     ///   document does not exist, (``StoreError/Subject/revision``) when `revisionID` is not a
-    ///   live leaf of it (see ``leafDocuments(id:)``); ``StoreError/conflict(documentID:)`` when
-    ///   another writer changed the leaves meanwhile; ``StoreError/rejected(documentID:reason:)``
-    ///   when a validator that applies to local saves refuses a tombstone;
-    ///   ``StoreError/collectionDeleted(_:)``, ``StoreError/databaseClosed(_:)``,
-    ///   ``StoreError/storage(_:)``.
+    ///   live leaf of it; ``StoreError/conflict(documentID:)`` when the leaves are no longer
+    ///   `leaves`; ``StoreError/rejected(documentID:reason:)`` when a validator that applies to
+    ///   local saves refuses a tombstone; ``StoreError/collectionDeleted(_:)``,
+    ///   ``StoreError/databaseClosed(_:)``, ``StoreError/storage(_:)``.
     @discardableResult
-    public func resolveConflict(id: String, keeping revisionID: String) throws -> Document {
-        try resolve(id: id, keeping: revisionID, merged: nil)
+    public func resolveConflict(id: String, keeping revisionID: String, of leaves: [Document]? = nil) throws -> Document {
+        try resolve(id: id, keeping: revisionID, merged: nil, seen: leaves)
     }
 
     /// Ends the document's conflict with a merged version: it becomes a child of the current
@@ -117,27 +123,30 @@ extension DocumentCollection {
     /// after they replicate.
     /// - Parameters:
     ///   - id: the document.
-    ///   - merged: its properties after the merge; its ``MutableDocument/id`` must be `id`.
+    ///   - merged: its properties after the merge; its ``MutableDocument/id`` must be `id`. When it
+    ///     came from a leaf (``Document/toMutable()``), that leaf must still be the winner.
+    ///   - leaves: the leaves the merge was made of, as for ``resolveConflict(id:keeping:of:)``.
     /// - Throws: ``StoreError/notFound(_:_:)`` (``StoreError/Subject/document``) when the
     ///   document does not exist or is deleted; ``StoreError/invalidValue(_:)`` when `merged`
     ///   is another document; ``StoreError/reservedProperty(_:)`` for a top-level key starting
-    ///   with `_`; ``StoreError/conflict(documentID:)`` when another writer changed the leaves
-    ///   meanwhile; ``StoreError/rejected(documentID:reason:)`` when a validator that applies to
-    ///   local saves refuses; ``StoreError/collectionDeleted(_:)``,
+    ///   with `_`; ``StoreError/conflict(documentID:)`` when the winner `merged` was read from,
+    ///   or the leaves, changed since; ``StoreError/rejected(documentID:reason:)`` when a
+    ///   validator that applies to local saves refuses; ``StoreError/collectionDeleted(_:)``,
     ///   ``StoreError/databaseClosed(_:)``, ``StoreError/storage(_:)``.
     @discardableResult
-    public func resolveConflict(id: String, merged: MutableDocument) throws -> Document {
+    public func resolveConflict(id: String, merged: MutableDocument, of leaves: [Document]? = nil) throws -> Document {
         guard merged.id == id else {
             throw StoreError.invalidValue("the merged document is '\(merged.id)', not '\(id)'")
         }
-        let result = try resolve(id: id, keeping: nil, merged: merged)
+        let result = try resolve(id: id, keeping: nil, merged: merged, seen: leaves)
         merged.revisionID = result.revisionID
         merged.sequence = result.sequence
         return result
     }
 
-    /// Keeps `keeping` (nil: the winner) and closes the other live leaves, in one transaction.
-    private func resolve(id: String, keeping: String?, merged: MutableDocument?) throws -> Document {
+    /// Keeps `keeping` (nil: the winner) and closes the other live leaves, in one transaction;
+    /// `seen` (nil: the current ones) are the leaves the decision was made on.
+    private func resolve(id: String, keeping: String?, merged: MutableDocument?, seen: [Document]?) throws -> Document {
         try checkLive()
         var result: Document?
         try database.inBatch {
@@ -145,6 +154,10 @@ extension DocumentCollection {
             guard let winner = leaves.first, !winner.deleted else {
                 throw StoreError.notFound(.document, "document '\(id)' in \(fullName)")
             }
+            // A merge read from a leaf that is no longer the winner, or leaves that changed since
+            // the decision, would close or overwrite what nobody looked at.
+            if let read = merged?.revisionID, read != winner.rev { throw StoreError.conflict(documentID: id) }
+            if let seen, Set(seen.compactMap(\.revisionID)) != Set(leaves.map(\.rev)) { throw StoreError.conflict(documentID: id) }
             let kept = keeping ?? winner.rev
             guard leaves.contains(where: { $0.rev == kept && !$0.deleted }) else {
                 throw StoreError.notFound(.revision, "revision \(kept) is not a live leaf of document '\(id)' in \(fullName)")
