@@ -10,6 +10,9 @@ final class ModelEncoder: Encoder {
     private let key: (any CodingKey)?
     private let root: Root
     fileprivate var storage: Slot?
+    /// Whether the value encoded here has fixed keys (a struct or a class), so that a save may
+    /// keep stored keys it does not name. A dictionary's or an enum's keys are its whole value.
+    fileprivate var hasFixedKeys = false
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     private final class Root {
@@ -106,6 +109,8 @@ final class ModelEncoder: Encoder {
     fileprivate func box<T: Encodable>(_ value: T, key: @autoclosure () -> any CodingKey) throws -> Slot {
         if let leaf = try leaf(value, key: key()) { return .value(leaf) }
         let encoder = nested(key())
+        let style = Mirror(reflecting: value).displayStyle
+        encoder.hasFixedKeys = style == .struct || style == .class
         try value.encode(to: encoder)
         return .encoder(encoder)
     }
@@ -147,8 +152,8 @@ struct EncodedModel {
     var values: [String: DocumentValue] { object.members.mapValues(\.finished) }
 
     /// The model's properties, plus those of `stored` that the model does not declare: at the
-    /// top level and, inside an object the model encodes with a keyed container, at every
-    /// level. A key the model encodes, even as nil (an optional left out), is declared. Of the
+    /// top level and inside nested structs and classes, at every level (a dictionary's or an
+    /// enum's keys are its value: those are written as they are). A key the model encodes, even as nil (an optional left out), is declared. Of the
     /// stored `_` members only `_attachments` (CouchDB attachments, as blobs) can be there; it is kept.
     func values(keepingUndeclaredIn stored: [String: DocumentValue]) -> [String: DocumentValue] {
         object.merged(over: stored)
@@ -172,13 +177,11 @@ fileprivate enum Slot {
         }
     }
 
-    /// The keyed container this value was encoded with, if any.
-    var object: ObjectBuilder? {
-        switch self {
-        case .object(let o): return o
-        case .encoder(let e): return e.storage?.object
-        case .value, .array: return nil
-        }
+    /// The keyed container of a struct or class value, whose undeclared stored keys a save
+    /// keeps; nil for anything else (dictionaries, enums, arrays, a custom nested container).
+    var fixedKeysObject: ObjectBuilder? {
+        guard case .encoder(let e) = self, e.hasFixedKeys, case .object(let o)? = e.storage else { return nil }
+        return o
     }
 }
 
@@ -190,7 +193,7 @@ private final class ObjectBuilder {
     func merged(over stored: [String: DocumentValue]) -> [String: DocumentValue] {
         var out: [String: DocumentValue] = [:]
         for (key, slot) in members {
-            if let nested = slot.object, case .dictionary(let inner)? = stored[key] {
+            if let nested = slot.fixedKeysObject, case .dictionary(let inner)? = stored[key] {
                 out[key] = .dictionary(nested.merged(over: inner))
             } else {
                 out[key] = slot.finished

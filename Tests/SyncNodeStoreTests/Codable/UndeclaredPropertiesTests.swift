@@ -54,6 +54,34 @@ enum ModelVersions {
         #expect(try c.document(id: "raw")?.dictionary(forKey: "details")?.keys == ["color"])
     }
 
+    enum Shape: Codable, Equatable {
+        case circle(radius: Int)
+        case square(side: Int)
+    }
+
+    struct Drawing: Codable {
+        @DocumentID var id: String? = nil
+        var tags: [String: Bool]
+        var shape: Shape
+    }
+
+    /// A dictionary's keys and an enum's case are the value itself: what the model removed or
+    /// changed there is not brought back from the stored document.
+    @Test func dictionariesAndEnumsAreWrittenWhole() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        try c.save(from: Drawing(id: "p", tags: ["a": true, "b": true], shape: .circle(radius: 1)))
+        var drawing = try #require(try c.document(id: "p", as: Drawing.self))
+        drawing.tags["a"] = nil
+        drawing.shape = .square(side: 2)
+        try c.save(from: drawing)
+        let again = try #require(try c.document(id: "p", as: Drawing.self))
+        #expect(again.tags == ["b": true])
+        #expect(again.shape == .square(side: 2))
+    }
+
     /// A nil optional is a declared property the model left out: its save removes it.
     @Test func aNilOptionalRemovesItsProperty() throws {
         let dir = try TempDirectory()
