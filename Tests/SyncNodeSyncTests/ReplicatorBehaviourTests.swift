@@ -237,6 +237,10 @@ import Testing
         let parts = ReplicationRun.parts(of: docs, maxBytes: 40_000)
         #expect(parts.map { $0.map(\.id) } == [["d0", "d1"], ["d2", "d3"], ["d4"], ["d5"]])
         #expect(ReplicationRun.parts(of: docs, maxBytes: 1 << 20).count == 1)
+        // Inline attachment data counts as well as the body.
+        let data = Data(repeating: 1, count: 30_000).base64EncodedString()
+        let attached = try WireRevision(json: #"{"_id":"a","_rev":"1-a","_attachments":{"x":{"content_type":"a/b","data":"\#(data)"}}}"#)
+        #expect(ReplicationRun.parts(of: [attached, attached], maxBytes: 50_000).count == 2)
     }
 
     /// A one-shot run retries a peer it cannot reach yet up to `maxAttempts`, also when its

@@ -56,6 +56,15 @@ struct WireRevision: Sendable {
     var rev: String { meta["_rev"].wireText }
     var deleted: Bool { meta["_deleted"] == .bool(true) }
 
+    /// The base64 attachment data it carries inline, in bytes of JSON.
+    var inlineAttachmentBytes: Int {
+        guard case .dictionary(let attachments)? = meta[DocumentCollection.attachmentsKey] else { return 0 }
+        return attachments.values.reduce(0) { total, entry in
+            guard case .string(let data)? = entry["data"] else { return total }
+            return total + data.utf8.count
+        }
+    }
+
     /// Appends the wire document as JSON (its `_` members first).
     func write(to out: inout JSONWriter) {
         out.writeObject(meta)

@@ -121,7 +121,7 @@ struct ReplicationRun: Sendable {
         var parts: [[WireRevision]] = []
         var bytes = 0
         for doc in docs {
-            let size = doc.body.bytes.count + 256  // the `_` members
+            let size = doc.body.bytes.count + doc.inlineAttachmentBytes + 256  // and the other `_` members
             if parts.isEmpty || bytes + size > maxBytes, !(parts.last?.isEmpty ?? false) {
                 parts.append([])
                 bytes = 0
