@@ -79,6 +79,20 @@ import Testing
         #expect(try blobFiles(db).count == 1)
     }
 
+    /// Opening a database removes a crash's leftover temporary files, but not one that another
+    /// process may still be writing (an upload in progress).
+    @Test func openingRemovesOnlyAbandonedTemporaryFiles() throws {
+        let dir = try TempDirectory()
+        try dir.open("t").close()
+        let blobs = dir.url.appendingPathComponent("t.syncnode/blobs")
+        let old = blobs.appendingPathComponent(".tmp-old"), fresh = blobs.appendingPathComponent(".tmp-fresh")
+        for url in [old, fresh] { #expect(FileManager.default.createFile(atPath: url.path, contents: Data("x".utf8))) }
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-7200)], ofItemAtPath: old.path)
+        try dir.open("t").close()
+        #expect(!FileManager.default.fileExists(atPath: old.path))
+        #expect(FileManager.default.fileExists(atPath: fresh.path))
+    }
+
     /// A blob read from one database and saved into another: its file is copied across.
     @Test func aBlobFromAnotherDatabaseIsCopiedAcross() throws {
         let dir = try TempDirectory()

@@ -177,11 +177,17 @@ final class BlobStore: Sendable {
         md5Cache.withLock { _ = $0.removeValue(forKey: digest) }
     }
 
-    /// Removes temporary files a crash left behind.
+    /// Removes temporary files a crash left behind: those untouched for an hour. A younger
+    /// one may be another process's upload in progress (a CLI command opens the database that
+    /// a serving node is streaming an attachment into).
     func removeTemporaryFiles() {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        let abandoned = Date().addingTimeInterval(-3600)
         for name in names where name.hasPrefix(".tmp-") {
-            try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
+            let url = directory.appendingPathComponent(name)
+            let modified = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.modificationDate] as? Date
+            if let modified, modified > abandoned { continue }
+            try? FileManager.default.removeItem(at: url)
         }
     }
 
