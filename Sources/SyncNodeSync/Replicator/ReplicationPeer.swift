@@ -44,6 +44,12 @@ struct StoredBatch: Sendable {
     /// Documents that now have several leaves (known for local peers only):
     /// the only ones a conflict resolver needs to look at.
     var branched: Set<String> = []
+
+    /// Adds what another request of the same batch stored.
+    mutating func add(_ other: StoredBatch) {
+        refused += other.refused
+        branched.formUnion(other.branched)
+    }
 }
 
 struct MissingRevisions: Sendable {

@@ -142,9 +142,7 @@ struct ReplicationRun: Sendable {
             replicator.logger.notice("the target refused a request as too large; sending it in halves", metadata: ["documents": "\(docs.count)"])
             let half = docs.count / 2
             var stored = try await store(Array(docs[..<half]))
-            let rest = try await store(Array(docs[half...]))
-            stored.refused += rest.refused
-            stored.branched.formUnion(rest.branched)
+            stored.add(try await store(Array(docs[half...])))
             return stored
         }
     }
@@ -157,9 +155,7 @@ struct ReplicationRun: Sendable {
             let docs = batch.docs
             var stored = StoredBatch()
             for part in Self.parts(of: docs, maxBytes: config.maxRequestBytes) {
-                let result = try await store(part)
-                stored.refused += result.refused
-                stored.branched.formUnion(result.branched)
+                stored.add(try await store(part))
             }
             for (id, error) in stored.refused {
                 replicator.logger.warning("a document was not replicated", metadata: [
