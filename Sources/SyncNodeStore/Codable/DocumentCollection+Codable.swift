@@ -32,7 +32,7 @@ extension DocumentCollection {
     ) throws {
         let encoded = try ModelEncoder.encode(model)
         guard let identity = encoded.identity else { throw Self.missingDocumentID(Model.self, "save") }
-        _ = try commitModel(identity, deleting: false, values: { id in try body(of: encoded, id: id, undeclaredProperties) }) { id, _ in
+        _ = try commitModel(identity, deleting: false, values: { stored in try body(of: encoded, stored, undeclaredProperties) }) { id, _ in
             try concurrencyControl.overwrites(documentID: id)
         }
     }
@@ -60,7 +60,7 @@ extension DocumentCollection {
         // Encoded before the write transaction; again inside only when the handler edited it.
         let encoded = try ModelEncoder.encode(model)
         return try commitModel(identity, deleting: false,
-                               values: { id in try body(of: handled ? ModelEncoder.encode(edited) : encoded, id: id, undeclaredProperties) },
+                               values: { stored in try body(of: handled ? ModelEncoder.encode(edited) : encoded, stored, undeclaredProperties) },
                                keepsBase: { handled && !isClass }) { _, stored in
             handled = true
             let existing = try stored.map { try $0.data(as: Model.self) }
@@ -113,18 +113,18 @@ extension DocumentCollection {
     }
 
     /// The body a model's save writes: its properties, and with ``UndeclaredProperties/keep``
-    /// the stored document's properties it does not declare. Called inside the write
-    /// transaction, so what it keeps is what is stored when the save commits.
-    private func body(of encoded: EncodedModel, id: String, _ undeclared: UndeclaredProperties) throws -> [String: DocumentValue] {
-        guard undeclared == .keep, let stored = try document(id: id) else { return encoded.values }
-        return encoded.values(keepingUndeclaredIn: stored.body.values)
+    /// the properties it does not declare of `stored`, the body the write transaction found
+    /// (so what it keeps is what is stored when the save commits).
+    private func body(of encoded: EncodedModel, _ stored: String?, _ undeclared: UndeclaredProperties) throws -> [String: DocumentValue] {
+        guard undeclared == .keep, let stored, case .dictionary(let values) = try DocumentValue(json: stored) else { return encoded.values }
+        return encoded.values(keepingUndeclaredIn: values)
     }
 
     /// Commits an edit of the model's document and writes the ID and the new
     /// revision back into its ``DocumentID``.
     private func commitModel(
         _ identity: DocumentIdentity, deleting: Bool,
-        values: (_ id: String) throws -> [String: DocumentValue], keepsBase: () -> Bool = { false },
+        values: (_ stored: String?) throws -> [String: DocumentValue], keepsBase: () -> Bool = { false },
         onConflict: (_ id: String, _ stored: Document?) throws -> Bool
     ) throws -> Bool {
         let (knownID, base) = identity.current
@@ -135,7 +135,7 @@ extension DocumentCollection {
         case .revision(let rev): editBase = .revision(rev)
         case .current: editBase = .current
         }
-        guard let (rev, _) = try commitEdit(id: id, base: editBase, deleting: deleting, body: { try encodeBody(values(id)) }, onConflict: { try onConflict(id, $0) }) else {
+        guard let (rev, _) = try commitEdit(id: id, base: editBase, deleting: deleting, body: { try encodeBody(values($0)) }, onConflict: { try onConflict(id, $0) }) else {
             return false
         }
         identity.update(id: id, base: keepsBase() ? base : .revision(rev))

@@ -56,11 +56,12 @@ extension DocumentCollection {
     /// Saves (or deletes) a local edit as a child of the current winner.
     /// `onConflict` decides when the document changed since `base`: return
     /// true to save anyway, false to give up, or throw. `body` encodes the
-    /// edit after it, so a conflict handler's edits are saved. Returns the new revision
+    /// edit after it, so a conflict handler's edits are saved; it is given the current
+    /// body (nil when there is none or it is deleted). Returns the new revision
     /// and sequence, or nil when `onConflict` gave up.
     func commitEdit(
         id: String, base: EditBase, deleting: Bool,
-        body: () throws -> CanonicalBody,
+        body: (_ current: String?) throws -> CanonicalBody,
         onConflict: (Document?) throws -> Bool
     ) throws -> (rev: String, sequence: Int64)? {
         try checkLive()
@@ -76,15 +77,16 @@ extension DocumentCollection {
                     json: current.body, blobStore: database.blobStore)
                 guard try onConflict(stored) else { return nil }
             }
-            return try commitChild(db, id: id, of: current, body: deleting ? try encodeBody([:]) : try body(), deleting: deleting, author: .local)
+            let currentBody = current?.deleted == false ? current?.body : nil
+            return try commitChild(db, id: id, of: current, body: deleting ? try encodeBody([:]) : try body(currentBody), deleting: deleting, author: .local)
         }
     }
 
-    /// ``commitEdit(id:base:deleting:values:onConflict:)`` for a document object, which learns its new revision.
+    /// ``commitEdit(id:base:deleting:body:onConflict:)`` for a document object, which learns its new revision.
     func commitEdit(_ document: MutableDocument, deleting: Bool, onConflict: (Document?) throws -> Bool) throws -> Bool {
         guard let (rev, sequence) = try commitEdit(
             id: document.id, base: .revision(document.revisionID), deleting: deleting,
-            body: { try encodeBody(document) }, onConflict: onConflict)
+            body: { _ in try encodeBody(document) }, onConflict: onConflict)
         else { return false }
         document.revisionID = rev
         document.sequence = sequence
