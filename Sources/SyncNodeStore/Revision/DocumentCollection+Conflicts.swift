@@ -154,15 +154,15 @@ extension DocumentCollection {
             guard let winner = leaves.first, !winner.deleted else {
                 throw StoreError.notFound(.document, "document '\(id)' in \(fullName)")
             }
-            // A merge read from a leaf that is no longer the winner, or leaves that changed since
-            // the decision, would close or overwrite what nobody looked at.
+            // A merge read from a leaf that is no longer the winner would overwrite what nobody read.
             if let read = merged?.revisionID, read != winner.rev { throw StoreError.conflict(documentID: id) }
-            if let seen, Set(seen.compactMap(\.revisionID)) != Set(leaves.map(\.rev)) { throw StoreError.conflict(documentID: id) }
             let kept = keeping ?? winner.rev
             guard leaves.contains(where: { $0.rev == kept && !$0.deleted }) else {
                 throw StoreError.notFound(.revision, "revision \(kept) is not a live leaf of document '\(id)' in \(fullName)")
             }
-            try resolveConflict(id: id, winner: kept, merged: try merged.map { try encodeBody($0) }, seen: Set(leaves.map(\.rev)))
+            // The leaves the decision was made on: the resolver's own check refuses others.
+            let decidedOn = seen.map { Set($0.compactMap(\.revisionID)) } ?? Set(leaves.map(\.rev))
+            try resolveConflict(id: id, winner: kept, merged: try merged.map { try encodeBody($0) }, seen: decidedOn)
             result = try document(id: id)
         }
         guard let result else { throw StoreError.notFound(.document, "document '\(id)' in \(fullName)") }
