@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import SyncNodeStore
 import SyncNodeSync
 
@@ -35,19 +34,14 @@ struct Resolve: ParsableCommand {
     @Option(help: "The live leaf revision to keep (see `syncnode conflicts`).") var keep: String?
     @Option(help: "The merged body as a JSON object, or - to read it from stdin.") var merged: String?
 
-    func validate() throws {
-        guard (keep == nil) != (merged == nil) else { throw ValidationError("give exactly one of --keep REV and --merged JSON") }
-    }
-
     func run() throws {
         let (db, collection) = try node.collection(keyspace, create: false)
         defer { try? db.close() }
         let result: Document
-        if let keep {
-            result = try collection.resolveConflict(id: id, keeping: keep)
-        } else {
-            let text = merged == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : merged ?? "{}"
-            result = try collection.resolveConflict(id: id, merged: try MutableDocument(id: id, json: text))
+        switch (keep, merged) {
+        case (let keep?, nil): result = try collection.resolveConflict(id: id, keeping: keep)
+        case (nil, let merged?): result = try collection.resolveConflict(id: id, merged: try MutableDocument(id: id, json: JSONArgument.text(merged)))
+        default: throw CLIError.usage("give exactly one of --keep REV and --merged JSON")
         }
         Output.line(["id": .string(id), "rev": .string(result.revisionID ?? "")])
     }

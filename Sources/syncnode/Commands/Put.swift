@@ -14,7 +14,7 @@ struct Put: ParsableCommand {
     @Argument(help: "The body as a JSON object, or - to read it from stdin.") var json: String
 
     func run() throws {
-        let text = json == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : json
+        let text = JSONArgument.text(json)
         let doc = MutableDocument(id: id)
         try doc.setJSON(text)
         let (db, collection) = try node.collection(keyspace, create: true)
