@@ -81,10 +81,15 @@ final class BlobStore: Sendable {
             buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
         }
         let md5 = "md5-" + Data(hasher.finalize()).base64EncodedString()
-        // Best effort: without the file it is computed again next time.
-        try? Data(md5.utf8).write(to: sidecar, options: .atomic)
-        remember(md5, for: digest)
+        keep(md5, for: digest, beside: url)
         return md5
+    }
+
+    /// Keeps a blob's MD5 beside its file and in memory. Best effort: without the file it is
+    /// computed again when next asked.
+    private func keep(_ md5: String, for digest: String, beside url: URL) {
+        try? Data(md5.utf8).write(to: url.appendingPathExtension("md5"), options: .atomic)
+        remember(md5, for: digest)
     }
 
     private func remember(_ md5: String, for digest: String) {
@@ -144,8 +149,7 @@ final class BlobStore: Sendable {
         } else {
             try moveIntoPlace(temp, target)
         }
-        try? Data(md5.utf8).write(to: target.appendingPathExtension("md5"), options: .atomic)
-        remember(md5, for: digest)
+        keep(md5, for: digest, beside: target)
     }
 
     /// True when the content is there already. Its time is refreshed: compaction

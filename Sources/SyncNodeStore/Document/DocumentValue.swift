@@ -27,10 +27,13 @@ public enum DocumentValue: Sendable, Hashable {
 }
 
 extension DocumentValue {
+    /// The class of boolean NSNumbers (CFBoolean), which `JSONSerialization` gives for true and false.
+    private static let booleanNumberType = type(of: NSNumber(value: true))
+
     /// An NSNumber as what it holds: a boolean only when it is one (CFBoolean), a floating-point
     /// number when its type is, else an integer.
     private static func value(of n: NSNumber) throws -> DocumentValue {
-        if type(of: n) == type(of: NSNumber(value: true)) { return .bool(n.boolValue) }
+        if type(of: n) == booleanNumberType { return .bool(n.boolValue) }
         switch UInt8(bitPattern: n.objCType.pointee) {
         case UInt8(ascii: "f"), UInt8(ascii: "d"):
             return try .number(n.doubleValue)
