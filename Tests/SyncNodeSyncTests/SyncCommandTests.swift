@@ -88,4 +88,63 @@ import Testing
             #expect(examined <= total - before + config.batchSize, "examined \(examined) changes again for \(total - before) missing")
         }
     }
+    /// kill -9 of a `syncnode sync --pull` in the middle of a 200 MB attachment: no document
+    /// and no blob under a real name is left, only a temporary file; a second pull completes
+    /// with the content its digest names.
+    @Test func aPullKilledInsideALargeAttachmentCompletesOnRestart() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-video-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: file) }
+            #expect(FileManager.default.createFile(atPath: file.path, contents: nil))
+            let writer = try FileHandle(forWritingTo: file)
+            for chunk in 0..<200 {
+                try writer.write(contentsOf: Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ chunk &* 7 &+ $0 >> 13) }))
+            }
+            try writer.close()
+            let video = MutableDocument(id: "video")
+            video.setBlob(try Blob(contentType: "video/mp4", fileURL: file), forKey: "clip")
+            try remote.save(video)
+            let digest = try #require(try remote.document(id: "video")?.blob(forKey: "clip")?.digest)
+
+            let peer = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-killed-blob-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: peer) }
+            let url = try ReplicatorTests.pairingURL(h)
+            let process = Process()
+            process.executableURL = try syncnodeExecutable()
+            process.arguments = ["--dir", peer.path, "sync", url.absoluteString, "--pull"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let blobs = peer.appendingPathComponent("default.syncnode/blobs")
+            func files() -> [(name: String, size: Int)] {
+                ((try? FileManager.default.contentsOfDirectory(atPath: blobs.path)) ?? []).map { name in
+                    (name, ((try? FileManager.default.attributesOfItem(atPath: blobs.appendingPathComponent(name).path))?[.size] as? Int) ?? 0)
+                }
+            }
+            let deadline = Date().addingTimeInterval(120)
+            while process.isRunning, Date() < deadline, !files().contains(where: { $0.name.hasPrefix(".tmp-") && $0.size > 40 << 20 }) {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            let killedMidway = process.isRunning
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            #expect(killedMidway, "the pull finished before it could be killed")
+            let left = files()
+            #expect(left.allSatisfy { $0.name.hasPrefix(".tmp-") }, "a blob under a real name after the kill: \(left)")
+
+            let db = try Database(name: "default", config: DatabaseConfiguration(directory: peer))
+            defer { try? db.close() }
+            let local = try db.defaultCollection()
+            #expect(try local.document(id: "video") == nil)
+            var config = ReplicatorConfiguration(collection: local, target: .url(url))
+            config.replicatorType = .pull
+            #expect(try await Replicator(config: config).runOnce().pulled == 1)
+            let blob = try #require(try local.document(id: "video")?.blob(forKey: "clip"))
+            #expect(blob.digest == digest && blob.length == 200 << 20)
+            let stored = try #require(local.blobFile(digest: digest))
+            #expect(try Blob(contentType: "video/mp4", fileURL: stored).digest == digest, "the stored content is not what its digest names")
+        }
+    }
 }

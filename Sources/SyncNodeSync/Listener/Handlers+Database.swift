@@ -264,7 +264,8 @@ extension Handlers {
             let previous = try incoming.rev.flatMap { try collection.revision(id: id, rev: $0) }
             body = CanonicalBody(object: try AttachmentStore.resolve(
                 incoming.attachments, body: revision.bodyValues(), previousBody: previous?.body,
-                generation: WireDocument.childGeneration(of: incoming.rev), replicated: false, collection: collection))
+                generation: WireDocument.childGeneration(of: incoming.rev), replicated: false, collection: collection,
+                files: revision.files))
         }
         return try collection.putRevision(id: id, parentRev: incoming.rev, body: body, deleting: incoming.deleted, author: author).rev
     }

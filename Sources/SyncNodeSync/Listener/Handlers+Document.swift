@@ -15,9 +15,11 @@ extension Handlers {
         case .put:
             try checkWritable()
             var object: [String: DocumentValue]
+            var files: [String: AttachmentFile] = [:]
             if let boundary = request.headers[.contentType].flatMap(MultipartRelated.boundary(contentType:)) {
-                let bytes = Array(buffer: try await request.bytesBody(limit: bodyLimit))
-                object = try MultipartRelated.document(from: MultipartRelated.parse(bytes, boundary: boundary))
+                // The JSON part is bounded like any JSON body; attachments stream into the blob store.
+                (object, files) = try await MultipartRelated.read(
+                    request.body, boundary: boundary, jsonLimit: bodyLimit, attachmentLimit: config.maxAttachmentSize, into: c)
             } else {
                 object = try await request.jsonObject(limit: bodyLimit)
             }
@@ -26,7 +28,7 @@ extension Handlers {
                 throw CouchError.badRequest("_id in the body does not match the URL")
             }
             object["_id"] = .string(id)
-            let revision = WireRevision(object: object)
+            let revision = WireRevision(object: object, files: files)
             if try !query.bool("new_edits", default: true) {
                 try ReplicatedRevision.insert(revision, into: c, author: author)
                 return HTTP.json(["ok": true, "id": .string(id), "rev": .string(revision.rev)], status: .created)
@@ -75,27 +77,31 @@ extension Handlers {
                 }
                 wanted = list.compactMap { $0.stringValue }
             }
-            // Each entry: the revision's wire JSON, or the revision asked for that this node lacks.
-            var found: [Swift.Result<String, MissingRevision>] = []
+            // Each entry: the revision's wire JSON (and for multipart, its attachments' files), or the revision asked for that this node lacks.
+            var found: [Swift.Result<MultipartMixed.Part, MissingRevision>] = []
+            func part(_ revision: StoredRevision) throws -> MultipartMixed.Part {
+                var files: [String: AttachmentFile] = [:]
+                let mode = try attachments(revision)
+                let json = try WireDocument.encode(
+                    id: revision.id, rev: revision.rev, deleted: revision.deleted, body: revision.body,
+                    revisions: revs ? revision.history : nil, attachments: multipart ? mode.asFiles : mode, collection: c, files: &files)
+                return MultipartMixed.Part(json: json, files: files)
+            }
             if let wanted {
                 let latest = try query.bool("latest")
                 for rev in wanted {
                     let matches = latest ? leaves.filter { $0.history.contains(rev) } : (try c.revision(id: id, rev: rev)).map { [$0] } ?? []
                     if matches.isEmpty { found.append(.failure(MissingRevision(rev: rev))) }
-                    for m in matches where m.body != nil {
-                        found.append(.success(try wireJSON(m, collection: c, revs: revs, attachments: attachments(m))))
-                    }
+                    for m in matches where m.body != nil { found.append(.success(try part(m))) }
                 }
             } else {
-                for leaf in leaves where leaf.body != nil {
-                    found.append(.success(try wireJSON(leaf, collection: c, revs: revs, attachments: attachments(leaf))))
-                }
+                for leaf in leaves where leaf.body != nil { found.append(.success(try part(leaf))) }
             }
             // CouchDB's replicator asks for multipart/mixed and cannot read a JSON array.
             if multipart {
-                return try MultipartMixed.response(found.map { entry in
+                return MultipartMixed.response(found.map { entry in
                     switch entry {
-                    case .success(let json): return .init(json: json, error: false)
+                    case .success(let part): return part
                     case .failure(let missing): return .init(json: (["missing": .string(missing.rev)] as DocumentValue).toJSON(), error: true)
                     }
                 })
@@ -103,7 +109,7 @@ extension Handlers {
             var out: [DocumentValue] = []
             for entry in found {
                 switch entry {
-                case .success(let json): out.append(["ok": try DocumentValue(json: json)])
+                case .success(let part): out.append(["ok": try DocumentValue(json: part.json)])
                 case .failure(let missing): out.append(["missing": .string(missing.rev)])
                 }
             }

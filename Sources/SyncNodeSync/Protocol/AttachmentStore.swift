@@ -5,8 +5,9 @@ import NIOCore
 import SyncNodeStore
 
 /// Turns an incoming `_attachments` object into stored form: inline data
-/// goes to the blob store; stubs are resolved against the revision the new
-/// one builds on (so unchanged attachments never travel again).
+/// goes to the blob store, content that followed as a file (``AttachmentFile``)
+/// is in it already; stubs are resolved against the revision the new one
+/// builds on (so unchanged attachments never travel again).
 enum AttachmentStore {
     /// The body to store: `body` plus `_attachments` (blob metadata by name)
     /// for attachments that are not property blobs (`blob_/...`).
@@ -16,7 +17,8 @@ enum AttachmentStore {
     /// sender's `revpos` is kept; a stub keeps the one it had.
     static func resolve(
         _ attachments: [String: DocumentValue], body: [String: DocumentValue],
-        previousBody: String?, generation: Int, replicated: Bool, collection: DocumentCollection
+        previousBody: String?, generation: Int, replicated: Bool, collection: DocumentCollection,
+        files: [String: AttachmentFile] = [:]
     ) throws -> [String: DocumentValue] {
         guard !attachments.isEmpty else { return body }
         let previous: [String: DocumentValue]
@@ -36,8 +38,19 @@ enum AttachmentStore {
                 // Storing bytes in an encoding this node cannot decode would corrupt the attachment.
                 throw CouchError.unsupportedMediaType("attachment '\(name)' is \(encoding)-encoded; send it decoded or gzip-encoded")
             }
+            var revpos = Int64(generation)
+            if replicated, case .int(let given)? = entry["revpos"], given >= 0 { revpos = given }
             let metadata: DocumentValue
-            if case .string(let base64)? = entry["data"] {
+            if case .bool(true)? = entry["follows"] {
+                guard let file = files[name] else {
+                    throw CouchError.badRequest("attachment '\(name)' is marked follows, but no part carried its content")
+                }
+                try file.store(in: collection)
+                metadata = [
+                    "@type": "blob", "digest": .string(file.digest), "length": .int(Int64(file.length)),
+                    "content_type": entry["content_type"] ?? "application/octet-stream", "revpos": .int(revpos),
+                ]
+            } else if case .string(let base64)? = entry["data"] {
                 guard var data = Data(base64Encoded: base64) else {
                     throw CouchError.badRequest("attachment '\(name)': data is not valid base64")
                 }
@@ -53,8 +66,6 @@ enum AttachmentStore {
                     data = try gunzip(data, name: name, declaredLength: declared)
                 }
                 let digest = try collection.storeBlobContent(data)
-                var revpos = Int64(generation)
-                if replicated, case .int(let given)? = entry["revpos"], given >= 0 { revpos = given }
                 metadata = [
                     "@type": "blob", "digest": .string(digest), "length": .int(Int64(data.count)),
                     "content_type": entry["content_type"] ?? "application/octet-stream", "revpos": .int(revpos),
@@ -65,7 +76,7 @@ enum AttachmentStore {
                 }
                 metadata = known
             } else {
-                throw CouchError.badRequest("attachment '\(name)' has neither data nor stub")
+                throw CouchError.badRequest("attachment '\(name)' has neither data, follows nor stub")
             }
             if !name.hasPrefix("blob_/") { stored[name] = metadata }
         }

@@ -1,15 +1,17 @@
 import Foundation
+import MultipartKit
+import NIOCore
 import SyncNodeStore
 
 /// CouchDB's `multipart/related` document upload (what its replicator sends
 /// for documents with attachments): a JSON part, then one part per attachment
-/// marked `"follows": true`.
+/// marked `"follows": true`, in the order the JSON lists them.
+///
+/// Both directions stream: an upload is read into the blob store as it
+/// arrives (``read(_:boundary:jsonLimit:attachmentLimit:into:)``) and a push
+/// is sent from the blob files (``Upload``), so an attachment's size is
+/// bounded by the disk, not by memory.
 enum MultipartRelated {
-    struct Part {
-        var headers: [String: String]
-        var body: [UInt8]
-    }
-
     /// The boundary of a `multipart/related; boundary="..."` content type, or nil.
     static func boundary(contentType: String) -> String? {
         guard contentType.lowercased().hasPrefix("multipart/related") else { return nil }
@@ -22,84 +24,271 @@ enum MultipartRelated {
         return nil
     }
 
-    static func parse(_ body: [UInt8], boundary: String) throws -> [Part] {
-        let delimiter = Array("--\(boundary)".utf8)
-        var parts: [Part] = []
-        guard var cursor = find(delimiter, in: body, from: 0) else { throw CouchError.badRequest("multipart body has no boundary line") }
-        cursor += delimiter.count
-        while cursor + 2 <= body.count {
-            if body[cursor] == UInt8(ascii: "-"), body[cursor + 1] == UInt8(ascii: "-") { return parts }  // closing delimiter
-            cursor = skipLineBreak(body, cursor)
-            guard let headerEnd = find(Array("\r\n\r\n".utf8), in: body, from: cursor) else {
-                throw CouchError.badRequest("multipart part without a header end")
-            }
-            var headers: [String: String] = [:]
-            for line in String(decoding: body[cursor..<headerEnd], as: UTF8.self).split(separator: "\r\n") {
-                let pair = line.split(separator: ":", maxSplits: 1)
-                if pair.count == 2 { headers[pair[0].lowercased()] = pair[1].trimmingCharacters(in: .whitespaces) }
-            }
-            let contentStart = headerEnd + 4
-            guard let next = find(Array("\r\n".utf8) + delimiter, in: body, from: contentStart) else {
-                throw CouchError.badRequest("multipart part is not terminated")
-            }
-            parts.append(Part(headers: headers, body: Array(body[contentStart..<next])))
-            cursor = next + 2 + delimiter.count
+    /// Reads an upload as it arrives: the document, each `follows` attachment's content
+    /// written to `collection`'s blob store (checked against the length and digest the
+    /// document declares) and returned as a file. The JSON part may hold `jsonLimit` bytes,
+    /// each attachment `attachmentLimit`. A gzip-encoded attachment (CouchDB sends text
+    /// ones so) is small by nature: it is kept as inline data, to be decoded on storing.
+    /// - Throws: `CouchError` 400 for a malformed body or content that does not match its
+    ///   declaration, 413 beyond a limit.
+    static func read<Body: AsyncSequence>(
+        _ body: Body, boundary: String, jsonLimit: Int, attachmentLimit: Int, into collection: DocumentCollection
+    ) async throws -> (object: [String: DocumentValue], files: [String: AttachmentFile]) where Body.Element == ByteBuffer {
+        guard !boundary.isEmpty, boundary.utf8.count <= 200 else {
+            throw CouchError.badRequest("the multipart boundary must be 1 to 200 characters")
         }
-        throw CouchError.badRequest("multipart body has no closing boundary")
+        let reader = PartReader(jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection)
+        defer { reader.abandon() }
+        let parser = MultipartParser(boundary: boundary)
+        parser.onHeader = { name, value in reader.headers[name.lowercased()] = value }
+        parser.onBody = { reader.body($0) }
+        parser.onPartComplete = { reader.complete() }
+        for try await buffer in body {
+            do {
+                try parser.execute(buffer)
+            } catch {
+                throw CouchError.badRequest("malformed multipart body")
+            }
+            if let error = reader.error { throw error }
+        }
+        return try reader.result()
     }
 
-    /// The document of an upload with each `follows` attachment turned into inline data.
-    static func document(from parts: [Part]) throws -> [String: DocumentValue] {
-        guard let first = parts.first else { throw CouchError.badRequest("empty multipart body") }
-        guard let text = String(validating: first.body, as: UTF8.self) else {
-            throw CouchError.badRequest("the JSON part is not valid UTF-8")
+    /// The parts as they are read. One request's, on one task.
+    private final class PartReader {
+        let jsonLimit: Int
+        let attachmentLimit: Int
+        let collection: DocumentCollection
+        var headers: [String: String] = [:]
+        private(set) var error: (any Error)?
+
+        private var json: [UInt8] = []
+        private var object: [String: DocumentValue]?
+        private var attachments: [String: DocumentValue] = [:]
+        /// The `follows` attachments without a part yet, in the order the JSON lists them.
+        private var waiting: [String] = []
+        private var files: [String: AttachmentFile] = [:]
+
+        /// The attachment part being read.
+        private var current: (name: String, entry: [String: DocumentValue])?
+        private var writer: BlobWriter?
+        private var encoded: [UInt8]?
+
+        init(jsonLimit: Int, attachmentLimit: Int, collection: DocumentCollection) {
+            self.jsonLimit = jsonLimit
+            self.attachmentLimit = attachmentLimit
+            self.collection = collection
         }
-        guard case .dictionary(var object) = try DocumentValue(json: text) else { throw CouchError.badRequest("the first part must be a JSON object") }
-        guard case .dictionary(var attachments)? = object["_attachments"] else { return object }
-        // Parts follow the attachments in the order the JSON lists them; a part may also name itself.
-        var following: [String] = []
-        for (name, entry) in attachments {
-            if case .dictionary(let e) = entry, case .bool(true)? = e["follows"] { following.append(name) }
+
+        func body(_ bytes: ByteBuffer) {
+            guard error == nil else { return }
+            do {
+                guard object != nil else {
+                    guard json.count + bytes.readableBytes <= jsonLimit else {
+                        throw CouchError.tooLarge("the JSON part is larger than \(jsonLimit) bytes")
+                    }
+                    json.append(contentsOf: bytes.readableBytesView)
+                    return
+                }
+                try startPart()
+                if let count = encoded?.count {
+                    guard count + bytes.readableBytes <= jsonLimit else {
+                        throw CouchError.tooLarge("an encoded attachment part is larger than \(jsonLimit) bytes")
+                    }
+                    encoded?.append(contentsOf: bytes.readableBytesView)
+                } else if let writer {
+                    guard writer.length + bytes.readableBytes <= attachmentLimit else {
+                        throw CouchError.tooLarge("Attachment is larger than \(attachmentLimit) bytes")
+                    }
+                    try bytes.withUnsafeReadableBytes { try writer.append($0) }
+                }
+            } catch {
+                self.error = error
+            }
         }
-        following.sort { position(of: $0, in: text) < position(of: $1, in: text) }
-        var unnamed = following.makeIterator()
-        for part in parts.dropFirst() {
-            let name = filename(part.headers["content-disposition"]) ?? unnamed.next()
-            guard let name, case .dictionary(var entry)? = attachments[name] else {
+
+        func complete() {
+            guard error == nil else { return }
+            do {
+                if object == nil {
+                    try readJSON()
+                } else {
+                    try startPart()
+                    try finishPart()
+                }
+            } catch {
+                self.error = error
+            }
+            headers = [:]
+        }
+
+        func result() throws -> (object: [String: DocumentValue], files: [String: AttachmentFile]) {
+            if let error { throw error }
+            guard var object else { throw CouchError.badRequest("the multipart body ended before its JSON part did") }
+            if let missing = waiting.first {
+                throw CouchError.badRequest("attachment '\(missing)' is marked follows, but the body ended before its part")
+            }
+            if !attachments.isEmpty { object["_attachments"] = .dictionary(attachments) }
+            return (object, files)
+        }
+
+        /// Drops a part left half-read (a body that broke off, or an error).
+        func abandon() {
+            writer?.abandon()
+            writer = nil
+        }
+
+        private func readJSON() throws {
+            guard let text = String(validating: json, as: UTF8.self) else {
+                throw CouchError.badRequest("the JSON part is not valid UTF-8")
+            }
+            guard case .dictionary(let object) = try DocumentValue(json: text) else {
+                throw CouchError.badRequest("the first part must be a JSON object")
+            }
+            json = []
+            self.object = object
+            guard case .dictionary(let attachments)? = object["_attachments"] else { return }
+            self.attachments = attachments
+            waiting = attachments.compactMap { name, entry in
+                if case .bool(true)? = entry["follows"] { return name }
+                return nil
+            }.sorted { position(of: $0, in: text) < position(of: $1, in: text) }
+        }
+
+        /// Begins the part whose headers were just read, once.
+        private func startPart() throws {
+            guard current == nil else { return }
+            // A part may name its attachment; otherwise it is the next one the JSON lists.
+            let named = filename(headers["content-disposition"])
+            guard let name = named ?? waiting.first, let index = waiting.firstIndex(of: name),
+                  case .dictionary(let entry)? = attachments[name] else {
                 throw CouchError.badRequest("a multipart part matches no attachment marked follows")
             }
-            entry["follows"] = nil
-            entry["data"] = DocumentValue.string(Data(part.body).base64EncodedString())
-            attachments[name] = .dictionary(entry)
+            waiting.remove(at: index)
+            current = (name, entry)
+            if case .string(let encoding)? = entry["encoding"], encoding != "identity" {
+                encoded = []
+            } else {
+                writer = try collection.blobWriter()
+            }
         }
-        object["_attachments"] = .dictionary(attachments)
-        return object
-    }
 
-    private static func position(of name: String, in text: String) -> Int {
-        guard let range = text.range(of: DocumentValue.string(name).toJSON() + ":") else { return Int.max }
-        return text.utf8.distance(from: text.utf8.startIndex, to: range.lowerBound)
-    }
-
-    private static func filename(_ disposition: String?) -> String? {
-        guard let disposition, let range = disposition.range(of: "filename=") else { return nil }
-        return disposition[range.upperBound...].trimmingCharacters(in: CharacterSet(charactersIn: "\" ;"))
-    }
-
-    private static func skipLineBreak(_ body: [UInt8], _ i: Int) -> Int {
-        var i = i
-        if i < body.count, body[i] == 0x0D { i += 1 }
-        if i < body.count, body[i] == 0x0A { i += 1 }
-        return i
-    }
-
-    private static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
-        guard needle.count > 0, haystack.count >= needle.count, start <= haystack.count - needle.count else { return nil }
-        var i = start
-        while i <= haystack.count - needle.count {
-            if haystack[i] == needle[0], haystack[i..<(i + needle.count)].elementsEqual(needle) { return i }
-            i += 1
+        private func finishPart() throws {
+            guard let (name, entry) = current else { return }
+            defer { current = nil }
+            var stored = entry
+            stored["follows"] = nil
+            if let bytes = encoded {
+                // Decoded (and checked) where inline data is.
+                stored["data"] = .string(Data(bytes).base64EncodedString())
+                encoded = nil
+            } else if let writer {
+                self.writer = nil
+                let digest = try writer.finish { md5, length in
+                    try AttachmentFile.verify(md5: md5, length: length, against: entry, name: name)
+                }
+                let type = entry["content_type"]?.stringValue ?? "application/octet-stream"
+                guard let file = AttachmentFile(digest: digest, contentType: type, in: collection) else {
+                    throw CouchError(status: 500, error: "attachment_missing", reason: "attachment '\(name)' was stored but cannot be read back")
+                }
+                files[name] = file
+                stored["follows"] = true
+            }
+            attachments[name] = .dictionary(stored)
         }
-        return nil
+
+        private func position(of name: String, in text: String) -> Int {
+            guard let range = text.range(of: DocumentValue.string(name).toJSON() + ":") else { return Int.max }
+            return text.utf8.distance(from: text.utf8.startIndex, to: range.lowerBound)
+        }
+
+        private func filename(_ disposition: String?) -> String? {
+            guard let disposition, let range = disposition.range(of: "filename=") else { return nil }
+            return disposition[range.upperBound...].trimmingCharacters(in: CharacterSet(charactersIn: "\" ;"))
+        }
+    }
+
+    // MARK: - Sending
+
+    /// A document and its attachments' files as a `multipart/related` request body, read
+    /// from the files a piece at a time as it is sent.
+    struct Upload: AsyncSequence, Sendable {
+        typealias Element = ByteBuffer
+
+        fileprivate enum Segment: Sendable {
+            case bytes(ByteBuffer)
+            case file(AttachmentFile)
+        }
+
+        private let segments: [Segment]
+        /// The body's exact length.
+        let length: Int
+        /// The request's content type (with its boundary).
+        let contentType: String
+
+        /// `json` is the wire document; `files` the content of the attachments it marks
+        /// `follows`, which go in the order its (canonical, byte-ordered) keys list them.
+        init(json: [UInt8], files: [String: AttachmentFile]) {
+            let boundary = WireID.random()
+            contentType = "multipart/related; boundary=\"\(boundary)\""
+            var segments: [Segment] = [.bytes(ByteBuffer(string: "--\(boundary)\r\nContent-Type: application/json\r\n\r\n"))]
+            var head = ByteBuffer(bytes: json)
+            for (name, file) in files.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+                head.writeString("\r\n--\(boundary)\r\n")
+                // The name helps a reader that matches parts by it; one that would break out of the header is left out.
+                if !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == "\"" || $0 == "\\" }) {
+                    head.writeString("Content-Disposition: attachment; filename=\"\(name)\"\r\n")
+                }
+                head.writeString("Content-Type: \(file.contentType)\r\nContent-Length: \(file.length)\r\n\r\n")
+                segments.append(.bytes(head))
+                segments.append(.file(file))
+                head = ByteBuffer()
+            }
+            head.writeString("\r\n--\(boundary)--")
+            segments.append(.bytes(head))
+            self.segments = segments
+            length = segments.reduce(0) { total, segment in
+                switch segment {
+                case .bytes(let b): return total + b.readableBytes
+                case .file(let f): return total + f.length
+                }
+            }
+        }
+
+        struct AsyncIterator: AsyncIteratorProtocol {
+            fileprivate var segments: IndexingIterator<[Segment]>
+            fileprivate var reading: (handle: FileHandle, file: AttachmentFile, sent: Int)?
+
+            mutating func next() async throws -> ByteBuffer? {
+                while true {
+                    if let (handle, file, sent) = reading {
+                        let piece = try handle.read(upToCount: Swift.min(256 << 10, file.length - sent)) ?? Data()
+                        if sent + piece.count == file.length { try? handle.close(); reading = nil } else {
+                            guard !piece.isEmpty else {
+                                try? handle.close()
+                                throw CouchError(status: 500, error: "attachment_changed", reason: "the attachment file \(file.url.lastPathComponent) is shorter than its length")
+                            }
+                            reading = (handle, file, sent + piece.count)
+                        }
+                        if !piece.isEmpty { return ByteBuffer(bytes: piece) }
+                        continue
+                    }
+                    switch segments.next() {
+                    case nil: return nil
+                    case .bytes(let bytes)?: return bytes
+                    case .file(let file)?:
+                        guard file.length > 0 else { continue }
+                        guard let handle = FileHandle(forReadingAtPath: file.url.path) else {
+                            throw CouchError(status: 500, error: "attachment_missing", reason: "the attachment file \(file.url.lastPathComponent) is gone")
+                        }
+                        reading = (handle, file, 0)
+                    }
+                }
+            }
+        }
+
+        func makeAsyncIterator() -> AsyncIterator {
+            AsyncIterator(segments: segments.makeIterator())
+        }
     }
 }

@@ -25,7 +25,7 @@ enum ReplicatedRevision {
         if previousBody == nil { previousBody = try collection.revision(id: id)?.body }
         let body = try AttachmentStore.resolve(
             incoming.attachments, body: revision.bodyValues(), previousBody: previousBody,
-            generation: RevisionID.generation(of: rev) ?? 1, replicated: true, collection: collection)
+            generation: RevisionID.generation(of: rev) ?? 1, replicated: true, collection: collection, files: revision.files)
         return try collection.insertRevision(id: id, history: history, deleted: incoming.deleted, body: body, author: author)
     }
 }

@@ -17,8 +17,18 @@ enum WireDocument {
         /// already has (digest -> the generation it has them at), which stay stubs.
         case data(known: [String: Int])
 
+        /// Like `data`, but the content follows as files (``AttachmentFile``),
+        /// each entry marked `"follows": true`: what replication sends.
+        case files(known: [String: Int])
+
         /// All attachments inline.
         static let allData = AttachmentContent.data(known: [:])
+
+        /// The same attachments, their content as files instead of inline.
+        var asFiles: AttachmentContent {
+            if case .data(let known) = self { return .files(known: known) }
+            return self
+        }
     }
 
     /// The wire JSON of a stored revision.
@@ -26,6 +36,19 @@ enum WireDocument {
         id: String, rev: String, deleted: Bool, body: String?,
         revisions: [String]? = nil, conflicts: [String]? = nil,
         attachments: AttachmentContent = .stubs, collection: DocumentCollection
+    ) throws -> String {
+        var files: [String: AttachmentFile] = [:]
+        return try encode(
+            id: id, rev: rev, deleted: deleted, body: body, revisions: revisions, conflicts: conflicts,
+            attachments: attachments, collection: collection, files: &files)
+    }
+
+    /// The wire JSON of a stored revision; with ``AttachmentContent/files(known:)``, the
+    /// attachments marked `follows` are added to `files`.
+    static func encode(
+        id: String, rev: String, deleted: Bool, body: String?,
+        revisions: [String]? = nil, conflicts: [String]? = nil,
+        attachments: AttachmentContent, collection: DocumentCollection, files: inout [String: AttachmentFile]
     ) throws -> String {
         let body = body ?? "{}"
         // The common case, spliced as text: no history, no conflicts, no blobs.
@@ -41,26 +64,41 @@ enum WireDocument {
         guard case .dictionary(var values) = try DocumentValue(json: body) else { return splice(meta: meta, body: body) }
         var wireAttachments: [String: DocumentValue] = [:]
         let generation = RevisionID.generation(of: rev) ?? 1
-        func entry(_ blob: Blob) -> DocumentValue {
+        var following: [String: AttachmentFile] = [:]
+        func entry(_ name: String, _ blob: Blob) -> DocumentValue {
             // Peers exchange MD5 digests (the store's own key is a SHA-1); without the content here, the store's key is all there is.
             var e: [String: DocumentValue] = [
                 "content_type": .string(blob.contentType), "digest": .string(collection.blobMD5(digest: blob.digest) ?? blob.digest),
                 "length": .int(Int64(blob.length)), "revpos": .int(Int64(blob.revpos ?? generation)),
             ]
-            if case .data(let known) = attachments, known[blob.digest] == nil, let data = collection.blobContent(digest: blob.digest) {
-                e["data"] = .string(data.base64EncodedString())
-            } else {
-                if blob.revpos == nil, case .data(let known) = attachments, let revpos = known[blob.digest] { e["revpos"] = .int(Int64(revpos)) }
-                e["stub"] = true
+            switch attachments {
+            case .data(let known) where known[blob.digest] == nil:
+                if let data = collection.blobContent(digest: blob.digest) {
+                    e["data"] = .string(data.base64EncodedString())
+                    return .dictionary(e)
+                }
+            case .files(let known) where known[blob.digest] == nil:
+                if let file = AttachmentFile(digest: blob.digest, contentType: blob.contentType, in: collection) {
+                    e["follows"] = true
+                    e["digest"] = .string(file.md5)
+                    following[name] = file
+                    return .dictionary(e)
+                }
+            case .data(let known), .files(let known):
+                if blob.revpos == nil, let revpos = known[blob.digest] { e["revpos"] = .int(Int64(revpos)) }
+            case .stubs:
+                break
             }
+            e["stub"] = true
             return .dictionary(e)
         }
         if case .dictionary(let named)? = values.removeValue(forKey: DocumentCollection.attachmentsKey) {
             for (name, value) in named {
-                if let blob = blobValue(value) { wireAttachments[name] = entry(blob) }
+                if let blob = blobValue(value) { wireAttachments[name] = entry(name, blob) }
             }
         }
-        forEachBlob(in: .dictionary(values), path: "") { path, blob in wireAttachments["blob_" + path] = entry(blob) }
+        forEachBlob(in: .dictionary(values), path: "") { path, blob in wireAttachments["blob_" + path] = entry("blob_" + path, blob) }
+        files.merge(following) { $1 }
         if !wireAttachments.isEmpty { meta["_attachments"] = .dictionary(wireAttachments) }
         return splice(meta: meta, body: DocumentValue.dictionary(values).toJSON())
     }

@@ -10,12 +10,15 @@ struct WireRevision: Sendable {
     let meta: [String: DocumentValue]
     /// The other members, canonical.
     let body: CanonicalBody
+    /// The content of the attachments marked `"follows": true` in `_attachments`, by name.
+    let files: [String: AttachmentFile]
     /// `meta` interpreted once; its error (an unknown `_` member) is the document's, thrown when read.
     private let interpreted: Swift.Result<WireDocument.Incoming, any Error>
 
-    init(meta: [String: DocumentValue], body: CanonicalBody) {
+    init(meta: [String: DocumentValue], body: CanonicalBody, files: [String: AttachmentFile] = [:]) {
         self.meta = meta
         self.body = body
+        self.files = files
         interpreted = Swift.Result { try WireDocument.decode(meta) }
     }
 
@@ -28,17 +31,19 @@ struct WireRevision: Sendable {
     }
 
     /// Splits a wire document already parsed (request bodies, `open_revs` answers).
-    init(object: [String: DocumentValue]) {
+    init(object: [String: DocumentValue], files: [String: AttachmentFile] = [:]) {
         var meta: [String: DocumentValue] = [:]
         var body: [String: DocumentValue] = [:]
         for (key, value) in object {
             if key.hasPrefix("_") { meta[key] = value } else { body[key] = value }
         }
-        self.init(meta: meta, body: CanonicalBody(object: body))
+        self.init(meta: meta, body: CanonicalBody(object: body), files: files)
     }
 
     /// A stored revision with its history, as a peer receives it. Without
-    /// attachments its stored body is used as it is (it is canonical already).
+    /// attachments its stored body is used as it is (it is canonical already);
+    /// with them, those the receiver lacks follow as files (`attachments` is
+    /// ``WireDocument/AttachmentContent/files(known:)``) or inline.
     init(stored revision: StoredRevision, attachments: WireDocument.AttachmentContent, collection: DocumentCollection) throws {
         let body = revision.body ?? "{}"
         guard WireDocument.hasBlobs(body) else {
@@ -47,9 +52,17 @@ struct WireRevision: Sendable {
                 body: CanonicalBody(storedJSON: body))
             return
         }
-        try self.init(json: WireDocument.encode(
+        var files: [String: AttachmentFile] = [:]
+        let json = try WireDocument.encode(
             id: revision.id, rev: revision.rev, deleted: revision.deleted, body: body, revisions: revision.history,
-            attachments: attachments, collection: collection))
+            attachments: attachments, collection: collection, files: &files)
+        let (canonical, meta) = try CanonicalBody.parse(objectJSON: json, hashing: false)
+        self.init(meta: meta, body: canonical, files: files)
+    }
+
+    /// The same revision with other `_` members and files (attachments resolved on arrival).
+    func replacing(meta: [String: DocumentValue], files: [String: AttachmentFile]) -> WireRevision {
+        WireRevision(meta: meta, body: body, files: files)
     }
 
     var id: String { meta["_id"].wireText }

@@ -16,6 +16,8 @@ final class HTTPRemote: ReplicationPeer, Sendable {
     let client: HTTPClient
     let headers: [(String, String)]
     let configuredUUID: String?
+    /// The local collection on the other side of the replication: pulled attachments stream into its blob store.
+    let local: DocumentCollection
     /// False once the peer refused `_bulk_get` (fetches may run two at a time).
     private let hasBulkGet = Atomic(true)
 
@@ -38,16 +40,19 @@ final class HTTPRemote: ReplicationPeer, Sendable {
             clientIdentity: config.clientIdentity, connectTimeout: config.connectTimeout)
         var headers = config.headers.map { ($0.key, $0.value) }
         if let auth = config.authenticator { headers.append(("Authorization", auth.authorizationHeader)) }
-        let remote = HTTPRemote(root: WireURL.root(scheme: scheme, host: host, port: port), database: database, client: client, headers: headers, configuredUUID: config.remoteUUID)
+        let remote = HTTPRemote(
+            root: WireURL.root(scheme: scheme, host: host, port: port), database: database, client: client, headers: headers,
+            configuredUUID: config.remoteUUID, local: config.collection)
         return (remote, pinnedFingerprint)
     }
 
-    private init(root: String, database: String, client: HTTPClient, headers: [(String, String)], configuredUUID: String?) {
+    private init(root: String, database: String, client: HTTPClient, headers: [(String, String)], configuredUUID: String?, local: DocumentCollection) {
         self.root = root
         self.database = database
         self.client = client
         self.headers = headers
         self.configuredUUID = configuredUUID
+        self.local = local
     }
 
     func shutdown() async { try? await client.shutdown() }
@@ -196,25 +201,27 @@ final class HTTPRemote: ReplicationPeer, Sendable {
 
     func fetch(_ wanted: [WantedRevisions]) async throws -> [WireRevision] {
         // Two halves at once: the peer builds, and this side parses, each on a core of its own.
+        let docs: [WireRevision]
         if hasBulkGet.load(ordering: .relaxed), wanted.count >= 200 {
             let middle = wanted.count / 2
             async let head = fetchPart(Array(wanted[..<middle]))
             let tail = try await fetchPart(Array(wanted[middle...]))
-            return try await head + tail
+            docs = try await head + tail
+        } else {
+            docs = try await fetchPart(wanted)
         }
-        return try await fetchPart(wanted)
+        return try await withAttachmentFiles(docs, wanted: wanted)
     }
 
+    /// The revisions with attachment stubs (`att_encoding_info`: CouchDB's digest of a gzip-stored
+    /// attachment is of its encoded form, which the check must know). The content follows in
+    /// ``withAttachmentFiles(_:wanted:)``, one attachment at a time, never base64 in a batch.
     private func fetchPart(_ wanted: [WantedRevisions]) async throws -> [WireRevision] {
         if hasBulkGet.load(ordering: .relaxed) {
             let docs: [DocumentValue] = wanted.flatMap { want in
-                want.revs.map { rev -> DocumentValue in
-                    var spec: [String: DocumentValue] = ["id": .string(want.id), "rev": .string(rev)]
-                    if !want.attsSince.isEmpty { spec["atts_since"] = .array(want.attsSince.map { .string($0) }) }
-                    return .dictionary(spec)
-                }
+                want.revs.map { rev -> DocumentValue in ["id": .string(want.id), "rev": .string(rev)] }
             }
-            let path = "\(db)/_bulk_get?revs=true&attachments=true&latest=true"
+            let path = "\(db)/_bulk_get?revs=true&latest=true&att_encoding_info=true"
             let (status, text) = try await sendText(.POST, path, json: DocumentValue.dictionary(["docs": .array(docs)]).toJSON())
             if (200..<300).contains(status) {
                 return try Self.documents(at: [.member("results"), .each, .member("docs"), .each, .member("ok")], in: text, .POST, path, status)
@@ -226,10 +233,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         var out: [WireRevision] = []
         for want in wanted {
             let list = DocumentValue.array(want.revs.map { .string($0) }).toJSON()
-            var path = "\(db)/\(WireURL.escape(want.id))?revs=true&attachments=true&latest=true&open_revs=\(WireURL.escape(list))"
-            if !want.attsSince.isEmpty {
-                path += "&atts_since=" + WireURL.escape(DocumentValue.array(want.attsSince.map { .string($0) }).toJSON())
-            }
+            let path = "\(db)/\(WireURL.escape(want.id))?revs=true&latest=true&att_encoding_info=true&open_revs=\(WireURL.escape(list))"
             let (status, text) = try await sendText(.GET, path, json: nil)
             guard (200..<300).contains(status) else { throw Self.error(status, (try? DocumentValue(json: text)) ?? .null) }
             out += try Self.documents(at: [.each, .member("ok")], in: text, .GET, path, status)
@@ -237,7 +241,135 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         return out
     }
 
+    /// Attachments downloaded at once, at most this many: enough to hide a round trip.
+    private static let parallelDownloads = 4
+
+    /// `docs` with each attachment stub turned into a file: the local blob when a revision this
+    /// side has (`attsSince`) holds the same content, otherwise the peer's content streamed into
+    /// the local blob store and checked against the stub's length and digest.
+    private func withAttachmentFiles(_ docs: [WireRevision], wanted: [WantedRevisions]) async throws -> [WireRevision] {
+        guard docs.contains(where: { $0.meta[DocumentCollection.attachmentsKey] != nil }) else { return docs }
+        let attsSince = Dictionary(wanted.map { ($0.id, $0.attsSince) }, uniquingKeysWith: +)
+        var out = docs
+        var downloads: [(doc: Int, name: String, entry: [String: DocumentValue])] = []
+        var files: [Int: [String: AttachmentFile]] = [:]
+        for (index, doc) in docs.enumerated() {
+            guard case .dictionary(let attachments)? = doc.meta[DocumentCollection.attachmentsKey] else { continue }
+            let known = try localBlobs(id: doc.id, revisions: attsSince[doc.id] ?? [])
+            for (name, value) in attachments {
+                guard case .dictionary(let entry) = value, case .bool(true)? = entry["stub"] else { continue }
+                if case .string(let digest)? = entry["digest"], let file = known[digest] {
+                    files[index, default: [:]][name] = file
+                } else {
+                    downloads.append((index, name, entry))
+                }
+            }
+        }
+        try await withThrowingTaskGroup(of: (Int, String, AttachmentFile).self) { group in
+            var pending = downloads.makeIterator()
+            func next() {
+                guard let (index, name, entry) = pending.next() else { return }
+                let doc = docs[index]
+                group.addTask { (index, name, try await self.download(id: doc.id, rev: doc.rev, name: name, entry: entry)) }
+            }
+            for _ in 0..<Self.parallelDownloads { next() }
+            while let (index, name, file) = try await group.next() {
+                files[index, default: [:]][name] = file
+                next()
+            }
+        }
+        for (index, found) in files {
+            guard case .dictionary(var attachments)? = out[index].meta[DocumentCollection.attachmentsKey] else { continue }
+            for (name, file) in found {
+                guard case .dictionary(var entry)? = attachments[name] else { continue }
+                entry["stub"] = nil
+                entry["follows"] = true
+                entry["digest"] = .string(file.md5)
+                // The content is stored decoded, whatever encoding the peer keeps it in.
+                for key in ["encoding", "encoded_length"] { entry[key] = nil }
+                attachments[name] = .dictionary(entry)
+            }
+            var meta = out[index].meta
+            meta[DocumentCollection.attachmentsKey] = .dictionary(attachments)
+            out[index] = out[index].replacing(meta: meta, files: found)
+        }
+        return out
+    }
+
+    /// The blobs of the local revisions `revisions` of document `id`, by the `md5-` digest peers name them by.
+    private func localBlobs(id: String, revisions: [String]) throws -> [String: AttachmentFile] {
+        var known: [String: AttachmentFile] = [:]
+        for rev in revisions {
+            guard let body = try local.revision(id: id, rev: rev)?.body, WireDocument.hasBlobs(body) else { continue }
+            var blobs: [Blob] = []
+            // Property blobs and `_attachments` alike.
+            WireDocument.forEachBlob(in: try DocumentValue(json: body), path: "") { _, blob in blobs.append(blob) }
+            for blob in blobs {
+                if let file = AttachmentFile(digest: blob.digest, contentType: blob.contentType, in: local) { known[file.md5] = file }
+            }
+        }
+        return known
+    }
+
+    /// One attachment of revision `rev`, streamed into the local blob store; checked against
+    /// its stub before it is kept.
+    private func download(id: String, rev: String, name: String, entry: [String: DocumentValue]) async throws -> AttachmentFile {
+        // Each segment of a name escaped on its own: CouchDB reads `/` in a name as a path separator it joins again.
+        let escapedName = name.split(separator: "/", omittingEmptySubsequences: false).map { WireURL.escape(String($0)) }.joined(separator: "/")
+        let path = "\(db)/\(WireURL.escape(id))/\(escapedName)?rev=\(WireURL.escape(rev))"
+        var request = HTTPClientRequest(url: root + path)
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        let response = try await client.execute(request, timeout: .seconds(300))
+        let status = Int(response.status.code)
+        guard (200..<300).contains(status) else {
+            let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
+            throw Self.error(status, (try? DocumentValue(json: text)) ?? .null)
+        }
+        var declared = Int.max
+        if case .int(let n)? = entry["length"] { declared = Int(clamping: n) }
+        let writer = try local.blobWriter()
+        do {
+            for try await piece in response.body {
+                guard writer.length + piece.readableBytes <= declared else {
+                    throw CouchError(status: 502, error: "bad_gateway", reason: "attachment '\(name)' of \(id) is longer than its declared \(declared) bytes")
+                }
+                try piece.withUnsafeReadableBytes { try writer.append($0) }
+            }
+        } catch {
+            writer.abandon()
+            throw error
+        }
+        let digest = try writer.finish { md5, length in
+            do {
+                try AttachmentFile.verify(md5: md5, length: length, against: entry, name: name)
+            } catch let error as CouchError {
+                // The peer's fault, or the network's: a bad gateway, retried.
+                throw CouchError(status: 502, error: "bad_gateway", reason: "\(id): \(error.reason)")
+            }
+        }
+        guard let file = AttachmentFile(digest: digest, contentType: entry["content_type"]?.stringValue ?? "application/octet-stream", in: local) else {
+            throw CouchError(status: 500, error: "attachment_missing", reason: "attachment '\(name)' of \(id) was stored but cannot be read back")
+        }
+        return file
+    }
+
+    /// Documents without attachment files go in one `_bulk_docs`; each with files goes on its
+    /// own as CouchDB's replicator sends it, a `multipart/related` PUT streamed from the files.
     func store(_ docs: [WireRevision]) async throws -> StoredBatch {
+        let plain = docs.filter { $0.files.isEmpty }
+        var outcome = plain.isEmpty ? StoredBatch() : try await storeInBulk(plain)
+        for doc in docs where !doc.files.isEmpty {
+            do {
+                try await storeWithFiles(doc)
+            } catch let error as CouchError where [400, 403, 409, 412, 413, 415].contains(error.status) {
+                // The document's own problem (a validator, a size limit): the others go on.
+                outcome.refused.append((doc.id, error))
+            }
+        }
+        return outcome
+    }
+
+    private func storeInBulk(_ docs: [WireRevision]) async throws -> StoredBatch {
         var body = JSONWriter(capacity: docs.reduce(64) { $0 + $1.body.bytes.count + 256 })
         body.writeRaw(#"{"new_edits":false,"docs":["#)
         for (i, doc) in docs.enumerated() {
@@ -258,6 +390,23 @@ final class HTTPRemote: ReplicationPeer, Sendable {
             }
         }
         return outcome
+    }
+
+    private func storeWithFiles(_ doc: WireRevision) async throws {
+        var json = JSONWriter(capacity: doc.body.bytes.count + 512)
+        doc.write(to: &json)
+        let upload = MultipartRelated.Upload(json: json.bytes, files: doc.files)
+        var request = HTTPClientRequest(url: root + "\(db)/\(WireURL.escape(doc.id))?new_edits=false")
+        request.method = .PUT
+        request.headers.add(name: "Accept", value: "application/json")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        request.headers.add(name: "Content-Type", value: upload.contentType)
+        request.body = .stream(upload, length: .known(Int64(upload.length)))
+        // A large attachment on a slow link takes long: the timeout is for a stalled transfer.
+        let response = try await client.execute(request, timeout: .seconds(300 + Int64(upload.length >> 20)))
+        let status = Int(response.status.code)
+        let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
+        guard (200..<300).contains(status) else { throw Self.error(status, (try? DocumentValue(json: text)) ?? .null) }
     }
 
     func waitForChanges(since: String, timeout: Duration, documentIDs: [String]?) async throws {

@@ -41,7 +41,8 @@ struct LocalDatabase: ReplicationPeer {
             for want in wanted {
                 for rev in want.revs {
                     guard let revision = try collection.revision(id: want.id, rev: rev), revision.body != nil else { continue }
-                    let attachments = try WireDocument.attachments(of: revision, attsSince: want.attsSince, collection: collection)
+                    // Attachments follow as files: a push streams them, a local target copies them.
+                    let attachments = try WireDocument.attachments(of: revision, attsSince: want.attsSince, collection: collection).asFiles
                     out.append(try WireRevision(stored: revision, attachments: attachments, collection: collection))
                 }
             }
