@@ -3,6 +3,8 @@
 # Python's executemany and `syncnode sync --pull` against that import (whole processes), all
 # on the same N generated documents.
 #   scripts/bench.sh [store|listener|replication|query|codable] [N]
+#   scripts/bench.sh attachments [MB]  a MB-sized blob (default 1024) saved, pushed and pulled;
+#                                      1,000 100 KB attachments pulled vs cp; a mixed batch
 #   scripts/bench.sh scale [N ...]      import and pull at 100k and 1M (or the given N), then
 #                                       the query benchmark at 1M (SCALE_QUERY_N overrides)
 #   scripts/bench.sh couchdb [N ...]   replication with CouchDB and PouchDB (needs SYNCNODE_COUCHDB_URL,
@@ -48,8 +50,13 @@ case "$what" in
   query|codable)
     "$bin/SyncNodeBenchmarks" "$what" "$n"
     ;;
+  attachments)
+    log="$(mktemp)"
+    trap 'rm -f "$log"' EXIT
+    "$bin/SyncNodeBenchmarks" attachments "${2:-1024}" 2>"$log" || { cat "$log" >&2; exit 1; }
+    ;;
   *)
-    echo "usage: scripts/bench.sh [store|listener|replication|query|codable] [N] | scale [N ...] | couchdb [N ...]" >&2
+    echo "usage: scripts/bench.sh [store|listener|replication|query|codable] [N] | attachments [MB] | scale [N ...] | couchdb [N ...]" >&2
     exit 2
     ;;
 esac

@@ -8,6 +8,7 @@ import SyncNodeStore
 ///     swift run -c release SyncNodeBenchmarks replication [N] one-shot pull over HTTPS vs a local insert
 ///     swift run -c release SyncNodeBenchmarks query [N]       SQL++ queries vs hand-written SQLite SQL, live-query latency
 ///     swift run -c release SyncNodeBenchmarks codable [N]     save(from:)/document(id:as:) vs MutableDocument and hand mapping
+///     swift run -c release SyncNodeBenchmarks attachments [MB] a MB-sized blob pushed and pulled, 1,000 small ones vs cp, a mixed batch
 ///     swift run -c release SyncNodeBenchmarks generate N      N documents as JSON lines (for scripts/bench.sh)
 @main
 enum SyncNodeBenchmarks {
@@ -26,6 +27,10 @@ enum SyncNodeBenchmarks {
                 try QueryBenchmark.run(count: count ?? 100_000)
             case "codable":
                 try CodableBenchmark.run(count: count ?? 100_000)
+            case "attachments":
+                try await AttachmentBenchmark.run(megabytes: count ?? 1024)
+            case "save-blob" where args.count == 3:
+                try AttachmentBenchmark.saveBlob(directory: args[1], file: args[2])
             case "generate":
                 for (id, body) in DocumentGenerator.documents(count: count ?? 100_000) {
                     var line = body
@@ -33,7 +38,7 @@ enum SyncNodeBenchmarks {
                     print(DocumentValue.dictionary(line).toJSON())
                 }
             default:
-                FileHandle.standardError.write(Data("usage: SyncNodeBenchmarks store [N] | listener [N] | replication [N] | query [N] | codable [N] | generate N\n".utf8))
+                FileHandle.standardError.write(Data("usage: SyncNodeBenchmarks store [N] | listener [N] | replication [N] | query [N] | codable [N] | attachments [MB] | generate N\n".utf8))
                 exit(2)
             }
         } catch {
