@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "SyncNodeSync", targets: ["SyncNodeSync"]),
         .library(name: "SyncNodeCombine", targets: ["SyncNodeCombine"]),
         .library(name: "SyncNodeDiscovery", targets: ["SyncNodeDiscovery"]),
+        .library(name: "SyncNodeMesh", targets: ["SyncNodeMesh"]),
         .executable(name: "syncnode", targets: ["syncnode"]),
     ],
     dependencies: [
@@ -88,6 +89,17 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // A whole node as one object: listener, DNS-SD, trust, replication with every peer, presence.
+        .target(
+            name: "SyncNodeMesh",
+            dependencies: [
+                "SyncNodeDiscovery",
+                "SyncNodeSync",
+                "SyncNodeStore",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Publishers: Combine on Apple platforms, OpenCombine elsewhere.
         .target(
             name: "SyncNodeCombine",
@@ -104,6 +116,7 @@ let package = Package(
                 "SyncNodeStore",
                 "SyncNodeSync",
                 "SyncNodeDiscovery",
+                "SyncNodeMesh",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -146,6 +159,10 @@ let package = Package(
         ),
         // Test helpers every suite shares: temporary directories, collectors, child processes, executables.
         .target(name: "SyncNodeTestSupport", path: "Tests/SyncNodeTestSupport"),
+        .testTarget(
+            name: "SyncNodeMeshTests",
+            dependencies: ["SyncNodeMesh", "SyncNodeDiscovery", "SyncNodeSync", "SyncNodeStore"]
+        ),
         .testTarget(
             name: "SyncNodeStoreTests",
             dependencies: ["SyncNodeStore", "SyncNodeTestSupport"]

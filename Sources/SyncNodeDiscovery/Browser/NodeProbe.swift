@@ -75,6 +75,23 @@ public actor NodeProbe {
         return .uuid(uuid)
     }
 
+    /// The keyspaces the node lets this client replicate (`GET /_node/keyspaces`): its
+    /// databases and their other collections as `db.scope.collection`.
+    /// - Throws: as ``identify()``; `CouchError` with the node's status when it refuses.
+    public func keyspaces() async throws -> [String] {
+        let client = try await connectedClient()
+        let root = WireURL.root(scheme: scheme, host: host, port: port)
+        var request = HTTPClientRequest(url: root + "/_node/keyspaces")
+        request.headers.add(name: "Accept", value: "application/json")
+        if let authorization { request.headers.add(name: "Authorization", value: authorization) }
+        let response = try await client.execute(request, timeout: .init(timeout))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        guard response.status == .ok, case .array(let names)? = try? DocumentValue(json: String(buffer: body)) else {
+            throw CouchError(status: Int(response.status.code), error: "no_keyspaces", reason: "GET \(root)/_node/keyspaces did not answer with a list")
+        }
+        return names.compactMap { $0.stringValue }
+    }
+
     /// Closes the connection.
     public func shutdown() async {
         isShutDown = true

@@ -14,6 +14,14 @@ extension Handlers {
     }
 
     func server(_ request: Request, endpoint: String, rest: [String], principal: Principal) async throws -> Response {
+        if endpoint == "_node", rest == ["peers"], let presence = config.peerPresence {
+            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
+            return HTTP.json(presence())
+        }
+        if endpoint == "_node", rest == ["keyspaces"] {
+            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
+            return HTTP.json(.array(try keyspaces(readableBy: principal).map { .string($0) }))
+        }
         guard rest.isEmpty else { throw CouchError.notFound() }
         switch endpoint {
         case "_all_dbs":
@@ -32,5 +40,22 @@ extension Handlers {
         default:
             throw CouchError.notFound()
         }
+    }
+
+    /// What a peer may replicate here (`GET /_node/keyspaces`, for peers whose DNS-SD record
+    /// cannot list them all or who paired by URL): each database the asker may read, and
+    /// `db.scope.collection` for its other collections.
+    private func keyspaces(readableBy principal: Principal) throws -> [String] {
+        var out: [String] = []
+        for name in directory.databaseNames().filter(isServed) where try access(of: principal, to: name) >= .reader {
+            out.append(name)
+            guard let db = try directory.database(name) else { continue }
+            for scope in try db.scopes() {
+                for collection in try scope.collections() where collection.fullName != "_default._default" {
+                    out.append("\(name).\(collection.fullName)")
+                }
+            }
+        }
+        return out
     }
 }

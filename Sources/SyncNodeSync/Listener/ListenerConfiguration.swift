@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SyncNodeStore
 
 /// Checks a user name and password (HTTP Basic). Return true to let the request in.
 public struct ListenerAuthenticator: Sendable {
@@ -117,6 +118,9 @@ public struct ListenerConfiguration: Sendable {
     /// gets a fresh one after a tenth of that.
     public var sessionTimeout: Int
     /// Tests only: answers chosen requests with an error status instead of serving them.
+    /// The node's peers, as JSON for `GET /_node/peers` (a mesh node answers with its presence);
+    /// nil answers 404.
+    public var peerPresence: (@Sendable () -> DocumentValue)?
     package var faultInjector: FaultInjector?
 
     /// A configuration serving `directory`; every parameter sets the property of the same name (see each

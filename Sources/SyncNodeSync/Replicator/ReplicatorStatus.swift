@@ -20,6 +20,12 @@ public struct ReplicatorProgress: Sendable, Equatable {
     public var completed = 0
     /// Changes known to examine in this pass (grows as the feed reveals more).
     public var total = 0
+
+    /// `completed` of `total`.
+    public init(completed: Int = 0, total: Int = 0) {
+        self.completed = completed
+        self.total = total
+    }
 }
 
 /// A replicator's state at one moment.
