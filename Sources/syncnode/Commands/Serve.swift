@@ -5,6 +5,7 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 import SyncNodeDiscovery
+import SyncNodeMesh
 import SyncNodeStore
 import SyncNodeSync
 
@@ -95,89 +96,50 @@ struct Serve: AsyncParsableCommand {
         // Files that can be wrong are read before the node says it is listening.
         let trust: TrustStore
         do { trust = try TrustStore(directory: directory, trusted: trusted, trustOnFirstUse: trustOnFirstUse) } catch { throw CLIError.user("\(error)") }
-        let identity = noTls ? nil : try directory.tlsIdentity()
-        let asking = UntrustedPeerReporter(directory: directory.url)
-        let listener = Listener(config: ListenerConfiguration(
+        if !noTls { _ = try directory.tlsIdentity() }
+        let listening = ListenerConfiguration(
             directory: directory, databases: databases.isEmpty ? nil : databases, port: port, host: host ?? (anonymous ? "127.0.0.1" : "0.0.0.0"),
-            disableTLS: noTls, tlsIdentity: identity, authenticator: authenticator, allowedOrigins: corsOrigins,
-            trustedPeers: anonymous || noTls ? nil : trust, onUntrustedPeer: asking.report,
-            idleTimeout: .seconds(idleTimeout)))
-        do {
-            try await listener.start()
-        } catch {
-            throw CLIError.network("\(error)")
-        }
-        guard let base = listener.urls.first, let boundPort = listener.port else {
-            throw CLIError.network("the listener has no address")
-        }
-        let fingerprint = listener.tlsIdentity?.fingerprint
-        let pairing = PairingURL(
-            base: base, database: served[0], user: shown?.user, password: shown?.password,
-            uuid: directory.uuid, fingerprint: fingerprint)
+            disableTLS: noTls, authenticator: authenticator, allowedOrigins: corsOrigins,
+            trustedPeers: anonymous || noTls ? nil : trust, idleTimeout: .seconds(idleTimeout))
+        var config = MeshConfiguration(directory: directory, listener: listening, trust: trust)
+        config.name = name ?? ProcessInfo.processInfo.hostName
         // Databases with members or readers in their _security stay off the LAN-wide TXT record (and so out of auto-sync).
-        let advertised: @Sendable () -> [String] = { [databases] in
-            let open = directory.openDatabaseNames()
-            return databases.isEmpty ? open : databases.filter(open.contains)
-        }
-        let record = noAdvertise ? nil : ServiceRecord(
-            name: name ?? ProcessInfo.processInfo.hostName, port: boundPort, uuid: directory.uuid, databases: advertised(),
-            tls: fingerprint != nil, fingerprint: fingerprint, requiresAuth: authenticator != nil)
+        config.databases = databases.isEmpty ? nil : databases
+        config.advertise = !noAdvertise
+        config.browse = !noBrowse
+        config.autoSync = autoSync
+        config.peerCredential = BasicAuthenticator(user: user, password: password)
+        config.pairingCredential = shown.map { BasicAuthenticator(username: $0.user, password: $0.password) }
+        config.pairingDatabase = served[0]
+        config.conflictResolver = conflicts.resolver
+        config.onEvent = MeshEventPrinter(directory: directory.url).print
+        let mesh = MeshNode(configuration: config)
         let explicit = try syncWith.map { text in
             let url = try PeerURL.parse(text, option: "--sync-with")
             guard let collection = try directory.database(served[0])?.defaultCollection() else { throw CLIError.user("no database \(served[0])") }
             return (collection, url)
         }
-        let banner = "syncnode: listening on \(pairing.url.absoluteString)\n"
-            + (qr == .none ? "" : (try? QRCode(pairing.url.absoluteString)).map { $0.text(style: qr == .darkOnLight ? .darkOnLight : .lightOnDark) + "\n" } ?? "")
-        let browse = !noBrowse, autoSync = autoSync, user = user, conflicts = conflicts, trustOnFirstUse = trustOnFirstUse
+        let qr = qr, trustOnFirstUse = trustOnFirstUse
 
-        // SIGINT and SIGTERM shut the group down gracefully: the node's activities stop first
-        // (the services' reverse order), then the listener lets requests in flight finish.
+        // SIGINT and SIGTERM shut the group down gracefully: syncing, advertising and browsing
+        // stop first, then the listener lets requests in flight finish.
         let activities = NodeActivities {
+            try await mesh.start()
+            for (collection, url) in explicit { try await mesh.sync(with: url, collection: collection, trustOnFirstUse: trustOnFirstUse) }
+            guard let pairing = mesh.pairingURL else { throw CLIError.network("the listener has no address") }
             // Written straight to the file descriptor, once the signals are the group's: scripts wait for this line.
-            Output.write(banner, to: .standardOutput)
-            let status = DiscoveryStatusReporter()
-            let advertiser = try record.map { try Advertiser(record: $0, onStatus: status.report) }
-            advertiser?.start()
-            var browser: Browser?
-            var watcher: PeerWatcher?
-            var watching: Task<Void, Never>?
-            if browse {
-                let made = try Browser(
-                    ignoring: directory.uuid, authenticator: BasicAuthenticator(user: user, password: password), onStatus: status.report)
-                let watched = PeerWatcher(autoSync: autoSync ? PeerWatcher.AutoSync(
-                    directory: directory, databases: advertised, trust: trust, identity: identity, user: user, password: password, conflicts: conflicts) : nil)
-                made.start()
-                watching = Task { await watched.run(made.events) }
-                browser = made
-                watcher = watched
-            }
-            // Databases clients create, delete or open up: advertised, and synced with the peers that serve them too.
-            let following = Task { [advertiser, watcher] in
-                for await _ in directory.databaseNameUpdates() {
-                    advertiser?.update(databases: advertised())
-                    await watcher?.databasesChanged()
-                }
-            }
-            let syncs = explicit.map { collection, url in
-                PeerSync(collection: collection, url: url, identity: identity, trustOnFirstUse: trustOnFirstUse, conflicts: conflicts,
-                         label: "sync \(url.host ?? "?"):\(url.port.map(String.init) ?? "")")
-            }
-            return { [browser, watching] in
-                // The follower may be updating the advertiser: it ends first.
-                following.cancel()
-                await following.value
-                advertiser?.stop()
-                await browser?.stop()
-                await watching?.value
-                for sync in syncs { await sync.stop() }
-            }
+            Output.write("syncnode: listening on \(pairing.url.absoluteString)\n"
+                + (qr == .none ? "" : (try? QRCode(pairing.url.absoluteString)).map { $0.text(style: qr == .darkOnLight ? .darkOnLight : .lightOnDark) + "\n" } ?? ""),
+                to: .standardOutput)
+            return { await mesh.stop() }
         }
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: [.init(service: listener), .init(service: activities)],
-            gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "syncnode.serve")))
+            services: [.init(service: activities)], gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "syncnode.serve")))
         do {
             try await group.run()
+        } catch let error as CLIError {
+            directory.closeAll()
+            throw error
         } catch {
             directory.closeAll()
             throw CLIError.network("\(error)")
@@ -251,24 +213,5 @@ final class UntrustedPeerReporter: Sendable {
             return
         }
         Output.progress("syncnode: a peer at \(address) with certificate \(fingerprint) asks to sync; admit it with `\(TrustStore.addCommand(fingerprint, directory: directory.path))`")
-    }
-}
-
-/// Prints DNS-SD's availability on stderr once per change, whichever of the
-/// advertiser and the browser notices first.
-final class DiscoveryStatusReporter: Sendable {
-    private let last = Mutex<DiscoveryStatus?>(nil)
-
-    func report(_ status: DiscoveryStatus) {
-        let previous = last.withLock { l in
-            defer { l = status }
-            return l
-        }
-        guard previous != status else { return }
-        switch status {
-        case .unavailable(let reason): Output.error("DNS-SD unavailable: \(reason)")
-        case .running where previous != nil: Output.progress("syncnode: DNS-SD available again")
-        case .running: break
-        }
     }
 }

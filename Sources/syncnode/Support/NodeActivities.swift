@@ -1,7 +1,7 @@
 import ServiceLifecycle
 
-/// What `serve` runs beside its listener (advertising, browsing, syncs), as one service of its
-/// group: `start` begins them and returns how to stop them, which runs on graceful shutdown.
+/// What `serve` runs (its mesh node, then the banner), as the service of its group: `start`
+/// begins it and returns how to stop it, which runs on graceful shutdown.
 struct NodeActivities: Service {
     let start: @Sendable () async throws -> @Sendable () async -> Void
 

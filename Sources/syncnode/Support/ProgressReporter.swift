@@ -27,7 +27,7 @@ final class ProgressReporter: Sendable {
         if last.withLock({ $0.drawn }) { Output.write("\n", to: .standardError) }
     }
 
-    private func show(_ status: ReplicatorStatus) {
+    func show(_ status: ReplicatorStatus) {
         // A failure is reported once, by the command, as its one-line error.
         if status.activity == .stopped, status.error != nil { return }
         let p = status.progress

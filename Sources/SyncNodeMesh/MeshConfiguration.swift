@@ -1,0 +1,81 @@
+import Foundation
+import Logging
+import SyncNodeStore
+import SyncNodeSync
+
+/// What a ``MeshNode`` is: its data, what it shares, how it listens, what it is called and
+/// whom it trusts.
+///
+/// ```swift
+/// let directory = try NodeDirectory(url: dataURL)
+/// var config = try MeshConfiguration(directory: directory)
+/// config.name = "kitchen-laptop"
+/// let node = MeshNode(configuration: config)
+/// try await node.start()
+/// print(node.pairingURL?.url.absoluteString ?? "")   // hand this to a peer DNS-SD cannot see
+/// // ... the app reads and writes directory.database("default") as usual ...
+/// await node.stop()
+/// ```
+public struct MeshConfiguration: Sendable {
+    /// The node's data directory: its identity, users, trusted peers and databases.
+    public var directory: NodeDirectory
+    /// The listener's options: port (0 picks a free one), host, TLS, authentication, limits.
+    /// Its `directory` is ``directory``; its `trustedPeers` is set to ``trust`` unless TLS is off.
+    public var listener: ListenerConfiguration
+    /// The name peers see (the DNS-SD instance name); the host name by default.
+    public var name: String = ProcessInfo.processInfo.hostName
+    /// The databases shared with peers; nil shares every database of the directory that has no
+    /// members or readers in its `_security`. Every collection of a shared database is shared,
+    /// in every scope, including collections created later on either side.
+    public var databases: [String]?
+    /// Whom the node replicates with and who may sign in by certificate: fingerprints, the
+    /// trusted-peers file, trust on first use (see ``TrustStore``).
+    public var trust: TrustStore
+    /// Publish the node through DNS-SD.
+    public var advertise = true
+    /// Look for peers through DNS-SD (``MeshNode/peers`` lists them).
+    public var browse = true
+    /// Keep a continuous replication of every shared collection with each trusted peer found.
+    public var autoSync = true
+    /// The credential sent to peers that ask for a password (and to probe them), besides the
+    /// node's client certificate, which trusted peers accept instead.
+    public var peerCredential: BasicAuthenticator?
+    /// The credential ``MeshNode/pairingURL`` carries, so that the peer it is handed to gets in
+    /// before it is trusted by certificate; nil for none.
+    public var pairingCredential: BasicAuthenticator?
+    /// The database the pairing URL names; the first shared one by default.
+    public var pairingDatabase: String?
+    /// How replications end conflicts: the default picks each conflict's winner alike on every
+    /// node; nil keeps them as CouchDB does.
+    public var conflictResolver: ConflictResolver? = .default
+    /// How often the node looks for collections created since (also by other processes), to
+    /// advertise and sync them.
+    public var keyspaceRefreshInterval: Duration = .seconds(2)
+    /// Called for every ``MeshEvent``, on the node's tasks: keep it short.
+    public var onEvent: (@Sendable (MeshEvent) -> Void)?
+    public var logger = Logger(label: "syncnode.mesh")
+
+    /// A node on `directory`, secure by default: HTTPS with the node's identity on a free port,
+    /// peers in the directory's trusted-peers file signing in by certificate, and everyone else
+    /// by the directory's own generated credential (or a user made with `syncnode user add`),
+    /// which the pairing URL carries.
+    /// - Throws: ``SyncError`` when the credential cannot be made; what
+    ///   ``TrustStore/init(directory:trusted:trustOnFirstUse:)`` throws for a malformed
+    ///   trusted-peers file.
+    public init(directory: NodeDirectory, trust: TrustStore? = nil) throws {
+        self.directory = directory
+        let own = try directory.generatedCredential()
+        let authenticator = ListenerAuthenticator.users([own.user: own.password]).fallingBack(to: UserStore(directory: directory).authenticator())
+        self.listener = ListenerConfiguration(directory: directory, authenticator: authenticator)
+        self.trust = try trust ?? TrustStore(directory: directory)
+        pairingCredential = BasicAuthenticator(username: own.user, password: own.password)
+    }
+
+    /// A node on `directory` with exactly this listener configuration (its authentication,
+    /// TLS and limits as given) and trust policy; no pairing credential.
+    public init(directory: NodeDirectory, listener: ListenerConfiguration, trust: TrustStore) {
+        self.directory = directory
+        self.listener = listener
+        self.trust = trust
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import Synchronization
+import SyncNodeStore
+import SyncNodeSync
+
+/// The node's current view of its peers, shared by the replications that update it and the
+/// readers that watch it (``MeshNode/peers``, ``MeshNode/peerUpdates()``, `GET /_node/peers`).
+final class PresenceBoard: Sendable {
+    private struct State {
+        var peers: [String: MeshPeer] = [:]
+        var watchers: [UUID: AsyncStream<[MeshPeer]>.Continuation] = [:]
+    }
+    private let state = Mutex(State())
+
+    var peers: [MeshPeer] {
+        state.withLock { $0.peers.values.sorted { ($0.name, $0.uuid) < ($1.name, $1.uuid) } }
+    }
+
+    var json: DocumentValue { .array(peers.map(\.json)) }
+
+    /// Changes the peer `uuid` (made by `make` if new; `edit` may set it to nil to drop it) and
+    /// tells the watchers.
+    func update(_ uuid: String, make: () -> MeshPeer?, _ edit: (inout MeshPeer?) -> Void) {
+        let (snapshot, watchers) = state.withLock { s -> ([MeshPeer], [AsyncStream<[MeshPeer]>.Continuation]) in
+            var peer = s.peers[uuid] ?? make()
+            edit(&peer)
+            s.peers[uuid] = peer
+            return (s.peers.values.sorted { ($0.name, $0.uuid) < ($1.name, $1.uuid) }, Array(s.watchers.values))
+        }
+        for watcher in watchers { watcher.yield(snapshot) }
+    }
+
+    /// The replication `label` of keyspace `keyspace` with peer `uuid` reported `status`.
+    func record(_ status: ReplicatorStatus, peer uuid: String, keyspace: String) {
+        update(uuid, make: { nil }) { peer in
+            var sync = peer?.collections[keyspace] ?? MeshPeer.CollectionSync(
+                activity: .stopped, progress: ReplicatorProgress(), pushed: 0, pulled: 0, lastSync: nil, lastError: nil)
+            sync.activity = status.activity
+            sync.progress = status.progress
+            sync.pushed = status.result.pushed
+            sync.pulled = status.result.pulled
+            if let error = status.error {
+                sync.lastError = "\(error)"
+            } else if status.activity == .idle {
+                sync.lastSync = Date()
+                sync.lastError = nil
+            }
+            peer?.collections[keyspace] = sync
+        }
+    }
+
+    /// Snapshots from now on, the current one first; only the newest waits for a slow reader.
+    func updates() -> AsyncStream<[MeshPeer]> {
+        let (stream, continuation) = AsyncStream.makeStream(of: [MeshPeer].self, bufferingPolicy: .bufferingNewest(1))
+        let id = UUID()
+        let current = state.withLock { s in
+            s.watchers[id] = continuation
+            return s.peers.values.sorted { ($0.name, $0.uuid) < ($1.name, $1.uuid) }
+        }
+        continuation.yield(current)
+        continuation.onTermination = { [weak self] _ in self?.state.withLock { _ = $0.watchers.removeValue(forKey: id) } }
+        return stream
+    }
+
+    /// Ends every watcher's sequence (the node stopped).
+    func finish() {
+        let watchers = state.withLock { s in
+            defer { s.watchers = [:] }
+            return Array(s.watchers.values)
+        }
+        for watcher in watchers { watcher.finish() }
+    }
+}

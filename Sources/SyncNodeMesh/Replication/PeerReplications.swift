@@ -1,0 +1,156 @@
+import Foundation
+import SyncNodeDiscovery
+import SyncNodeStore
+import SyncNodeSync
+
+/// The node's replications with its peers: for each trusted peer, one per keyspace both
+/// sides share, started as peers and keyspaces appear and stopped as they go.
+actor PeerReplications {
+    private let configuration: MeshConfiguration
+    private let board: PresenceBoard
+    private let localKeyspaces: @Sendable () -> [String]
+    /// Per trusted peer (by UUID): where it is, and the replications, by keyspace.
+    private var syncs: [String: (peer: Peer, replications: [String: PeerReplication])] = [:]
+    /// Replications with URLs the app named (any CouchDB-compatible peer).
+    private var explicit: [PeerReplication] = []
+    /// Peers admitted by pairing URL, with the probe that asks them for their keyspaces
+    /// (no DNS-SD record lists them).
+    private var paired: [String: NodeProbe] = [:]
+    /// The credential each paired peer's URL carried, which it signs us in with.
+    private var pairedCredentials: [String: BasicAuthenticator] = [:]
+
+    init(configuration: MeshConfiguration, board: PresenceBoard, localKeyspaces: @escaping @Sendable () -> [String]) {
+        self.configuration = configuration
+        self.board = board
+        self.localKeyspaces = localKeyspaces
+    }
+
+    private func emit(_ event: MeshEvent) { configuration.onEvent?(event) }
+
+    /// Follows DNS-SD's `events` until they end, then stops every replication.
+    func run(_ events: AsyncStream<PeerEvent>) async {
+        for await event in events {
+            switch event {
+            case .appeared(let peer):
+                emit(.peerAppeared(peer))
+                await start(peer, discovered: true)
+            case .updated(let peer):
+                emit(.peerUpdated(peer))
+                if let running = syncs[peer.uuid], running.peer.host != peer.host || running.peer.port != peer.port {
+                    // Moved: its replications point at the old address.
+                    await stop(peer.uuid)
+                }
+                await start(peer, discovered: true)
+            case .disappeared(let peer):
+                emit(.peerLost(peer))
+                await stop(peer.uuid)
+                board.update(peer.uuid, make: { nil }) { $0 = nil }
+            }
+        }
+        await stopAll()
+    }
+
+    /// This node's keyspaces changed: sync the new ones with the peers that share them.
+    func keyspacesChanged() {
+        for (_, running) in syncs { startMissing(running.peer) }
+    }
+
+    /// Replicates with `peer`'s shared keyspaces, once the trust policy admits it.
+    func start(_ peer: Peer, discovered: Bool, trustOnFirstUse: Bool = false) async {
+        let trusted = configuration.trust.admit(fingerprint: peer.record.fingerprint, uuid: peer.uuid, name: peer.name)
+        board.update(peer.uuid, make: {
+            MeshPeer(uuid: peer.uuid, name: peer.name, host: peer.host, port: peer.port, addresses: peer.addresses,
+                     trusted: trusted, discovered: discovered, collections: [:])
+        }) { known in
+            known?.name = peer.name
+            known?.host = peer.host
+            known?.port = peer.port
+            known?.addresses = peer.addresses
+            known?.trusted = trusted
+            if discovered { known?.discovered = true }
+        }
+        guard configuration.autoSync || !discovered else { return }
+        guard trusted else {
+            if syncs[peer.uuid] == nil {
+                emit(.peerRefused(peer, reason: configuration.trust.refusal(fingerprint: peer.record.fingerprint, uuid: peer.uuid)))
+            }
+            return
+        }
+        let isNew = syncs[peer.uuid] == nil
+        if isNew { syncs[peer.uuid] = (peer, [:]) } else { syncs[peer.uuid]?.peer = peer }
+        startMissing(peer, trustOnFirstUse: trustOnFirstUse)
+        if isNew, syncs[peer.uuid]?.replications.isEmpty == true { emit(.nothingInCommon(peer)) }
+    }
+
+    /// Starts a replication of each keyspace both sides share that has none yet. A
+    /// collection the peer shares in a database both share is made here if missing.
+    private func startMissing(_ peer: Peer, trustOnFirstUse: Bool = false) {
+        guard var running = syncs[peer.uuid] else { return }
+        let local = Set(localKeyspaces())
+        let sharedDatabases = Set(local.filter { !$0.contains(".") })
+        for keyspace in peer.record.databases where running.replications[keyspace] == nil {
+            guard let parsed = Keyspace(keyspace), sharedDatabases.contains(parsed.database) else { continue }
+            do {
+                guard let db = try configuration.directory.database(parsed.database) else { continue }
+                let collection = try parsed.collection.map { try db.createCollection(name: $0, scope: parsed.scope) } ?? db.defaultCollection()
+                let label = "sync \(peer.name)/\(keyspace)"
+                let credential = pairedCredentials[peer.uuid] ?? configuration.peerCredential
+                let url = peer.url(database: keyspace, user: credential?.username, password: credential?.password)
+                running.replications[keyspace] = try PeerReplication(
+                    collection: collection, url: url, configuration: configuration, trustOnFirstUse: trustOnFirstUse
+                ) { [board, configuration] status in
+                    board.record(status, peer: peer.uuid, keyspace: keyspace)
+                    configuration.onEvent?(.replication(label: label, status: status))
+                }
+            } catch {
+                configuration.logger.warning("cannot sync a keyspace", metadata: ["peer": "\(peer.name)", "keyspace": "\(keyspace)", "error": "\(error)"])
+            }
+        }
+        syncs[peer.uuid] = running
+    }
+
+    /// Replicates with a node that paired by URL, its keyspaces asked of it now and on each
+    /// ``refreshPaired()``.
+    func pair(_ peer: Peer, credential: BasicAuthenticator?) async {
+        let probe = paired[peer.uuid] ?? NodeProbe(
+            scheme: "https", host: peer.host, port: peer.port, fingerprint: peer.record.fingerprint,
+            authenticator: credential, timeout: .seconds(5))
+        paired[peer.uuid] = probe
+        pairedCredentials[peer.uuid] = credential
+        var peer = peer
+        if let keyspaces = try? await probe.keyspaces() { peer.record.databases = keyspaces }
+        await start(peer, discovered: false)
+    }
+
+    /// Asks each paired peer DNS-SD does not show for its keyspaces again, and syncs new ones.
+    func refreshPaired() async {
+        for (uuid, probe) in paired {
+            guard var peer = syncs[uuid]?.peer, let keyspaces = try? await probe.keyspaces(),
+                  keyspaces != peer.record.databases else { continue }
+            peer.record.databases = keyspaces
+            syncs[uuid]?.peer = peer
+            startMissing(peer)
+        }
+    }
+
+    private func stop(_ uuid: String) async {
+        guard let running = syncs.removeValue(forKey: uuid) else { return }
+        for sync in running.replications.values { await sync.stop() }
+    }
+
+    /// Keeps `collection` replicated with the database at `url`.
+    func sync(with url: URL, collection: DocumentCollection, trustOnFirstUse: Bool) throws {
+        let label = "sync \(url.host ?? "?"):\(url.port.map(String.init) ?? "")"
+        explicit.append(try PeerReplication(collection: collection, url: url, configuration: configuration, trustOnFirstUse: trustOnFirstUse) {
+            [configuration] status in configuration.onEvent?(.replication(label: label, status: status))
+        })
+    }
+
+    func stopAll() async {
+        for uuid in Array(syncs.keys) { await stop(uuid) }
+        for probe in paired.values { await probe.shutdown() }
+        paired = [:]
+        for sync in explicit { await sync.stop() }
+        explicit = []
+    }
+}

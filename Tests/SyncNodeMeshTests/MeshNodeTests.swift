@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+import SyncNodeMesh
+import SyncNodeStore
+import SyncNodeSync
+
+/// Two mesh nodes in one process, without DNS-SD: one pairs with the other's URL and every
+/// shared collection replicates both ways, including one created later, with presence.
+@Suite(.serialized) struct MeshNodeTests {
+    final class Node: @unchecked Sendable {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-mesh-\(UUID().uuidString)")
+        let directory: NodeDirectory
+        let mesh: MeshNode
+
+        init(name: String) throws {
+            directory = try NodeDirectory(url: url)
+            var config = try MeshConfiguration(directory: directory)
+            config.name = name
+            config.listener.host = "127.0.0.1"
+            config.advertise = false
+            config.browse = false
+            config.keyspaceRefreshInterval = .milliseconds(200)
+            _ = try directory.database("default", create: true)
+            mesh = MeshNode(configuration: config)
+        }
+
+        func collection(_ name: String? = nil) throws -> DocumentCollection {
+            let db = try #require(try directory.database("default"))
+            return try name.map { try db.createCollection(name: $0, scope: "app") } ?? db.defaultCollection()
+        }
+
+        deinit {
+            directory.closeAll()
+            try? FileManager.default.removeItem(at: url)
+        }
+    }
+
+    /// Waits until `condition` holds (replication is asynchronous), at most 30 s.
+    func eventually(_ condition: () throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if try condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try condition()
+    }
+
+    @Test func aPairedNodeSyncsEveryCollectionBothWaysWithPresence() async throws {
+        let a = try Node(name: "a"), b = try Node(name: "b")
+        try a.collection().save(try MutableDocument(id: "hello", data: ["from": "a"]))
+        try a.collection("notes").save(try MutableDocument(id: "n1", data: ["text": "first note"]))
+        try await a.mesh.start()
+        try await b.mesh.start()
+        let pairing = try #require(a.mesh.pairingURL)
+        #expect(pairing.fingerprint != nil && pairing.user != nil)
+        try await b.mesh.pair(with: pairing)
+
+        #expect(try await eventually { try b.collection().document(id: "hello") != nil })
+        #expect(try await eventually { try b.collection("notes").document(id: "n1")?.string(forKey: "text") == "first note" })
+        // A collection made later on A is found and synced; a write on B reaches A.
+        try a.collection("later").save(try MutableDocument(id: "l1", data: ["n": 1]))
+        #expect(try await eventually { try b.collection("later").document(id: "l1") != nil })
+        try b.collection("notes").save(try MutableDocument(id: "n2", data: ["text": "from b"]))
+        #expect(try await eventually { try a.collection("notes").document(id: "n2") != nil })
+
+        // Presence: B knows A by its UUID, trusted, with each collection's replication.
+        let peer = try #require(b.mesh.peers.first)
+        #expect(b.mesh.peers.count == 1 && peer.uuid == a.directory.uuid && peer.trusted && !peer.discovered)
+        #expect(Set(peer.collections.keys) == ["default", "default.app.notes", "default.app.later"])
+        #expect(try await eventually { b.mesh.peers.first?.collections["default.app.notes"]?.lastSync != nil })
+        // The same over HTTP, for tools: curl against B with B's own pairing credential.
+        let own = try #require(b.mesh.pairingURL)
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments = ["-sk", "-u", "\(own.user ?? ""):\(own.password ?? "")", "https://127.0.0.1:\(own.port)/_node/peers"]
+        let out = Pipe()
+        curl.standardOutput = out
+        try curl.run()
+        let answer = try DocumentValue(json: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        curl.waitUntilExit()
+        guard case .array(let listed) = answer, case .dictionary(let first)? = listed.first else {
+            Issue.record("GET /_node/peers answered \(answer)")
+            return
+        }
+        #expect(first["uuid"] == .string(a.directory.uuid) && first["trusted"] == .bool(true))
+        #expect(first["collections"]?["default.app.notes"]?["activity"] != nil)
+        var updates = b.mesh.peerUpdates().makeAsyncIterator()
+        #expect(await updates.next()?.first?.uuid == a.directory.uuid)
+
+        // Pairing again with the same node adds no second replication.
+        try await b.mesh.pair(with: pairing)
+        #expect(b.mesh.peers.count == 1)
+        await b.mesh.stop()
+        await a.mesh.stop()
+    }
+
+    @Test func aPairingURLWithoutAFingerprintIsRefused() async throws {
+        let b = try Node(name: "b")
+        let plain = try PairingURL(string: "http://127.0.0.1:1/default?uuid=someone")
+        await #expect(throws: SyncError.self) { try await b.mesh.pair(with: plain) }
+    }
+}
