@@ -128,6 +128,7 @@ let package = Package(
             dependencies: [
                 "SyncNodeStore",
                 "SyncNodeSync",
+                "SyncNodeMesh",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

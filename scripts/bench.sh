@@ -2,7 +2,7 @@
 # Benchmarks (release build): the store against raw SQLite, then `syncnode import` against
 # Python's executemany and `syncnode sync --pull` against that import (whole processes), all
 # on the same N generated documents.
-#   scripts/bench.sh [store|listener|replication|query|codable] [N]
+#   scripts/bench.sh [store|listener|replication|query|codable|mesh] [N]
 #   scripts/bench.sh attachments [MB]  a MB-sized blob (default 1024) saved, pushed and pulled;
 #                                      1,000 100 KB attachments pulled vs cp; a mixed batch
 #   scripts/bench.sh scale [N ...]      import and pull at 100k and 1M (or the given N), then
@@ -34,11 +34,11 @@ case "$what" in
     python3 scripts/bench/scale.py "$bin" "${sizes[@]}"
     "$bin/SyncNodeBenchmarks" query "${SCALE_QUERY_N:-1000000}"
     ;;
-  listener|replication)
+  listener|replication|mesh)
     # Logs go to a file, shown only when the benchmark fails.
     log="$(mktemp)"
     trap 'rm -f "$log"' EXIT
-    default=$([ "$what" = listener ] && echo 20000 || echo 10000)
+    default=$(case "$what" in listener) echo 20000 ;; mesh) echo 1000 ;; *) echo 10000 ;; esac)
     "$bin/SyncNodeBenchmarks" "$what" "${2:-$default}" 2>"$log" || { cat "$log" >&2; exit 1; }
     ;;
   couchdb)
@@ -56,7 +56,7 @@ case "$what" in
     "$bin/SyncNodeBenchmarks" attachments "${2:-1024}" 2>"$log" || { cat "$log" >&2; exit 1; }
     ;;
   *)
-    echo "usage: scripts/bench.sh [store|listener|replication|query|codable] [N] | attachments [MB] | scale [N ...] | couchdb [N ...]" >&2
+    echo "usage: scripts/bench.sh [store|listener|replication|query|codable|mesh] [N] | attachments [MB] | scale [N ...] | couchdb [N ...]" >&2
     exit 2
     ;;
 esac

@@ -8,6 +8,7 @@ import SyncNodeStore
 ///     swift run -c release SyncNodeBenchmarks replication [N] one-shot pull over HTTPS vs a local insert
 ///     swift run -c release SyncNodeBenchmarks query [N]       SQL++ queries vs hand-written SQLite SQL, live-query latency
 ///     swift run -c release SyncNodeBenchmarks codable [N]     save(from:)/document(id:as:) vs MutableDocument and hand mapping
+///     swift run -c release SyncNodeBenchmarks mesh [N]        bytes on the wire for N changes between two mesh nodes, pull-only vs push+pull
 ///     swift run -c release SyncNodeBenchmarks attachments [MB] a MB-sized blob pushed and pulled, 1,000 small ones vs cp, a mixed batch
 ///     swift run -c release SyncNodeBenchmarks generate N      N documents as JSON lines (for scripts/bench.sh)
 @main
@@ -27,6 +28,8 @@ enum SyncNodeBenchmarks {
                 try QueryBenchmark.run(count: count ?? 100_000)
             case "codable":
                 try CodableBenchmark.run(count: count ?? 100_000)
+            case "mesh":
+                try await MeshBenchmark.run(count: count ?? 1000)
             case "attachments":
                 try await AttachmentBenchmark.run(megabytes: count ?? 1024)
             case "save-blob" where args.count == 3:
@@ -38,7 +41,7 @@ enum SyncNodeBenchmarks {
                     print(DocumentValue.dictionary(line).toJSON())
                 }
             default:
-                FileHandle.standardError.write(Data("usage: SyncNodeBenchmarks store [N] | listener [N] | replication [N] | query [N] | codable [N] | attachments [MB] | generate N\n".utf8))
+                FileHandle.standardError.write(Data("usage: SyncNodeBenchmarks store [N] | listener [N] | replication [N] | query [N] | codable [N] | attachments [MB] | mesh [N] | generate N\n".utf8))
                 exit(2)
             }
         } catch {

@@ -37,6 +37,23 @@ public struct MeshConfiguration: Sendable {
     public var browse = true
     /// Keep a continuous replication of every shared collection with each trusted peer found.
     public var autoSync = true
+    /// How each pair of nodes replicates (see ``PeerSync``); `.pull` by default.
+    public var peerSync: PeerSync = .pull
+
+    /// Which side of a pair of nodes sends a change.
+    public enum PeerSync: Sendable {
+        /// Each node pulls from the peers it trusts, and only pulls. A change crosses each link
+        /// once, and a node receives only from peers it trusts; two nodes sync both ways when
+        /// each trusts (or has paired with) the other.
+        case pull
+        /// Each node pushes to and pulls from the peers it trusts: a peer that does not run a
+        /// mesh node, or does not trust this one back, still receives this node's changes
+        /// (when it lets this node write). Both sides of a mutual pair offer every change, and
+        /// the second offer is answered with "not missing" (`_changes` rows and `_revs_diff`
+        /// cross twice; bodies once).
+        case pushAndPull
+    }
+
     /// The credential sent to peers that ask for a password (and to probe them), besides the
     /// node's client certificate, which trusted peers accept instead.
     public var peerCredential: BasicAuthenticator?

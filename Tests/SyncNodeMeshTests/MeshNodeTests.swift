@@ -4,8 +4,9 @@ import SyncNodeMesh
 import SyncNodeStore
 import SyncNodeSync
 
-/// Two mesh nodes in one process, without DNS-SD: one pairs with the other's URL and every
-/// shared collection replicates both ways, including one created later, with presence.
+/// Two mesh nodes in one process, without DNS-SD: each pairs with the other's URL (each node
+/// pulls from the peers it trusts) and every shared collection replicates both ways,
+/// including one created later, with presence.
 @Suite(.serialized) struct MeshNodeTests {
     final class Node: @unchecked Sendable {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-mesh-\(UUID().uuidString)")
@@ -54,6 +55,7 @@ import SyncNodeSync
         let pairing = try #require(a.mesh.pairingURL)
         #expect(pairing.fingerprint != nil && pairing.user != nil)
         try await b.mesh.pair(with: pairing)
+        try await a.mesh.pair(with: try #require(b.mesh.pairingURL))
 
         #expect(try await eventually { try b.collection().document(id: "hello") != nil })
         #expect(try await eventually { try b.collection("notes").document(id: "n1")?.string(forKey: "text") == "first note" })

@@ -2,17 +2,17 @@ import Foundation
 import SyncNodeStore
 import SyncNodeSync
 
-/// A continuous push/pull replication of one collection with one peer, reporting every
-/// state change.
+/// A continuous replication of one collection with one peer, reporting every state change.
 final class PeerReplication: Sendable {
     let replicator: Replicator
     private let token: ListenerToken
 
     init(
-        collection: DocumentCollection, url: URL, configuration: MeshConfiguration, trustOnFirstUse: Bool,
+        collection: DocumentCollection, url: URL, configuration: MeshConfiguration, type: ReplicatorType, trustOnFirstUse: Bool,
         report: @escaping @Sendable (ReplicatorStatus) -> Void
     ) throws {
         var config = ReplicatorConfiguration(collection: collection, target: .url(url))
+        config.replicatorType = type
         // The node signs in with its certificate too: a peer that trusts it needs no password.
         config.clientIdentity = configuration.listener.disableTLS ? nil : try configuration.directory.tlsIdentity()
         config.continuous = true

@@ -97,7 +97,8 @@ actor PeerReplications {
                 let credential = pairedCredentials[peer.uuid] ?? configuration.peerCredential
                 let url = peer.url(database: keyspace, user: credential?.username, password: credential?.password)
                 running.replications[keyspace] = try PeerReplication(
-                    collection: collection, url: url, configuration: configuration, trustOnFirstUse: trustOnFirstUse
+                    collection: collection, url: url, configuration: configuration,
+                    type: configuration.peerSync == .pull ? .pull : .pushAndPull, trustOnFirstUse: trustOnFirstUse
                 ) { [board, configuration] status in
                     board.record(status, peer: peer.uuid, keyspace: keyspace)
                     configuration.onEvent?(.replication(label: label, status: status))
@@ -141,7 +142,7 @@ actor PeerReplications {
     /// Keeps `collection` replicated with the database at `url`.
     func sync(with url: URL, collection: DocumentCollection, trustOnFirstUse: Bool) throws {
         let label = "sync \(url.host ?? "?"):\(url.port.map(String.init) ?? "")"
-        explicit.append(try PeerReplication(collection: collection, url: url, configuration: configuration, trustOnFirstUse: trustOnFirstUse) {
+        explicit.append(try PeerReplication(collection: collection, url: url, configuration: configuration, type: .pushAndPull, trustOnFirstUse: trustOnFirstUse) {
             [configuration] status in configuration.onEvent?(.replication(label: label, status: status))
         })
     }

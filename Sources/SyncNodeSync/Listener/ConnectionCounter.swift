@@ -35,6 +35,7 @@ final class ConnectionCounter: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !admitted else {
+            if case .body(let bytes) = unwrapInboundIn(data) { stats.received(bytes.readableBytes) }
             context.fireChannelRead(data)
             return
         }

@@ -30,6 +30,7 @@ final class ListenerStats: Sendable {
     func requestStarted() { counts.withLock { $0.activeRequests += 1; $0.totalRequests += 1 } }
     func requestFinished() { counts.withLock { $0.activeRequests -= 1 } }
     func sent(_ bytes: Int) { counts.withLock { $0.bytesSent += bytes } }
+    func received(_ bytes: Int) { counts.withLock { $0.bytesReceived += bytes } }
     var snapshot: ListenerStatus { counts.withLock { $0 } }
 }
 

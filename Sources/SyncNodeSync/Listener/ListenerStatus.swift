@@ -12,4 +12,6 @@ public struct ListenerStatus: Sendable, Equatable {
     public var totalRequests = 0
     /// Response body bytes written since start.
     public var bytesSent = 0
+    /// Request body bytes read since start.
+    public var bytesReceived = 0
 }
