@@ -21,6 +21,10 @@ package enum PeerClient {
         if scheme == "https" {
             var tls = TLSConfiguration.makeClientConfiguration()
             tls.minimumTLSVersion = .tlsv12
+            // Closing waits this long for the peer's close_notify. A replication stopped during a long
+            // poll closes a connection the peer is still holding open, and NIOSSL's 5 s default made
+            // every such stop take 5 s; nothing is read after close, so a short wait loses nothing.
+            tls.shutdownTimeout = .milliseconds(100)
             try clientIdentity?.presentAsClient(in: &tls)
             if pinned == nil, let expected = pinnedFingerprint {
                 let seen = try await CertificateProbe.certificate(host: host, port: port, timeout: connectTimeout)
