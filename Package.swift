@@ -106,6 +106,8 @@ let package = Package(
             dependencies: [
                 "SyncNodeStore",
                 "SyncNodeSync",
+                // Mesh nodes need Avahi, so Linux only; Combine builds on Apple platforms without them.
+                .target(name: "SyncNodeMesh", condition: .when(platforms: [.linux])),
                 .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux, .windows, .android])),
             ]
         ),
@@ -152,7 +154,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncNodeCombineTests",
-            dependencies: ["SyncNodeCombine", "SyncNodeSync", "SyncNodeStore"]
+            dependencies: [
+                "SyncNodeCombine", "SyncNodeSync", "SyncNodeStore",
+                .target(name: "SyncNodeMesh", condition: .when(platforms: [.linux])),
+            ]
         ),
         .testTarget(
             name: "SyncNodeDiscoveryTests",

@@ -91,6 +91,12 @@ public final class MeshNode: Sendable {
     /// ``peers`` now and after each change, until the node stops; a slow reader gets the newest.
     public func peerUpdates() -> AsyncStream<[MeshPeer]> { board.updates() }
 
+    /// Calls `listener` on `queue` (default: main) with ``peers`` now and after each change,
+    /// until the token is removed or the node stops.
+    public func addPeersListener(queue: DispatchQueue = .main, _ listener: @escaping @Sendable ([MeshPeer]) -> Void) -> ListenerToken {
+        board.addListener(queue: queue, listener)
+    }
+
     /// Starts listening, advertising, browsing and syncing; returns once the listener is bound.
     /// Calling it again while started does nothing.
     /// - Throws: what ``Listener/start()`` throws (the port is taken, the identity is unusable);

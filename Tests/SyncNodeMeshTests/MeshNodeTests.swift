@@ -1,4 +1,6 @@
 import Foundation
+import Observation
+import Synchronization
 import Testing
 import SyncNodeMesh
 import SyncNodeStore
@@ -94,6 +96,31 @@ import SyncNodeSync
         #expect(b.mesh.peers.count == 1)
         await b.mesh.stop()
         await a.mesh.stop()
+    }
+
+    /// Presence as an `@Observable` model: a view reading `peers` is told when a peer arrives.
+    @MainActor @Test func presenceIsObservable() async throws {
+        let a = try Node(name: "a"), b = try Node(name: "b")
+        try await a.mesh.start()
+        try await b.mesh.start()
+        let presence = MeshPresence(node: b.mesh)
+        let told = Told()
+        withObservationTracking { _ = presence.peers } onChange: { told.set() }
+        try await b.mesh.pair(with: try #require(a.mesh.pairingURL))
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline, presence.peers.first?.uuid != a.directory.uuid {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(presence.peers.first?.uuid == a.directory.uuid && told.value)
+        presence.stop()
+        await b.mesh.stop()
+        await a.mesh.stop()
+    }
+
+    final class Told: Sendable {
+        private let flag = Mutex(false)
+        func set() { flag.withLock { $0 = true } }
+        var value: Bool { flag.withLock { $0 } }
     }
 
     @Test func aPairingURLWithoutAFingerprintIsRefused() async throws {

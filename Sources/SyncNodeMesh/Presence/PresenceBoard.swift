@@ -62,6 +62,15 @@ final class PresenceBoard: Sendable {
         return stream
     }
 
+    /// Calls `listener` on `queue` with each snapshot from now on, the current one first.
+    func addListener(queue: DispatchQueue, _ listener: @escaping @Sendable ([MeshPeer]) -> Void) -> ListenerToken {
+        let stream = updates()
+        let task = Task {
+            for await peers in stream { queue.async { listener(peers) } }
+        }
+        return ListenerToken { task.cancel() }
+    }
+
     /// Ends every watcher's sequence (the node stopped).
     func finish() {
         let watchers = state.withLock { s in
