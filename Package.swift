@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "SyncNodeDiscovery", targets: ["SyncNodeDiscovery"]),
         .library(name: "SyncNodeMesh", targets: ["SyncNodeMesh"]),
         .executable(name: "syncnode", targets: ["syncnode"]),
+        .executable(name: "syncnode-chat", targets: ["syncnode-chat"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -146,7 +147,14 @@ let package = Package(
                 "SyncNodeCombine",
                 .product(name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux, .windows, .android])),
             ],
-            path: "Examples"
+            path: "Examples",
+            exclude: ["Chat"]
+        ),
+        // A terminal chat room over a mesh of nodes, on the public API only; the lab test runs it on 3 hosts.
+        .executableTarget(
+            name: "syncnode-chat",
+            dependencies: ["SyncNodeMesh", "SyncNodeSync", "SyncNodeStore"],
+            path: "Examples/Chat"
         ),
         .testTarget(
             name: "SyncNodeExamplesTests",

@@ -33,6 +33,8 @@ if [ $# -gt 0 ]; then
   echo "test: the multi-node test (scripts/multinode-test.sh) is not run with test filters" >&2
 elif [ "$(id -u)" -eq 0 ] && unshare --net --mount true 2>/dev/null; then
   bash scripts/multinode-test.sh
+  # The example chat app on three hosts: the mesh library as an app uses it.
+  bash scripts/mesh-chat-test.sh
 else
   echo "test: ******** SKIPPED the multi-node test (scripts/multinode-test.sh): it needs root allowed to create network and mount namespaces ********" >&2
 fi
