@@ -188,7 +188,13 @@ struct CouchDBInteropTests {
         let suffix = UUID().uuidString.prefix(8).lowercased()
         let hub = "interop_att_\(suffix)", back = "interop_att_back_\(suffix)"
         try await withCleanup({ await h.shutdown(); await couch.shutdown(hub, back) }) {
-            let video = Data((0..<(24 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
+            // One megabyte made once (a debug build fills 24 slowly, on a thread other tests need), each copy numbered.
+            let megabyte = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
+            var video = Data(capacity: 24 << 20)
+            for index in 0..<24 {
+                video.append(withUnsafeBytes(of: UInt64(index)) { Data($0) })
+                video.append(megabyte.dropFirst(8))
+            }
             let text = Data(String(repeating: "a line of compressible text\n", count: 4000).utf8)
             let source = try ReplicatorTests.Peer()
             let doc = MutableDocument(id: "video")

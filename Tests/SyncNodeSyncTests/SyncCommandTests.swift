@@ -99,8 +99,11 @@ import Testing
             defer { try? FileManager.default.removeItem(at: file) }
             #expect(FileManager.default.createFile(atPath: file.path, contents: nil))
             let writer = try FileHandle(forWritingTo: file)
-            for chunk in 0..<200 {
-                try writer.write(contentsOf: Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ chunk &* 7 &+ $0 >> 13) }))
+            // One megabyte made once (a debug build fills 200 slowly, on a thread other tests need), each copy numbered.
+            var chunk = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ $0 >> 13) })
+            for index in 0..<200 {
+                chunk.replaceSubrange(0..<8, with: withUnsafeBytes(of: UInt64(index)) { Data($0) })
+                try writer.write(contentsOf: chunk)
             }
             try writer.close()
             let video = MutableDocument(id: "video")
