@@ -177,60 +177,6 @@ struct CouchDBInteropTests {
         }
     }
 
-    /// Attachments larger than any JSON body limit, both ways, with both replicators: a node
-    /// pushes a 24 MB attachment to CouchDB (a multipart PUT) and another node pulls it back
-    /// (streamed one attachment at a time, text ones gzip-stored by CouchDB included); CouchDB's
-    /// own replicator then pushes them to a listener (a multipart upload) and pulls them from it
-    /// (a multipart `open_revs` answer). Every copy holds the same bytes.
-    @Test func largeAttachmentsTravelBothWaysWithCouchDB() async throws {
-        let couch = try CouchDB()
-        let h = try await ListenerHarness(maxRequestBodySize: 8 << 20)
-        let suffix = UUID().uuidString.prefix(8).lowercased()
-        let hub = "interop_att_\(suffix)", back = "interop_att_back_\(suffix)"
-        try await withCleanup({ await h.shutdown(); await couch.shutdown(hub, back) }) {
-            // One megabyte made once (a debug build fills 24 slowly, on a thread other tests need), each copy numbered.
-            let megabyte = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
-            var video = Data(capacity: 24 << 20)
-            for index in 0..<24 {
-                video.append(withUnsafeBytes(of: UInt64(index)) { Data($0) })
-                video.append(megabyte.dropFirst(8))
-            }
-            let text = Data(String(repeating: "a line of compressible text\n", count: 4000).utf8)
-            let source = try ReplicatorTests.Peer()
-            let doc = MutableDocument(id: "video")
-            doc.setBlob(Blob(contentType: "video/mp4", data: video), forKey: "clip")
-            doc.setBlob(Blob(contentType: "text/plain", data: text), forKey: "subtitles")
-            try source.collection.save(doc)
-            #expect(try await couch.request(.PUT, "/\(hub)").status == 201)
-            var url = try #require(URLComponents(string: couch.base + "/" + hub))
-            let credentials = try #require(Data(base64Encoded: String(couch.authorization.dropFirst(6))).flatMap { String(data: $0, encoding: .utf8) })
-            url.user = String(credentials.prefix { $0 != ":" })
-            url.password = String(credentials.drop { $0 != ":" }.dropFirst())
-            var push = ReplicatorConfiguration(collection: source.collection, target: .url(try #require(url.url)))
-            push.replicatorType = .push
-            #expect(try await Replicator(config: push).runOnce().pushed == 1)
-            #expect(try await couch.request(.GET, "/\(hub)/video/blob_%2Fclip").bytes.elementsEqualFast(video))
-            #expect(try await couch.request(.GET, "/\(hub)/video/blob_%2Fsubtitles").bytes.elementsEqualFast(text))
-
-            let pulled = try ReplicatorTests.Peer()
-            var pull = ReplicatorConfiguration(collection: pulled.collection, target: .url(try #require(url.url)))
-            pull.replicatorType = .pull
-            #expect(try await Replicator(config: pull).runOnce().pulled == 1)
-            let arrived = try #require(try pulled.collection.document(id: "video"))
-            #expect(arrived.blob(forKey: "clip")?.content == video && arrived.blob(forKey: "subtitles")?.content == text)
-
-            // CouchDB's replicator: CouchDB -> listener (multipart upload), listener -> CouchDB (multipart open_revs).
-            #expect(try await h.request(.PUT, "/fromcouch").status == 201)
-            let toNode = try await couch.replicate(source: couch.endpoint(hub), target: h.replicationEndpoint("fromcouch"))
-            #expect(toNode["ok"] == true && toNode["history"]?.array?.first?["doc_write_failures"] == 0, "\(toNode)")
-            #expect(try await h.request(.GET, "/fromcouch/video/blob_%2Fclip").bytes.elementsEqualFast(video))
-            let toCouch = try await couch.replicate(source: h.replicationEndpoint("fromcouch"), target: couch.endpoint(back), createTarget: true)
-            #expect(toCouch["ok"] == true && toCouch["history"]?.array?.first?["doc_write_failures"] == 0, "\(toCouch)")
-            #expect(try await couch.request(.GET, "/\(back)/video/blob_%2Fclip").bytes.elementsEqualFast(video))
-            #expect(try await couch.request(.GET, "/\(back)/video/blob_%2Fsubtitles").bytes.elementsEqualFast(text))
-        }
-    }
-
     /// Every document of the node's database, with all its leaves, and every
     /// attachment's bytes, digest and revpos, equal on CouchDB.
     static func expectSameDocuments(node h: ListenerHarness, nodeDB: String, couch: CouchDB, couchDB: String) async throws {

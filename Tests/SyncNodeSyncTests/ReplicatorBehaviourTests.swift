@@ -230,50 +230,6 @@ import Testing
         }
     }
 
-    /// Attachments travel as files, never base64 in a batch: a push to a peer whose JSON body
-    /// limit (64 KiB) is smaller than most of them delivers every document, a pull from that
-    /// peer into a third node streams them back, and a local-to-local replication copies them.
-    /// Each arrives byte for byte, named by the same digest.
-    @Test func attachmentsLargerThanTheBodyLimitReplicateAsFiles() async throws {
-        let h = try await ListenerHarness(maxRequestBodySize: 64 << 10)
-        try await withCleanup({ await h.shutdown() }) {
-            let middle = try #require(try h.node.database("db", create: true)?.defaultCollection())
-            let source = try Peer()
-            var contents: [String: Data] = [:]
-            for (i, size) in [10_000, 200_000, 3_000_000, 70_000, 1_000_000, 0].enumerated() {
-                let data = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* (i + 7) &+ $0 >> 9) })
-                let doc = MutableDocument(id: "d\(i)")
-                doc.setBlob(Blob(contentType: "application/octet-stream", data: data), forKey: "file")
-                doc.setString("small", forKey: "note")
-                try source.collection.save(doc)
-                contents["d\(i)"] = data
-            }
-            try source.collection.save(try MutableDocument(id: "plain", data: ["n": 1]))
-            var push = ReplicatorConfiguration(collection: source.collection, target: .url(try ReplicatorTests.pairingURL(h)))
-            push.replicatorType = .push
-            #expect(try await Replicator(config: push).runOnce().pushed == 7)
-
-            let pulled = try Peer()
-            var pull = ReplicatorConfiguration(collection: pulled.collection, target: .url(try ReplicatorTests.pairingURL(h)))
-            pull.replicatorType = .pull
-            #expect(try await Replicator(config: pull).runOnce().pulled == 7)
-
-            let copied = try Peer()
-            var local = ReplicatorConfiguration(collection: pulled.collection, target: .collection(copied.collection))
-            local.replicatorType = .push
-            #expect(try await Replicator(config: local).runOnce().pushed == 7)
-
-            for collection in [middle, pulled.collection, copied.collection] {
-                for (id, data) in contents {
-                    let blob = try #require(try collection.document(id: id)?.blob(forKey: "file"), "\(id)")
-                    #expect(blob.content == data, "\(id) in \(collection.database.name)")
-                    #expect(blob.digest == Blob(contentType: "application/octet-stream", data: data).digest)
-                }
-                #expect(try collection.document(id: "plain")?.int(forKey: "n") == 1)
-            }
-        }
-    }
-
     @Test func requestsAreCutByBytes() throws {
         let docs = try [10, 10, 30, 5, 50, 1].enumerated().map { i, kb in
             try WireRevision(json: #"{"_id":"d\#(i)","_rev":"1-a","t":"\#(String(repeating: "x", count: kb * 1000))"}"#)

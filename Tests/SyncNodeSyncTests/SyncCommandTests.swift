@@ -38,6 +38,25 @@ import Testing
         }
     }
 
+    /// Runs `syncnode sync URL --pull` into `peer` and kills it (-9) once `midway` holds;
+    /// false when it finished first.
+    static func killPull(into peer: URL, from url: URL, when midway: () -> Bool) async throws -> Bool {
+        let process = Process()
+        process.executableURL = try syncnodeExecutable()
+        process.arguments = ["--dir", peer.path, "sync", url.absoluteString, "--pull"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(120)
+        while process.isRunning, Date() < deadline, !midway() {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let killedMidway = process.isRunning
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        return killedMidway
+    }
+
     /// kill -9 of a `syncnode sync --pull` in the middle of 20,000 documents,
     /// then a resumed pull: complete, intact, and at most one batch examined again.
     @Test func aKilledPullResumesFromItsCheckpoint() async throws {
@@ -54,22 +73,10 @@ import Testing
             defer { try? FileManager.default.removeItem(at: peer) }
             let url = try ReplicatorTests.pairingURL(h)
 
-            let process = Process()
-            process.executableURL = try syncnodeExecutable()
-            process.arguments = ["--dir", peer.path, "sync", url.absoluteString, "--pull"]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
             let wal = peer.appendingPathComponent("default.syncnode/db.sqlite3-wal").path
-            let deadline = Date().addingTimeInterval(120)
-            while process.isRunning, Date() < deadline {
-                let size = ((try? FileManager.default.attributesOfItem(atPath: wal))?[.size] as? Int) ?? 0
-                if size > 1_500_000 { break }
-                try await Task.sleep(for: .milliseconds(5))
+            let killedMidway = try await Self.killPull(into: peer, from: url) {
+                (((try? FileManager.default.attributesOfItem(atPath: wal))?[.size] as? Int) ?? 0) > 1_500_000
             }
-            let killedMidway = process.isRunning
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
             #expect(killedMidway, "the pull finished before it could be killed")
 
             let db = try Database(name: "default", config: DatabaseConfiguration(directory: peer))
@@ -86,68 +93,6 @@ import Testing
             #expect(try local.count == total)
             let examined = resumed.status.progress.completed
             #expect(examined <= total - before + config.batchSize, "examined \(examined) changes again for \(total - before) missing")
-        }
-    }
-    /// kill -9 of a `syncnode sync --pull` in the middle of a 200 MB attachment: no document
-    /// and no blob under a real name is left, only a temporary file; a second pull completes
-    /// with the content its digest names.
-    @Test func aPullKilledInsideALargeAttachmentCompletesOnRestart() async throws {
-        let h = try await ListenerHarness()
-        try await withCleanup({ await h.shutdown() }) {
-            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-video-\(UUID().uuidString)")
-            defer { try? FileManager.default.removeItem(at: file) }
-            #expect(FileManager.default.createFile(atPath: file.path, contents: nil))
-            let writer = try FileHandle(forWritingTo: file)
-            // One megabyte made once (a debug build fills 200 slowly, on a thread other tests need), each copy numbered.
-            var chunk = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ $0 >> 13) })
-            for index in 0..<200 {
-                chunk.replaceSubrange(0..<8, with: withUnsafeBytes(of: UInt64(index)) { Data($0) })
-                try writer.write(contentsOf: chunk)
-            }
-            try writer.close()
-            let video = MutableDocument(id: "video")
-            video.setBlob(try Blob(contentType: "video/mp4", fileURL: file), forKey: "clip")
-            try remote.save(video)
-            let digest = try #require(try remote.document(id: "video")?.blob(forKey: "clip")?.digest)
-
-            let peer = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-killed-blob-\(UUID().uuidString)")
-            defer { try? FileManager.default.removeItem(at: peer) }
-            let url = try ReplicatorTests.pairingURL(h)
-            let process = Process()
-            process.executableURL = try syncnodeExecutable()
-            process.arguments = ["--dir", peer.path, "sync", url.absoluteString, "--pull"]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let blobs = peer.appendingPathComponent("default.syncnode/blobs")
-            func files() -> [(name: String, size: Int)] {
-                ((try? FileManager.default.contentsOfDirectory(atPath: blobs.path)) ?? []).map { name in
-                    (name, ((try? FileManager.default.attributesOfItem(atPath: blobs.appendingPathComponent(name).path))?[.size] as? Int) ?? 0)
-                }
-            }
-            let deadline = Date().addingTimeInterval(120)
-            while process.isRunning, Date() < deadline, !files().contains(where: { $0.name.hasPrefix(".tmp-") && $0.size > 40 << 20 }) {
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            let killedMidway = process.isRunning
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            #expect(killedMidway, "the pull finished before it could be killed")
-            let left = files()
-            #expect(left.allSatisfy { $0.name.hasPrefix(".tmp-") }, "a blob under a real name after the kill: \(left)")
-
-            let db = try Database(name: "default", config: DatabaseConfiguration(directory: peer))
-            defer { try? db.close() }
-            let local = try db.defaultCollection()
-            #expect(try local.document(id: "video") == nil)
-            var config = ReplicatorConfiguration(collection: local, target: .url(url))
-            config.replicatorType = .pull
-            #expect(try await Replicator(config: config).runOnce().pulled == 1)
-            let blob = try #require(try local.document(id: "video")?.blob(forKey: "clip"))
-            #expect(blob.digest == digest && blob.length == 200 << 20)
-            let stored = try #require(local.blobFile(digest: digest))
-            #expect(try Blob(contentType: "video/mp4", fileURL: stored).digest == digest, "the stored content is not what its digest names")
         }
     }
 }

@@ -57,20 +57,13 @@ public actor NodeProbe {
     ///   `CouchError` (`not_a_node`, with the HTTP status) for an answer without a node `uuid`;
     ///   `CancellationError` when the probe was shut down while connecting.
     public func identify() async throws -> Answer {
-        let client = try await connectedClient()
-        let root = WireURL.root(scheme: scheme, host: host, port: port)
-        var request = HTTPClientRequest(url: root + "/")
-        request.headers.add(name: "Accept", value: "application/json")
-        if let authorization { request.headers.add(name: "Authorization", value: authorization) }
-        let response = try await client.execute(request, timeout: .init(timeout))
-        let body = try await response.body.collect(upTo: 1 << 20)
-        if response.status == .unauthorized || response.status == .tooManyRequests {
+        let (status, body) = try await get("/")
+        if status == .unauthorized || status == .tooManyRequests {
             authorization = nil
             return .unauthorized
         }
-        guard response.status == .ok, case .dictionary(let info)? = try? DocumentValue(json: String(buffer: body)),
-              case .string(let uuid)? = info["uuid"] else {
-            throw CouchError(status: Int(response.status.code), error: "not_a_node", reason: "GET \(root)/ did not answer with a node uuid")
+        guard status == .ok, case .dictionary(let info)? = body, case .string(let uuid)? = info["uuid"] else {
+            throw CouchError(status: Int(status.code), error: "not_a_node", reason: "GET \(root)/ did not answer with a node uuid")
         }
         return .uuid(uuid)
     }
@@ -79,17 +72,24 @@ public actor NodeProbe {
     /// databases and their other collections as `db.scope.collection`.
     /// - Throws: as ``identify()``; `CouchError` with the node's status when it refuses.
     public func keyspaces() async throws -> [String] {
+        let (status, body) = try await get("/_node/keyspaces")
+        guard status == .ok, case .array(let names)? = body else {
+            throw CouchError(status: Int(status.code), error: "no_keyspaces", reason: "GET \(root)/_node/keyspaces did not answer with a list")
+        }
+        return names.compactMap { $0.stringValue }
+    }
+
+    private var root: String { WireURL.root(scheme: scheme, host: host, port: port) }
+
+    /// `GET path` over the kept connection: the status, and the body as JSON when it is.
+    private func get(_ path: String) async throws -> (HTTPResponseStatus, DocumentValue?) {
         let client = try await connectedClient()
-        let root = WireURL.root(scheme: scheme, host: host, port: port)
-        var request = HTTPClientRequest(url: root + "/_node/keyspaces")
+        var request = HTTPClientRequest(url: root + path)
         request.headers.add(name: "Accept", value: "application/json")
         if let authorization { request.headers.add(name: "Authorization", value: authorization) }
         let response = try await client.execute(request, timeout: .init(timeout))
         let body = try await response.body.collect(upTo: 1 << 20)
-        guard response.status == .ok, case .array(let names)? = try? DocumentValue(json: String(buffer: body)) else {
-            throw CouchError(status: Int(response.status.code), error: "no_keyspaces", reason: "GET \(root)/_node/keyspaces did not answer with a list")
-        }
-        return names.compactMap { $0.stringValue }
+        return (response.status, try? DocumentValue(json: String(buffer: body)))
     }
 
     /// Closes the connection.
