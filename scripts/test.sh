@@ -43,5 +43,5 @@ elif [ "$(id -u)" -eq 0 ] && unshare --net --mount true 2>/dev/null; then
   # The example chat app on three hosts: the mesh library as an app uses it.
   bash scripts/mesh-chat-test.sh
 else
-  echo "test: ******** SKIPPED the multi-node test (scripts/multinode-test.sh): it needs root allowed to create network and mount namespaces ********" >&2
+  echo "test: ******** SKIPPED the multi-node tests (scripts/multinode-test.sh, scripts/mesh-chat-test.sh): they need root allowed to create network and mount namespaces ********" >&2
 fi

@@ -6,7 +6,7 @@ import Testing
 /// over TLS: thousands of generated bad requests, slow clients, then checks for 5xx answers, hangs,
 /// RSS and the reference documents.
 @Suite(.serialized) struct HostileInputTests {
-    @Test func theNodeSurvivesTheHostileCampaign() throws {
+    @Test func theNodeSurvivesTheHostileCampaign() async throws {
         let python = try packageExecutable(".venv/bin/python")
         let user = "hostile", password = "s3cret-Pass"
         let idleTimeout = 3
@@ -18,7 +18,7 @@ import Testing
         if let seed = ProcessInfo.processInfo.environment["SYNCNODE_HOSTILE_SEED"] { arguments += ["--seed", seed] }
         let (status, text): (Int32, String)
         do {
-            (status, text) = try PythonClientTests.runScript(python, arguments, timeout: 600)
+            (status, text) = try await PythonClientTests.runScript(python, arguments, timeout: 600)
         } catch {
             _ = node.stop()
             throw error

@@ -7,8 +7,18 @@ import Testing
 /// process over HTTPS with Basic auth (scripts in Tests/interop).
 @Suite(.serialized) struct PythonClientTests {
     /// Runs a script to its end (killed after `timeout` seconds: a hung client must not hang
-    /// the suite) and returns its exit status and everything it printed.
-    static func runScript(_ python: URL, _ arguments: [String], timeout: Double = 120) throws -> (status: Int32, output: String) {
+    /// the suite) and returns its exit status and everything it printed. It waits off Swift's
+    /// cooperative threads: on 2 cores, a test blocked there for the campaign's minute left the
+    /// whole suite one thread, and deadline-bound tests failed.
+    static func runScript(_ python: URL, _ arguments: [String], timeout: Double = 120) async throws -> (status: Int32, output: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Swift.Result { try runScriptBlocking(python, arguments, timeout: timeout) })
+            }
+        }
+    }
+
+    private static func runScriptBlocking(_ python: URL, _ arguments: [String], timeout: Double) throws -> (status: Int32, output: String) {
         let run = Process()
         run.executableURL = python
         run.arguments = arguments
@@ -25,14 +35,14 @@ import Testing
     }
 
     @Test(arguments: ["check_couchdb_python.py", "check_pycouchdb.py", "check_aiocouch.py"])
-    func clientExercisesPass(_ script: String) throws {
+    func clientExercisesPass(_ script: String) async throws {
         let python = try packageExecutable(".venv/bin/python")
         // pycouchdb splits credentials out of the URL without decoding them, so it gets a plain password.
         let user = "tester", password = script == "check_pycouchdb.py" ? "plain-Pass_123" : "p@ss: wörd"
         let node = try ServeProcess(user: user, password: password)
         let (status, text): (Int32, String)
         do {
-            (status, text) = try Self.runScript(python, [packageRoot.appendingPathComponent("Tests/interop/\(script)").path,
+            (status, text) = try await Self.runScript(python, [packageRoot.appendingPathComponent("Tests/interop/\(script)").path,
                                                          "https://localhost:\(node.port)", user, password, node.certificate.path])
         } catch {
             _ = node.stop()
