@@ -1,11 +1,19 @@
 import Foundation
+import Synchronization
 import SyncNodeStore
 import SyncNodeSync
 
 /// A continuous replication of one collection with one peer, reporting every state change.
+///
+/// A replicator stops for good on errors no retry of its own can fix (401, 403, a certificate
+/// that does not match). Between mesh nodes these can pass: a peer that trusts on first use
+/// refuses this node until it has seen it through DNS-SD itself, which may be a moment after
+/// this node saw the peer. So a replication that stopped on an error starts again, after
+/// 2, 4, ... up to 30 s, for as long as the mesh keeps it.
 final class PeerReplication: Sendable {
     let replicator: Replicator
     private let token: ListenerToken
+    private let stopped: Flag
 
     init(
         collection: DocumentCollection, url: URL, configuration: MeshConfiguration, type: ReplicatorType, trustOnFirstUse: Bool,
@@ -20,15 +28,40 @@ final class PeerReplication: Sendable {
         config.acceptOnlySelfSignedServerCertificate = trustOnFirstUse
         // A LAN peer that drops out is usually back within seconds (a partition heals, a node restarts).
         config.maxAttemptWaitTime = .seconds(5)
-        replicator = Replicator(config: config)
-        token = replicator.addChangeListener { report($0.status) }
+        let replicator = Replicator(config: config)
+        let stopped = Flag()
+        let failures = Mutex(0)
+        token = replicator.addChangeListener { change in
+            report(change.status)
+            guard change.status.activity == .stopped, change.status.error != nil, !stopped.isSet else {
+                if change.status.activity == .idle { failures.withLock { $0 = 0 } }
+                return
+            }
+            let attempt = failures.withLock { count in
+                count += 1
+                return count
+            }
+            Task {
+                try? await Task.sleep(for: .seconds(min(30, 1 << min(attempt, 5))))
+                if !stopped.isSet { replicator.start() }
+            }
+        }
+        self.replicator = replicator
+        self.stopped = stopped
         replicator.start()
     }
 
-    /// Stops after the batch in flight (its checkpoint is saved).
+    /// Stops after the batch in flight (its checkpoint is saved), for good.
     func stop() async {
+        stopped.set()
         replicator.stop()
         await replicator.waitUntilStopped()
         token.remove()
+    }
+
+    private final class Flag: Sendable {
+        private let value = Mutex(false)
+        var isSet: Bool { value.withLock { $0 } }
+        func set() { value.withLock { $0 = true } }
     }
 }
