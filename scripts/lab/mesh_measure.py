@@ -1,0 +1,197 @@
+"""Measures a mesh of `syncnode serve --auto-sync` nodes from inside one lab host
+(scripts/mesh-measure.sh runs it): convergence of single writes, convergence of many
+writes with edits to shared documents, and a writer for the churn test.
+
+  mesh_measure.py NODES formed
+      waits until every node lists every other as a trusted peer with its sync idle
+  mesh_measure.py NODES singles COUNT
+      COUNT single writes on the first node, each timed until every node can read it;
+      prints p50 and p95
+  mesh_measure.py NODES spread COUNT
+      COUNT writes spread over all nodes (a tenth of them edits of 20 shared documents),
+      then the time until every node holds the same (id, winning rev) set
+  mesh_measure.py NODES write SECONDS OUT
+      writes one document every 20 ms to the nodes in turn for SECONDS, skipping a node
+      that does not answer; appends each acknowledged id to OUT
+  mesh_measure.py NODES agree IDS
+      waits until every node holds the same set and every id in the file IDS
+
+NODES is a comma-separated list of HOST:PORT:USER:PASSWORD (each node's own credential).
+"""
+import base64
+import http.client
+import json
+import ssl
+import statistics
+import sys
+import time
+import uuid
+
+CONTEXT = ssl.create_default_context()
+CONTEXT.check_hostname = False
+CONTEXT.verify_mode = ssl.CERT_NONE   # the lab's nodes are self-signed; this measures, it does not trust
+
+
+class Node:
+    def __init__(self, spec):
+        self.host, port, user, password = spec.split(":", 3)
+        self.port = int(port)
+        self.auth = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        self.conn = None
+
+    def request(self, method, path, body=None, timeout=5):
+        for attempt in (0, 1):
+            try:
+                if self.conn is None:
+                    self.conn = http.client.HTTPSConnection(self.host, self.port, context=CONTEXT, timeout=timeout)
+                headers = {"Authorization": self.auth, "Content-Type": "application/json"}
+                self.conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+                response = self.conn.getresponse()
+                data = response.read()
+                return response.status, (json.loads(data) if data else None)
+            except (OSError, http.client.HTTPException):
+                if self.conn is not None:
+                    self.conn.close()
+                self.conn = None
+                if attempt:
+                    raise
+        raise RuntimeError("unreachable")
+
+    def has(self, doc_id):
+        try:
+            return self.request("GET", f"/default/{doc_id}")[0] == 200
+        except (OSError, http.client.HTTPException):
+            return False
+
+    def state(self):
+        status, answer = self.request("GET", "/default/_all_docs")
+        return {(row["id"], row["value"]["rev"]) for row in answer["rows"]} if status == 200 else None
+
+
+def wait(predicate, limit, what):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    sys.exit(f"mesh_measure: {what} within {limit} s")
+
+
+def formed(nodes):
+    def ready():
+        for node in nodes:
+            try:
+                status, peers = node.request("GET", "/_node/peers")
+            except (OSError, http.client.HTTPException):
+                return False
+            if status != 200 or len(peers) != len(nodes) - 1:
+                return False
+            if not all(p["trusted"] and p["collections"].get("default", {}).get("activity") == "idle" for p in peers):
+                return False
+        return True
+    wait(ready, 120, "the mesh did not form (every node trusting and idle with every other)")
+
+
+def singles(nodes, count):
+    times = []
+    for i in range(count):
+        doc_id = f"single-{i}-{uuid.uuid4().hex[:8]}"
+        start = time.monotonic()
+        status, _ = nodes[0].request("PUT", f"/default/{doc_id}", {"n": i})
+        if status != 201:
+            sys.exit(f"mesh_measure: PUT {doc_id} answered {status}")
+        pending = list(nodes[1:])
+        deadline = start + 30
+        while pending and time.monotonic() < deadline:
+            pending = [node for node in pending if not node.has(doc_id)]
+            if pending:
+                time.sleep(0.005)
+        if pending:
+            sys.exit(f"mesh_measure: {doc_id} did not reach {len(pending)} nodes within 30 s")
+        times.append(time.monotonic() - start)
+        time.sleep(0.1)
+    times.sort()
+    p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
+    print(json.dumps({"writes": count, "p50": round(statistics.median(times), 3), "p95": round(p95, 3),
+                      "max": round(times[-1], 3)}))
+
+
+def spread(nodes, count):
+    shared = [f"shared-{k}" for k in range(20)]
+    start = time.monotonic()
+    for i in range(count):
+        node = nodes[i % len(nodes)]
+        if i % 10 == 0:
+            doc_id = shared[(i // 10) % len(shared)]
+            status, current = node.request("GET", f"/default/{doc_id}")
+            body = {"writer": node.host, "i": i}
+            if status == 200:
+                body["_rev"] = current["_rev"]
+            node.request("PUT", f"/default/{doc_id}", body)   # a conflict (409) with a change in flight is fine
+        else:
+            status, _ = node.request("PUT", f"/default/spread-{i}", {"writer": node.host, "i": i})
+            if status != 201:
+                sys.exit(f"mesh_measure: PUT spread-{i} answered {status}")
+    written = time.monotonic() - start
+
+    def agree():
+        states = [node.state() for node in nodes]
+        return states[0] is not None and all(s == states[0] for s in states) and \
+            sum(1 for (doc_id, _) in states[0] if doc_id.startswith("spread-")) == count - count // 10
+    wait(agree, 300, "the nodes did not agree")
+    states = nodes[0].state()
+    print(json.dumps({"writes": count, "nodes": len(nodes), "written_in": round(written, 2),
+                      "converged_after_last_write": round(time.monotonic() - start - written, 2), "documents": len(states)}))
+
+
+def writer(nodes, seconds, out):
+    deadline = time.monotonic() + seconds
+    i = 0
+    with open(out, "a") as acknowledged:
+        while time.monotonic() < deadline:
+            node = nodes[i % len(nodes)]
+            doc_id = f"churn-{i}"
+            try:
+                status, _ = node.request("PUT", f"/default/{doc_id}", {"i": i}, timeout=2)
+                if status == 201:
+                    acknowledged.write(doc_id + "\n")
+                    acknowledged.flush()
+            except (OSError, http.client.HTTPException):
+                pass   # that node is down: the write was not acknowledged
+            i += 1
+            time.sleep(0.02)
+
+
+def agree_with(nodes, ids_file):
+    wanted = {line.strip() for line in open(ids_file) if line.strip()}
+
+    def agree():
+        states = [node.state() for node in nodes]
+        if states[0] is None or any(s != states[0] for s in states):
+            return False
+        return wanted <= {doc_id for (doc_id, _) in states[0]}
+    start = time.monotonic()
+    wait(agree, 300, "the nodes did not agree after the churn")
+    print(json.dumps({"acknowledged": len(wanted), "agreed_after": round(time.monotonic() - start, 2),
+                      "documents": len(nodes[0].state())}))
+
+
+def main():
+    nodes = [Node(spec) for spec in sys.argv[1].split(",")]
+    command = sys.argv[2]
+    if command == "formed":
+        formed(nodes)
+    elif command == "singles":
+        singles(nodes, int(sys.argv[3]))
+    elif command == "spread":
+        spread(nodes, int(sys.argv[3]))
+    elif command == "write":
+        writer(nodes, float(sys.argv[3]), sys.argv[4])
+    elif command == "agree":
+        agree_with(nodes, sys.argv[3])
+    else:
+        sys.exit(f"mesh_measure: unknown command {command}")
+
+
+if __name__ == "__main__":
+    main()
