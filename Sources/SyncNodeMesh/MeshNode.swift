@@ -132,6 +132,11 @@ public final class MeshNode: Sendable {
         let refreshing = Task { [configuration, replications] in
             // Databases clients create or open up (an event), collections made here or by another
             // process (looked for every few seconds): advertised, and synced with the peers that share them.
+            // Peers paired before a restart.
+            for url in PairedPeers(directory: configuration.directory).load() {
+                guard let fingerprint = url.fingerprint, !Task.isCancelled else { continue }
+                await Self.syncPaired(url, fingerprint: fingerprint, with: replications)
+            }
             var advertised = shared
             let names = configuration.directory.databaseNameUpdates()
             await withTaskGroup(of: Void.self) { group in
@@ -163,15 +168,22 @@ public final class MeshNode: Sendable {
 
     /// Replicates with the node a pairing URL names, across subnets where DNS-SD cannot see
     /// it: its certificate fingerprint is added to the trusted peers (so it also signs in here
-    /// by certificate), and its keyspace is synced from now on. If it later appears through
+    /// by certificate), the URL is kept in `.node/paired-peers.json` (so a restarted node syncs
+    /// with it again), and its keyspaces are synced from now on. If it later appears through
     /// DNS-SD it is the same peer (its UUID), not a second replication.
     /// - Throws: ``SyncError/invalidConfiguration(_:)`` for a URL without a fingerprint (plain
-    ///   HTTP cannot be pinned); what ``TrustStore/add(fingerprint:uuid:note:)`` throws.
+    ///   HTTP cannot be pinned) or when the URL cannot be saved; what
+    ///   ``TrustStore/add(fingerprint:uuid:note:)`` throws.
     public func pair(with url: PairingURL) async throws {
         guard let fingerprint = url.fingerprint else {
             throw SyncError.invalidConfiguration("the pairing URL has no certificate fingerprint (fp=): only an HTTPS node can be paired with")
         }
         try configuration.trust.add(fingerprint: fingerprint, uuid: url.uuid, note: "paired \(url.host):\(url.port)")
+        try PairedPeers(directory: configuration.directory).save(url)
+        await Self.syncPaired(url, fingerprint: fingerprint, with: replications)
+    }
+
+    private static func syncPaired(_ url: PairingURL, fingerprint: String, with replications: PeerReplications) async {
         let record = ServiceRecord(
             name: url.host, port: url.port, uuid: url.uuid, databases: [url.database], tls: true,
             fingerprint: fingerprint, requiresAuth: url.user != nil)

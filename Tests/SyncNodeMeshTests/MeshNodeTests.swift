@@ -95,6 +95,14 @@ import SyncNodeSync
         try await b.mesh.pair(with: pairing)
         #expect(b.mesh.peers.count == 1)
         await b.mesh.stop()
+
+        // A restarted node syncs with the peers it paired with, without being told again.
+        let again = MeshNode(configuration: b.mesh.configuration)
+        try await again.start()
+        try a.collection().save(try MutableDocument(id: "after-restart", data: ["n": 1]))
+        #expect(try await eventually { try b.collection().document(id: "after-restart") != nil })
+        #expect(again.peers.first?.uuid == a.directory.uuid)
+        await again.stop()
         await a.mesh.stop()
     }
 
