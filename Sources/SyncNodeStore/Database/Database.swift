@@ -119,10 +119,29 @@ public final class Database: Sendable {
         try Names.validateDatabase(name)
         let dir = Self.directory(name: name, in: directory)
         guard FileManager.default.fileExists(atPath: dir.path) else { throw StoreError.notFound(.database, "database '\(name)' in \(directory.path)") }
-        do {
-            try FileManager.default.removeItem(at: dir)
-        } catch {
-            throw StoreError.io("deleting \(dir.path): \(error.localizedDescription)")
+        try remove(dir)
+    }
+
+    /// Removes a database's directory: renamed out of the way first (one atomic step, so the
+    /// name is gone at once and nothing a straggler writes can bring it back), then deleted.
+    /// A removal that keeps failing (a request still writing into it) is tried again a few
+    /// times, then left to the next ``removeDeletedLeftovers(in:)``: the database is gone either way.
+    static func remove(_ dir: URL) throws {
+        let doomed = dir.deletingLastPathComponent().appendingPathComponent(".deleted-\(UUID().uuidString)")
+        guard rename(dir.path, doomed.path) == 0 else {
+            throw StoreError.io("deleting \(dir.path): \(String(cString: strerror(errno)))")
+        }
+        for attempt in 1...5 {
+            if (try? FileManager.default.removeItem(at: doomed)) != nil { return }
+            Thread.sleep(forTimeInterval: 0.02 * Double(attempt))
+        }
+    }
+
+    /// Removes what deletions left behind in `directory` (see ``delete(name:directory:)``).
+    public static func removeDeletedLeftovers(in directory: URL) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        for name in names where name.hasPrefix(".deleted-") {
+            try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
         }
     }
 
@@ -185,11 +204,7 @@ public final class Database: Sendable {
     ///   cannot be removed.
     public func delete() throws {
         try close()
-        do {
-            try FileManager.default.removeItem(at: path)
-        } catch {
-            throw StoreError.io("deleting \(path.path): \(error.localizedDescription)")
-        }
+        try Self.remove(path)
     }
 
     /// Runs `body` as one transaction: every save, delete and purge in it

@@ -14,6 +14,9 @@ public final class NodeDirectory: Sendable {
     public let uuid: String
     let logger: Logger
     private let open = Mutex<[String: Database]>([:])
+    /// Held while a database is opened or deleted (not while it is used): an open racing a
+    /// deletion must not make the database again, empty, under the deleted name.
+    private let lifecycle = NSLock()
     private let watchers = Mutex<[UUID: AsyncStream<[String]>.Continuation]>([:])
 
     /// Opens (creating if needed) the data directory at `url`, making the node's UUID on first use and
@@ -40,6 +43,7 @@ public final class NodeDirectory: Sendable {
         } catch {
             throw SyncError.invalidConfiguration("cannot use data directory \(url.path): \(error.localizedDescription)")
         }
+        Database.removeDeletedLeftovers(in: url)
     }
 
     /// The node's TLS identity, made and saved on first use.
@@ -151,6 +155,9 @@ public final class NodeDirectory: Sendable {
     ///   created or opened.
     public func database(_ name: String, create: Bool = false) throws -> Database? {
         if let db = open.withLock({ $0[name] }) { return db }
+        lifecycle.lock()
+        defer { lifecycle.unlock() }
+        if let db = open.withLock({ $0[name] }) { return db }
         let existed = Database.exists(name: name, directory: url)
         guard create || existed else { return nil }
         let db = try Database(name: name, config: DatabaseConfiguration(directory: url))
@@ -188,6 +195,8 @@ public final class NodeDirectory: Sendable {
     ///   `StoreError.invalidName` for an invalid name; `StoreError.io` or
     ///   `StoreError.storage` when closing or deleting fails.
     public func deleteDatabase(_ name: String) throws {
+        lifecycle.lock()
+        defer { lifecycle.unlock() }
         let db = open.withLock { $0.removeValue(forKey: name) }
         if let db {
             try db.delete()
