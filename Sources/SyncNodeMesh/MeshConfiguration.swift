@@ -24,10 +24,18 @@ public struct MeshConfiguration: Sendable {
     public var listener: ListenerConfiguration
     /// The name peers see (the DNS-SD instance name); the host name by default.
     public var name: String = ProcessInfo.processInfo.hostName
-    /// The databases shared with peers; nil shares every database of the directory that has no
-    /// members or readers in its `_security`. Every collection of a shared database is shared,
-    /// in every scope, including collections created later on either side.
-    public var databases: [String]?
+    /// What is shared with peers: each entry a database name (all its collections, in every
+    /// scope, including collections created later) or a keyspace `db.scope.collection` (that
+    /// collection alone). Nil shares every database of the directory. Either way, a database
+    /// with members or readers in its `_security` is never shared.
+    public var shared: [String]?
+
+    /// Whether the keyspace `keyspace` (`db` or `db.scope.collection`) is shared by ``shared``.
+    public func shares(_ keyspace: String) -> Bool {
+        guard let shared else { return true }
+        guard let parsed = Keyspace(keyspace) else { return false }
+        return shared.contains(parsed.database) || shared.contains(keyspace)
+    }
     /// Whom the node replicates with and who may sign in by certificate: fingerprints, the
     /// trusted-peers file, trust on first use (see ``TrustStore``).
     public var trust: TrustStore
@@ -60,7 +68,7 @@ public struct MeshConfiguration: Sendable {
     /// The credential ``MeshNode/pairingURL`` carries, so that the peer it is handed to gets in
     /// before it is trusted by certificate; nil for none.
     public var pairingCredential: BasicAuthenticator?
-    /// The database the pairing URL names; the first shared one by default.
+    /// The keyspace the pairing URL names; the first shared one by default.
     public var pairingDatabase: String?
     /// How replications end conflicts: the default picks each conflict's winner alike on every
     /// node; nil keeps them as CouchDB does.

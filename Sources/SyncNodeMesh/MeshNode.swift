@@ -52,29 +52,25 @@ public final class MeshNode: Sendable {
             }
         }
         listener = Listener(config: listenerConfig)
-        let directory = configuration.directory, databases = configuration.databases
-        replications = PeerReplications(configuration: configuration, board: board) {
-            Self.keyspaces(directory: directory, databases: databases)
-        }
+        replications = PeerReplications(configuration: configuration, board: board)
     }
 
     /// The keyspaces this node shares: each shared database (its default collection) and
     /// `db.scope.collection` for its other collections.
-    public var sharedKeyspaces: [String] {
-        Self.keyspaces(directory: configuration.directory, databases: configuration.databases)
-    }
+    public var sharedKeyspaces: [String] { Self.keyspaces(configuration) }
 
-    private static func keyspaces(directory: NodeDirectory, databases: [String]?) -> [String] {
-        let open = directory.openDatabaseNames()
+    private static func keyspaces(_ configuration: MeshConfiguration) -> [String] {
         var out: [String] = []
-        for name in databases.map({ $0.filter(open.contains) }) ?? open {
-            out.append(name)
-            guard let db = try? directory.database(name) else { continue }
-            for scope in (try? db.scopes()) ?? [] {
-                for collection in (try? scope.collections()) ?? [] where collection.fullName != "_default._default" {
-                    out.append("\(name).\(collection.fullName)")
+        for name in configuration.directory.openDatabaseNames() {
+            var all = [name]
+            if let db = try? configuration.directory.database(name) {
+                for scope in (try? db.scopes()) ?? [] {
+                    for collection in (try? scope.collections()) ?? [] where collection.fullName != "_default._default" {
+                        all.append("\(name).\(collection.fullName)")
+                    }
                 }
             }
+            out += all.filter(configuration.shares)
         }
         return out
     }
@@ -103,7 +99,10 @@ public final class MeshNode: Sendable {
     ///   ``SyncError`` when the shared databases cannot be opened.
     public func start() async throws {
         guard running.withLock({ $0 == nil }) else { return }
-        for name in configuration.databases ?? [] { _ = try configuration.directory.database(name, create: true) }
+        for name in configuration.shared ?? [] {
+            guard let keyspace = Keyspace(name), let db = try configuration.directory.database(keyspace.database, create: true) else { continue }
+            if let collection = keyspace.collection { _ = try db.createCollection(name: collection, scope: keyspace.scope) }
+        }
         try await listener.start()
         guard let base = listener.urls.first, let port = listener.port else {
             await listener.stop()
@@ -154,7 +153,7 @@ public final class MeshNode: Sendable {
                 }
                 for await _ in ticks {
                     await replications.refreshPaired()
-                    let now = Self.keyspaces(directory: configuration.directory, databases: configuration.databases)
+                    let now = Self.keyspaces(configuration)
                     guard now != advertised else { continue }
                     advertised = now
                     advertiser?.update(databases: now)

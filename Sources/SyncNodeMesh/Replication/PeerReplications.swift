@@ -8,7 +8,6 @@ import SyncNodeSync
 actor PeerReplications {
     private let configuration: MeshConfiguration
     private let board: PresenceBoard
-    private let localKeyspaces: @Sendable () -> [String]
     /// Per trusted peer (by UUID): where it is, and the replications, by keyspace.
     private var syncs: [String: (peer: Peer, replications: [String: PeerReplication])] = [:]
     /// Replications with URLs the app named (any CouchDB-compatible peer).
@@ -19,10 +18,9 @@ actor PeerReplications {
     /// The credential each paired peer's URL carried, which it signs us in with.
     private var pairedCredentials: [String: BasicAuthenticator] = [:]
 
-    init(configuration: MeshConfiguration, board: PresenceBoard, localKeyspaces: @escaping @Sendable () -> [String]) {
+    init(configuration: MeshConfiguration, board: PresenceBoard) {
         self.configuration = configuration
         self.board = board
-        self.localKeyspaces = localKeyspaces
     }
 
     private func emit(_ event: MeshEvent) { configuration.onEvent?(event) }
@@ -83,13 +81,13 @@ actor PeerReplications {
     }
 
     /// Starts a replication of each keyspace both sides share that has none yet. A
-    /// collection the peer shares in a database both share is made here if missing.
+    /// collection the peer shares is made here if missing, when this node shares it too
+    /// (its database is shared whole, or it is named) and has its database.
     private func startMissing(_ peer: Peer, trustOnFirstUse: Bool = false) {
         guard var running = syncs[peer.uuid] else { return }
-        let local = Set(localKeyspaces())
-        let sharedDatabases = Set(local.filter { !$0.contains(".") })
+        let open = Set(configuration.directory.openDatabaseNames())
         for keyspace in peer.record.databases where running.replications[keyspace] == nil {
-            guard let parsed = Keyspace(keyspace), sharedDatabases.contains(parsed.database) else { continue }
+            guard let parsed = Keyspace(keyspace), open.contains(parsed.database), configuration.shares(keyspace) else { continue }
             do {
                 guard let db = try configuration.directory.database(parsed.database) else { continue }
                 let collection = try parsed.collection.map { try db.createCollection(name: $0, scope: parsed.scope) } ?? db.defaultCollection()

@@ -104,7 +104,7 @@ struct Serve: AsyncParsableCommand {
         var config = MeshConfiguration(directory: directory, listener: listening, trust: trust)
         config.name = name ?? ProcessInfo.processInfo.hostName
         // Databases with members or readers in their _security stay off the LAN-wide TXT record (and so out of auto-sync).
-        config.databases = databases.isEmpty ? nil : databases
+        config.shared = databases.isEmpty ? nil : databases
         config.advertise = !noAdvertise
         config.browse = !noBrowse
         config.autoSync = autoSync
