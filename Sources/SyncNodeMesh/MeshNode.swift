@@ -44,6 +44,7 @@ public final class MeshNode: Sendable {
         if !listenerConfig.disableTLS, listenerConfig.trustedPeers == nil { listenerConfig.trustedPeers = configuration.trust }
         let board = self.board
         listenerConfig.peerPresence = { board.json }
+        listenerConfig.offeredKeyspaces = { [configuration] in Self.keyspaces(configuration) }
         if let onEvent = configuration.onEvent {
             let previous = listenerConfig.onUntrustedPeer
             listenerConfig.onUntrustedPeer = { fingerprint, address in

@@ -15,10 +15,11 @@ import SyncNodeSync
         let directory: NodeDirectory
         let mesh: MeshNode
 
-        init(name: String) throws {
+        init(name: String, shared: [String]? = nil) throws {
             directory = try NodeDirectory(url: url)
             var config = try MeshConfiguration(directory: directory)
             config.name = name
+            config.shared = shared
             config.listener.host = "127.0.0.1"
             config.advertise = false
             config.browse = false
@@ -129,6 +130,28 @@ import SyncNodeSync
         private let flag = Mutex(false)
         func set() { flag.withLock { $0 = true } }
         var value: Bool { flag.withLock { $0 } }
+    }
+
+    /// A node that shares one collection sends that collection alone, and does not take the
+    /// peer's other keyspaces either.
+    @Test func aNamedCollectionIsSharedAlone() async throws {
+        let a = try Node(name: "a", shared: ["default.app.notes"]), b = try Node(name: "b")
+        try a.collection().save(try MutableDocument(id: "private", data: ["n": 1]))
+        try a.collection("notes").save(try MutableDocument(id: "n1", data: ["n": 2]))
+        try b.collection().save(try MutableDocument(id: "b-private", data: ["n": 3]))
+        try await a.mesh.start()
+        try await b.mesh.start()
+        #expect(a.mesh.sharedKeyspaces == ["default.app.notes"])
+        try await b.mesh.pair(with: try #require(a.mesh.pairingURL))
+        try await a.mesh.pair(with: try #require(b.mesh.pairingURL))
+        #expect(try await eventually { try b.collection("notes").document(id: "n1") != nil })
+        try b.collection("notes").save(try MutableDocument(id: "n2", data: ["n": 4]))
+        #expect(try await eventually { try a.collection("notes").document(id: "n2") != nil })
+        #expect(try b.collection().document(id: "private") == nil)
+        #expect(try a.collection().document(id: "b-private") == nil)
+        #expect(Set(b.mesh.peers.first?.collections.keys ?? [:].keys) == ["default.app.notes"])
+        await b.mesh.stop()
+        await a.mesh.stop()
     }
 
     @Test func aPairingURLWithoutAFingerprintIsRefused() async throws {

@@ -20,7 +20,9 @@ extension Handlers {
         }
         if endpoint == "_node", rest == ["keyspaces"] {
             guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            return HTTP.json(.array(try keyspaces(readableBy: principal).map { .string($0) }))
+            var listed = try keyspaces(readableBy: principal)
+            if let offered = config.offeredKeyspaces.map({ Set($0()) }) { listed = listed.filter(offered.contains) }
+            return HTTP.json(.array(listed.map { .string($0) }))
         }
         guard rest.isEmpty else { throw CouchError.notFound() }
         switch endpoint {

@@ -121,6 +121,10 @@ public struct ListenerConfiguration: Sendable {
     /// The node's peers, as JSON for `GET /_node/peers` (a mesh node answers with its presence);
     /// nil answers 404.
     public var peerPresence: (@Sendable () -> DocumentValue)?
+    /// The keyspaces `GET /_node/keyspaces` may list (a mesh node's shared ones); nil lists every
+    /// keyspace the asker may read. It narrows what peers sync on their own, not what clients
+    /// may read (that is `_security`'s).
+    public var offeredKeyspaces: (@Sendable () -> [String])?
     package var faultInjector: FaultInjector?
 
     /// A configuration serving `directory`; every parameter sets the property of the same name (see each
