@@ -96,6 +96,20 @@ public struct MeshConfiguration: Sendable {
         pairingCredential = BasicAuthenticator(username: own.user, password: own.password)
     }
 
+    /// A node serving databases the app has open, all in one directory (the node's: its
+    /// identity, users and trusted peers live there too), secure by default as
+    /// ``init(directory:trust:)``; they are what it shares. The node uses these `Database`
+    /// objects, not copies, so the app's change listeners hear what peers send.
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` when there is none, or they are not in one
+    ///   directory; what ``init(directory:trust:)`` throws.
+    public init(databases: [Database], trust: TrustStore? = nil) throws {
+        guard let first = databases.first else { throw SyncError.invalidConfiguration("a mesh node needs at least one database") }
+        let directory = try NodeDirectory(url: first.path.deletingLastPathComponent())
+        for database in databases { try directory.adopt(database) }
+        try self.init(directory: directory, trust: trust)
+        shared = databases.map(\.name)
+    }
+
     /// A node on `directory` with exactly this listener configuration (its authentication,
     /// TLS and limits as given) and trust policy; no pairing credential.
     public init(directory: NodeDirectory, listener: ListenerConfiguration, trust: TrustStore) {

@@ -154,6 +154,38 @@ import SyncNodeSync
         await a.mesh.stop()
     }
 
+    /// A node made from databases the app has open serves those objects: the app's own change
+    /// listener hears a document a peer sends.
+    @Test func aNodeServesTheDatabasesTheAppHasOpen() async throws {
+        let a = try Node(name: "a")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-mesh-app-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let notes = try Database(name: "default", config: DatabaseConfiguration(directory: dir))
+        defer { try? notes.close() }
+        let heard = Told()
+        let token = try notes.defaultCollection().addChangeListener { change in
+            if change.documentIDs.contains("hello") { heard.set() }
+        }
+        defer { token.remove() }
+        var config = try MeshConfiguration(databases: [notes])
+        config.listener.host = "127.0.0.1"
+        config.advertise = false
+        config.browse = false
+        let b = MeshNode(configuration: config)
+        try await a.mesh.start()
+        try await b.start()
+        try a.collection().save(try MutableDocument(id: "hello", data: ["from": "a"]))
+        try await b.pair(with: try #require(a.mesh.pairingURL))
+        #expect(try await eventually { heard.value })
+        #expect(try notes.defaultCollection().document(id: "hello")?.string(forKey: "from") == "a")
+        await b.stop()
+        await a.mesh.stop()
+        // A database from elsewhere is refused with a reason.
+        let elsewhere = try Database(name: "other", config: DatabaseConfiguration(directory: a.url))
+        defer { try? elsewhere.close() }
+        #expect(throws: SyncError.self) { try MeshConfiguration(databases: [notes, elsewhere]) }
+    }
+
     @Test func aPairingURLWithoutAFingerprintIsRefused() async throws {
         let b = try Node(name: "b")
         let plain = try PairingURL(string: "http://127.0.0.1:1/default?uuid=someone")

@@ -173,6 +173,24 @@ public final class NodeDirectory: Sendable {
         return result
     }
 
+    /// Serves `database`, which the app opened itself, instead of opening it again: the node and
+    /// the app then share one `Database` (its change listeners, its writer).
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` when it is not in this directory, or
+    ///   another `Database` of that name is open here already.
+    public func adopt(_ database: Database) throws {
+        guard database.path.deletingLastPathComponent().standardizedFileURL.path == url.standardizedFileURL.path else {
+            throw SyncError.invalidConfiguration("database '\(database.name)' is in \(database.path.deletingLastPathComponent().path), not in the node's directory \(url.path)")
+        }
+        let adopted = open.withLock { o -> Bool in
+            if let existing = o[database.name] { return existing === database }
+            o[database.name] = database
+            return true
+        }
+        guard adopted else {
+            throw SyncError.invalidConfiguration("another Database named '\(database.name)' is open in \(url.path) already")
+        }
+    }
+
     /// The directory's database names, now and after every creation or deletion
     /// through this object (for advertising what the node serves).
     public func databaseNameUpdates() -> AsyncStream<[String]> {
