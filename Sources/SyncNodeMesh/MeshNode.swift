@@ -26,7 +26,7 @@ public final class MeshNode: Sendable {
     /// The node's listener (its port and URLs once started).
     public let listener: Listener
     private let board = PresenceBoard()
-    private let replications: PeerReplications
+    let replications: PeerReplications
     private let running = Mutex<Running?>(nil)
 
     private struct Running: Sendable {
@@ -153,7 +153,7 @@ public final class MeshNode: Sendable {
                     tick.finish()
                 }
                 for await _ in ticks {
-                    await replications.refreshPaired()
+                    await replications.refreshAsked()
                     let now = Self.keyspaces(configuration)
                     guard now != advertised else { continue }
                     advertised = now

@@ -28,6 +28,10 @@ import Testing
         #expect(dbs.utf8.count <= 255)
         #expect(dbs.hasPrefix("dbs=database-0,database-1,"))
         #expect(dbs.utf8.count > 240)  // filled, not cut short
+        // The reader learns that there is more (GET /_node/keyspaces lists it all).
+        #expect(record.txt.contains("more=1") && !self.record.txt.contains("more=1"))
+        let seen = try? ServiceRecord(name: "n", port: 1, txt: record.txt)
+        #expect(seen?.hasMore == true && seen?.databases.count ?? 0 < many.count)
     }
 
     @Test func firstOccurrenceOfAKeyWins() throws {

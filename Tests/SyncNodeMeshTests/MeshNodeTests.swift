@@ -2,7 +2,8 @@ import Foundation
 import Observation
 import Synchronization
 import Testing
-import SyncNodeMesh
+@testable import SyncNodeMesh
+import SyncNodeDiscovery
 import SyncNodeStore
 import SyncNodeSync
 
@@ -15,11 +16,12 @@ import SyncNodeSync
         let directory: NodeDirectory
         let mesh: MeshNode
 
-        init(name: String, shared: [String]? = nil) throws {
+        init(name: String, shared: [String]? = nil, peerCredential: BasicAuthenticator? = nil) throws {
             directory = try NodeDirectory(url: url)
             var config = try MeshConfiguration(directory: directory)
             config.name = name
             config.shared = shared
+            config.peerCredential = peerCredential
             config.listener.host = "127.0.0.1"
             config.advertise = false
             config.browse = false
@@ -184,6 +186,33 @@ import SyncNodeSync
         let elsewhere = try Database(name: "other", config: DatabaseConfiguration(directory: a.url))
         defer { try? elsewhere.close() }
         #expect(throws: SyncError.self) { try MeshConfiguration(databases: [notes, elsewhere]) }
+    }
+
+    /// A discovered peer whose TXT record cannot list every keyspace (`more=1`) is asked for
+    /// the rest, and every one of them syncs.
+    @Test func keyspacesBeyondTheTXTRecordAreAskedFor() async throws {
+        let a = try Node(name: "a")
+        let own = try a.directory.generatedCredential()
+        let b = try Node(name: "b", peerCredential: BasicAuthenticator(username: own.user, password: own.password))
+        let names = (0..<12).map { "collection-with-a-rather-long-name-\($0)" }
+        for name in names { try a.collection(name).save(MutableDocument(id: "in-\(name)")) }
+        try await a.mesh.start()
+        try await b.mesh.start()
+        let pairing = try #require(a.mesh.pairingURL)
+        let fingerprint = try #require(pairing.fingerprint)
+        // B sees A as DNS-SD would show it: the TXT record A advertises, read back.
+        let advertised = ServiceRecord(
+            name: "a", port: pairing.port, uuid: pairing.uuid, databases: a.mesh.sharedKeyspaces, tls: true,
+            fingerprint: fingerprint, requiresAuth: true)
+        let seen = try ServiceRecord(name: "a", port: pairing.port, txt: advertised.txt)
+        #expect(seen.hasMore && seen.databases.count < names.count)
+        try b.mesh.configuration.trust.add(fingerprint: fingerprint, uuid: pairing.uuid)
+        await b.mesh.replications.start(Peer(record: seen, host: "127.0.0.1", addresses: ["127.0.0.1"]), discovered: true)
+        for name in names {
+            #expect(try await eventually { try b.collection(name).document(id: "in-\(name)") != nil }, "\(name)")
+        }
+        await b.mesh.stop()
+        await a.mesh.stop()
     }
 
     @Test func aPairingURLWithoutAFingerprintIsRefused() async throws {

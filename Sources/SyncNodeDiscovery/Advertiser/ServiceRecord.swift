@@ -19,6 +19,8 @@ public struct ServiceRecord: Sendable, Equatable {
     public var fingerprint: String?
     /// Whether it wants HTTP Basic credentials.
     public var requiresAuth: Bool
+    /// A record read from the network whose `dbs` did not hold every keyspace (`more=1`).
+    public var hasMore = false
 
     /// The record of a node to advertise.
     public init(name: String, port: Int, uuid: String, databases: [String], tls: Bool, fingerprint: String?, requiresAuth: Bool) {
@@ -32,9 +34,12 @@ public struct ServiceRecord: Sendable, Equatable {
     }
 
     /// The TXT record's `key=value` strings, in order. A TXT string holds at
-    /// most 255 bytes (RFC 6763 §6.1): `dbs` lists the databases that fit.
+    /// most 255 bytes (RFC 6763 §6.1): `dbs` lists the databases that fit, and `more=1` says
+    /// there are others (`GET /_node/keyspaces` lists them all).
     public var txt: [String] {
-        var entries = ["v=1", "uuid=\(uuid)", "dbs=" + listedDatabases.joined(separator: ","), "tls=\(tls ? 1 : 0)"]
+        let listed = listedDatabases
+        var entries = ["v=1", "uuid=\(uuid)", "dbs=" + listed.joined(separator: ","), "tls=\(tls ? 1 : 0)"]
+        if listed.count < databases.count || hasMore { entries.append("more=1") }
         if let fingerprint { entries.append("fp=\(fingerprint)") }
         entries.append("auth=\(requiresAuth ? "basic" : "none")")
         return entries
@@ -72,5 +77,6 @@ public struct ServiceRecord: Sendable, Equatable {
             name: name, port: port, uuid: uuid,
             databases: (fields["dbs"] ?? "").split(separator: ",").map(String.init),
             tls: tls, fingerprint: tls ? fields["fp"] : nil, requiresAuth: fields["auth"] == "basic")
+        hasMore = fields["more"] == "1"
     }
 }

@@ -28,6 +28,7 @@ public actor NodeProbe {
     private let port: Int
     private let fingerprint: String?
     private let timeout: Duration
+    private let clientIdentity: TLSIdentity?
     private var authorization: String?
     private var client: HTTPClient?
     /// Set by ``shutdown()``: a connection still being made then is closed, not kept.
@@ -41,12 +42,16 @@ public actor NodeProbe {
     ///   - fingerprint: the certificate fingerprint to pin (https only).
     ///   - authenticator: credentials for `GET /`; nil asks without.
     ///   - timeout: how long connecting and each answer may take.
-    public init(scheme: String, host: String, port: Int, fingerprint: String?, authenticator: BasicAuthenticator?, timeout: Duration) {
+    ///   - clientIdentity: presented as the client certificate (a node that trusts it lets it in
+    ///     without a password).
+    public init(scheme: String, host: String, port: Int, fingerprint: String?, authenticator: BasicAuthenticator?, timeout: Duration,
+                clientIdentity: TLSIdentity? = nil) {
         self.scheme = scheme
         self.host = host
         self.port = port
         self.fingerprint = fingerprint
         self.timeout = timeout
+        self.clientIdentity = clientIdentity
         authorization = authenticator?.authorizationHeader
     }
 
@@ -102,7 +107,8 @@ public actor NodeProbe {
 
     private func connectedClient() async throws -> HTTPClient {
         if let client { return client }
-        let (made, _) = try await PeerClient.make(scheme: scheme, host: host, port: port, pinnedFingerprint: fingerprint, connectTimeout: timeout)
+        let (made, _) = try await PeerClient.make(
+            scheme: scheme, host: host, port: port, pinnedFingerprint: fingerprint, clientIdentity: clientIdentity, connectTimeout: timeout)
         // Shut down meanwhile (actor reentrancy): a client nobody will shut down must not be kept.
         if isShutDown {
             try? await made.shutdown()

@@ -12,9 +12,10 @@ actor PeerReplications {
     private var syncs: [String: (peer: Peer, replications: [String: PeerReplication])] = [:]
     /// Replications with URLs the app named (any CouchDB-compatible peer).
     private var explicit: [PeerReplication] = []
-    /// Peers admitted by pairing URL, with the probe that asks them for their keyspaces
-    /// (no DNS-SD record lists them).
-    private var paired: [String: NodeProbe] = [:]
+    /// The probe that asks a peer for its keyspaces (`GET /_node/keyspaces`), for the peers
+    /// whose DNS-SD record does not list them all: those paired by URL, and those whose record
+    /// says `more=1`.
+    private var asking: [String: NodeProbe] = [:]
     /// The credential each paired peer's URL carried, which it signs us in with.
     private var pairedCredentials: [String: BasicAuthenticator] = [:]
 
@@ -41,8 +42,14 @@ actor PeerReplications {
                 await start(peer, discovered: true)
             case .disappeared(let peer):
                 emit(.peerLost(peer))
-                await stop(peer.uuid)
-                board.update(peer.uuid, make: { nil }) { $0 = nil }
+                if pairedCredentials[peer.uuid] != nil {
+                    // Paired by URL: DNS-SD no longer sees it, but its address may still answer.
+                    board.update(peer.uuid, make: { nil }) { $0?.discovered = false }
+                } else {
+                    await stop(peer.uuid)
+                    asking[peer.uuid] = nil
+                    board.update(peer.uuid, make: { nil }) { $0 = nil }
+                }
             }
         }
         await stopAll()
@@ -55,6 +62,10 @@ actor PeerReplications {
 
     /// Replicates with `peer`'s shared keyspaces, once the trust policy admits it.
     func start(_ peer: Peer, discovered: Bool, trustOnFirstUse: Bool = false) async {
+        var peer = peer
+        if discovered, peer.record.hasMore, asking[peer.uuid] == nil, let keyspaces = await ask(peer, credential: configuration.peerCredential) {
+            peer.record.databases = keyspaces
+        }
         let trusted = configuration.trust.admit(fingerprint: peer.record.fingerprint, uuid: peer.uuid, name: peer.name)
         board.update(peer.uuid, make: {
             MeshPeer(uuid: peer.uuid, name: peer.name, host: peer.host, port: peer.port, addresses: peer.addresses,
@@ -109,21 +120,28 @@ actor PeerReplications {
     }
 
     /// Replicates with a node that paired by URL, its keyspaces asked of it now and on each
-    /// ``refreshPaired()``.
+    /// ``refreshAsked()``.
     func pair(_ peer: Peer, credential: BasicAuthenticator?) async {
-        let probe = paired[peer.uuid] ?? NodeProbe(
-            scheme: "https", host: peer.host, port: peer.port, fingerprint: peer.record.fingerprint,
-            authenticator: credential, timeout: .seconds(5))
-        paired[peer.uuid] = probe
         pairedCredentials[peer.uuid] = credential
         var peer = peer
-        if let keyspaces = try? await probe.keyspaces() { peer.record.databases = keyspaces }
+        if let keyspaces = await ask(peer, credential: credential) { peer.record.databases = keyspaces }
         await start(peer, discovered: false)
     }
 
-    /// Asks each paired peer DNS-SD does not show for its keyspaces again, and syncs new ones.
-    func refreshPaired() async {
-        for (uuid, probe) in paired {
+    /// The keyspaces `peer` offers, asked with its probe (made on first use, presenting this
+    /// node's certificate); nil when it does not answer.
+    private func ask(_ peer: Peer, credential: BasicAuthenticator?) async -> [String]? {
+        let probe = asking[peer.uuid] ?? NodeProbe(
+            scheme: "https", host: peer.host, port: peer.port, fingerprint: peer.record.fingerprint,
+            authenticator: credential, timeout: .seconds(5),
+            clientIdentity: configuration.listener.disableTLS ? nil : try? configuration.directory.tlsIdentity())
+        asking[peer.uuid] = probe
+        return try? await probe.keyspaces()
+    }
+
+    /// Asks again each peer whose keyspaces DNS-SD does not list, and syncs new ones.
+    func refreshAsked() async {
+        for (uuid, probe) in asking {
             guard var peer = syncs[uuid]?.peer, let keyspaces = try? await probe.keyspaces(),
                   keyspaces != peer.record.databases else { continue }
             peer.record.databases = keyspaces
@@ -147,8 +165,8 @@ actor PeerReplications {
 
     func stopAll() async {
         for uuid in Array(syncs.keys) { await stop(uuid) }
-        for probe in paired.values { await probe.shutdown() }
-        paired = [:]
+        for probe in asking.values { await probe.shutdown() }
+        asking = [:]
         for sync in explicit { await sync.stop() }
         explicit = []
     }
