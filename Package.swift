@@ -31,7 +31,6 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
         .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
-        .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
         // `swift package generate-documentation` builds the DocC catalogs (Sources/<Module>/<Module>.docc).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -68,8 +67,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 // CouchDB sends text attachments gzip-encoded.
                 .product(name: "CompressNIO", package: "compress-nio"),
-                // Documents with attachments travel as multipart/related, read as they stream in.
-                .product(name: "MultipartKit", package: "multipart-kit"),
             ]
         ),
         // System libraries: DNS-SD through avahi-client, QR codes through libqrencode (Debian's -dev packages).

@@ -1,5 +1,4 @@
 import Foundation
-import MultipartKit
 import NIOCore
 import SyncNodeStore
 
@@ -39,17 +38,16 @@ enum MultipartRelated {
         }
         let reader = PartReader(jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection)
         defer { reader.abandon() }
-        let parser = MultipartParser(boundary: boundary)
-        parser.onHeader = { name, value in reader.headers[name.lowercased()] = value }
-        parser.onBody = { reader.body($0) }
-        parser.onPartComplete = { reader.complete() }
+        var scanner = MultipartScanner(boundary: boundary)
         for try await buffer in body {
-            do {
-                try parser.execute(buffer)
-            } catch {
-                throw CouchError.badRequest("malformed multipart body")
+            try buffer.withUnsafeReadableBytes { bytes in
+                try scanner.feed(
+                    bytes, headers: { reader.headers = $0 }, body: { reader.body(ByteBuffer(bytes: $0)) }, end: { reader.complete() })
             }
             if let error = reader.error { throw error }
+        }
+        guard scanner.isComplete else {
+            throw CouchError.badRequest("the multipart body ended before its closing boundary")
         }
         return try reader.result()
     }
