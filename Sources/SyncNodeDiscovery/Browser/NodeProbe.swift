@@ -63,10 +63,7 @@ public actor NodeProbe {
     ///   `CancellationError` when the probe was shut down while connecting.
     public func identify() async throws -> Answer {
         let (status, body) = try await get("/")
-        if status == .unauthorized || status == .tooManyRequests {
-            authorization = nil
-            return .unauthorized
-        }
+        if status == .unauthorized || status == .tooManyRequests { return .unauthorized }
         guard status == .ok, case .dictionary(let info)? = body, case .string(let uuid)? = info["uuid"] else {
             throw CouchError(status: Int(status.code), error: "not_a_node", reason: "GET \(root)/ did not answer with a node uuid")
         }
@@ -94,6 +91,8 @@ public actor NodeProbe {
         if let authorization { request.headers.add(name: "Authorization", value: authorization) }
         let response = try await client.execute(request, timeout: .init(timeout))
         let body = try await response.body.collect(upTo: 1 << 20)
+        // Credentials the node refused are not sent again (each refusal counts against its login limit).
+        if response.status == .unauthorized || response.status == .tooManyRequests { authorization = nil }
         return (response.status, try? DocumentValue(json: String(buffer: body)))
     }
 
