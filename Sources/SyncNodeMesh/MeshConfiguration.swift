@@ -19,8 +19,9 @@ import SyncNodeSync
 public struct MeshConfiguration: Sendable {
     /// The node's data directory: its identity, users, trusted peers and databases.
     public var directory: NodeDirectory
-    /// The listener's options: port (0 picks a free one), host, TLS, authentication, limits.
-    /// Its `directory` is ``directory``; its `trustedPeers` is set to ``trust`` unless TLS is off.
+    /// The listener's options: port (0 picks a free one), host, TLS, authentication, limits, and
+    /// `trustedPeers` (the certificates that sign in; ``init(directory:trust:)`` sets ``trust``).
+    /// Its `directory` is ``directory``.
     public var listener: ListenerConfiguration
     /// The name peers see (the DNS-SD instance name); the host name by default.
     public var name: String = ProcessInfo.processInfo.hostName
@@ -91,8 +92,9 @@ public struct MeshConfiguration: Sendable {
         self.directory = directory
         let own = try directory.generatedCredential()
         let authenticator = ListenerAuthenticator.users([own.user: own.password]).fallingBack(to: UserStore(directory: directory).authenticator())
-        self.listener = ListenerConfiguration(directory: directory, authenticator: authenticator)
-        self.trust = try trust ?? TrustStore(directory: directory)
+        let trust = try trust ?? TrustStore(directory: directory)
+        self.listener = ListenerConfiguration(directory: directory, authenticator: authenticator, trustedPeers: trust)
+        self.trust = trust
         pairingCredential = BasicAuthenticator(username: own.user, password: own.password)
     }
 

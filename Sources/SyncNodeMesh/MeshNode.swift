@@ -41,7 +41,6 @@ public final class MeshNode: Sendable {
         self.configuration = configuration
         var listenerConfig = configuration.listener
         listenerConfig.directory = configuration.directory
-        if !listenerConfig.disableTLS, listenerConfig.trustedPeers == nil { listenerConfig.trustedPeers = configuration.trust }
         let board = self.board
         listenerConfig.peerPresence = { board.json }
         listenerConfig.offeredKeyspaces = { [configuration] in Self.keyspaces(configuration) }

@@ -36,8 +36,9 @@ actor PeerReplications {
             case .updated(let peer):
                 emit(.peerUpdated(peer))
                 if let running = syncs[peer.uuid], running.peer.host != peer.host || running.peer.port != peer.port {
-                    // Moved: its replications point at the old address.
+                    // Moved: its replications and its keyspace probe point at the old address.
                     await stop(peer.uuid)
+                    if pairedCredentials[peer.uuid] == nil { await asking.removeValue(forKey: peer.uuid)?.shutdown() }
                 }
                 await start(peer, discovered: true)
             case .disappeared(let peer):
@@ -47,7 +48,8 @@ actor PeerReplications {
                     board.update(peer.uuid, make: { nil }) { $0?.discovered = false }
                 } else {
                     await stop(peer.uuid)
-                    asking[peer.uuid] = nil
+                    // An HTTP client must be shut down before it is released.
+                    await asking.removeValue(forKey: peer.uuid)?.shutdown()
                     board.update(peer.uuid, make: { nil }) { $0 = nil }
                 }
             }
@@ -61,12 +63,17 @@ actor PeerReplications {
     }
 
     /// Replicates with `peer`'s shared keyspaces, once the trust policy admits it.
-    func start(_ peer: Peer, discovered: Bool, trustOnFirstUse: Bool = false) async {
+    func start(_ peer: Peer, discovered: Bool) async {
         var peer = peer
-        if discovered, peer.record.hasMore, asking[peer.uuid] == nil, let keyspaces = await ask(peer, credential: configuration.peerCredential) {
+        // Without auto-sync a discovered peer is only shown: trust on first use must not record it.
+        let syncing = configuration.autoSync || !discovered
+        let trusted = syncing
+            ? configuration.trust.admit(fingerprint: peer.record.fingerprint, uuid: peer.uuid, name: peer.name)
+            : peer.record.fingerprint.flatMap(configuration.trust.principal(clientFingerprint:)) != nil
+        if syncing, trusted, discovered, peer.record.hasMore, asking[peer.uuid] == nil,
+           let keyspaces = await ask(peer, credential: configuration.peerCredential) {
             peer.record.databases = keyspaces
         }
-        let trusted = configuration.trust.admit(fingerprint: peer.record.fingerprint, uuid: peer.uuid, name: peer.name)
         board.update(peer.uuid, make: {
             MeshPeer(uuid: peer.uuid, name: peer.name, host: peer.host, port: peer.port, addresses: peer.addresses,
                      trusted: trusted, discovered: discovered, collections: [:])
@@ -78,7 +85,7 @@ actor PeerReplications {
             known?.trusted = trusted
             if discovered { known?.discovered = true }
         }
-        guard configuration.autoSync || !discovered else { return }
+        guard syncing else { return }
         guard trusted else {
             if syncs[peer.uuid] == nil {
                 emit(.peerRefused(peer, reason: configuration.trust.refusal(fingerprint: peer.record.fingerprint, uuid: peer.uuid)))
@@ -87,14 +94,14 @@ actor PeerReplications {
         }
         let isNew = syncs[peer.uuid] == nil
         if isNew { syncs[peer.uuid] = (peer, [:]) } else { syncs[peer.uuid]?.peer = peer }
-        startMissing(peer, trustOnFirstUse: trustOnFirstUse)
+        startMissing(peer)
         if isNew, syncs[peer.uuid]?.replications.isEmpty == true { emit(.nothingInCommon(peer)) }
     }
 
     /// Starts a replication of each keyspace both sides share that has none yet. A
     /// collection the peer shares is made here if missing, when this node shares it too
     /// (its database is shared whole, or it is named) and has its database.
-    private func startMissing(_ peer: Peer, trustOnFirstUse: Bool = false) {
+    private func startMissing(_ peer: Peer) {
         guard var running = syncs[peer.uuid] else { return }
         let open = Set(configuration.directory.openDatabaseNames())
         for keyspace in peer.record.databases where running.replications[keyspace] == nil {
@@ -107,7 +114,7 @@ actor PeerReplications {
                 let url = peer.url(database: keyspace, user: credential?.username, password: credential?.password)
                 running.replications[keyspace] = try PeerReplication(
                     collection: collection, url: url, configuration: configuration,
-                    type: configuration.peerSync == .pull ? .pull : .pushAndPull, trustOnFirstUse: trustOnFirstUse
+                    type: configuration.peerSync == .pull ? .pull : .pushAndPull, trustOnFirstUse: false
                 ) { [board, configuration] status in
                     board.record(status, peer: peer.uuid, keyspace: keyspace)
                     configuration.onEvent?(.replication(label: label, status: status))
@@ -142,8 +149,9 @@ actor PeerReplications {
     /// Asks again each peer whose keyspaces DNS-SD does not list, and syncs new ones.
     func refreshAsked() async {
         for (uuid, probe) in asking {
-            guard var peer = syncs[uuid]?.peer, let keyspaces = try? await probe.keyspaces(),
-                  keyspaces != peer.record.databases else { continue }
+            guard syncs[uuid] != nil, let keyspaces = try? await probe.keyspaces() else { continue }
+            // Read again after the wait: the peer may have moved or gone meanwhile.
+            guard var peer = syncs[uuid]?.peer, keyspaces != peer.record.databases else { continue }
             peer.record.databases = keyspaces
             syncs[uuid]?.peer = peer
             startMissing(peer)

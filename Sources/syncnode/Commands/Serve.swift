@@ -35,7 +35,7 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Do not look for peers through DNS-SD.") var noBrowse = false
     @Option(name: .customLong("sync-with"), help: "Keep a continuous push/pull replication with this peer URL (repeatable).")
     var syncWith: [String] = []
-    @Flag(name: .customLong("auto-sync"), help: "Keep a continuous push/pull replication with every discovered peer that is trusted.")
+    @Flag(name: .customLong("auto-sync"), help: "Keep every keyspace both nodes share pulled from every discovered peer that is trusted.")
     var autoSync = false
     @Option(name: .customLong("trust"), help: "Trust a peer's certificate fingerprint (repeatable; see also `syncnode trust`): --auto-sync syncs with it, and it signs in with that certificate, without a password.")
     var trusted: [String] = []
@@ -125,8 +125,16 @@ struct Serve: AsyncParsableCommand {
         // stop first, then the listener lets requests in flight finish.
         let activities = NodeActivities {
             try await mesh.start()
-            for (collection, url) in explicit { try await mesh.sync(with: url, collection: collection, trustOnFirstUse: trustOnFirstUse) }
-            guard let pairing = mesh.pairingURL else { throw CLIError.network("the listener has no address") }
+            let pairing: PairingURL
+            do {
+                for (collection, url) in explicit { try await mesh.sync(with: url, collection: collection, trustOnFirstUse: trustOnFirstUse) }
+                guard let url = mesh.pairingURL else { throw CLIError.network("the listener has no address") }
+                pairing = url
+            } catch {
+                // Started: stopped again before the databases close.
+                await mesh.stop()
+                throw error
+            }
             // Written straight to the file descriptor, once the signals are the group's: scripts wait for this line.
             Output.write("syncnode: listening on \(pairing.url.absoluteString)\n"
                 + (qr == .none ? "" : (try? QRCode(pairing.url.absoluteString)).map { $0.text(style: qr == .darkOnLight ? .darkOnLight : .lightOnDark) + "\n" } ?? ""),
