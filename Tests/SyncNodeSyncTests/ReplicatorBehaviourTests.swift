@@ -230,6 +230,32 @@ import Testing
         }
     }
 
+    /// An attachment the peer cannot send (its content is gone there) refuses that document
+    /// alone; the replication goes on with the others.
+    @Test func anAttachmentThePeerLacksRefusesItsDocumentAlone() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            let doc = MutableDocument(id: "photo")
+            doc.setBlob(Blob(contentType: "image/jpeg", data: Data("pixels".utf8)), forKey: "image")
+            try remote.save(doc)
+            try remote.save(try MutableDocument(id: "plain", data: ["n": 1]))
+            let digest = try #require(try remote.document(id: "photo")?.blob(forKey: "image")?.digest)
+            try FileManager.default.removeItem(at: try #require(remote.blobFile(digest: digest)))
+            let peer = try Peer()
+            var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
+            config.replicatorType = .pull
+            let replicator = Replicator(config: config)
+            let documents = Collector<ReplicatedDocument>()
+            let token = replicator.addDocumentReplicationListener { $0.documents.forEach(documents.append) }
+            defer { token.remove() }
+            #expect(try await replicator.runOnce().pulled == 1)
+            #expect(try peer.collection.document(id: "plain") != nil && peer.collection.document(id: "photo") == nil)
+            let refused = await documents.wait(count: 2).filter { $0.error != nil }
+            #expect(refused.map(\.id) == ["photo"] && (refused.first?.error as? CouchError)?.status == 412)
+        }
+    }
+
     @Test func requestsAreCutByBytes() throws {
         let docs = try [10, 10, 30, 5, 50, 1].enumerated().map { i, kb in
             try WireRevision(json: #"{"_id":"d\#(i)","_rev":"1-a","t":"\#(String(repeating: "x", count: kb * 1000))"}"#)

@@ -265,16 +265,24 @@ final class HTTPRemote: ReplicationPeer, Sendable {
                 }
             }
         }
-        try await withThrowingTaskGroup(of: (Int, String, AttachmentFile).self) { group in
+        try await withThrowingTaskGroup(of: (Int, String, AttachmentFile?).self) { group in
             var pending = downloads.makeIterator()
             func next() {
                 guard let (index, name, entry) = pending.next() else { return }
                 let doc = docs[index]
-                group.addTask { (index, name, try await self.download(id: doc.id, rev: doc.rev, name: name, entry: entry)) }
+                group.addTask {
+                    do {
+                        return (index, name, try await self.download(id: doc.id, rev: doc.rev, name: name, entry: entry))
+                    } catch let missing as CouchError where missing.status == 404 || missing.status == 410 {
+                        // The peer lacks this content: the entry stays a stub, and storing refuses that
+                        // document alone (412 missing_stub) instead of stopping the replication.
+                        return (index, name, nil)
+                    }
+                }
             }
             for _ in 0..<Self.parallelDownloads { next() }
             while let (index, name, file) = try await group.next() {
-                files[index, default: [:]][name] = file
+                if let file { files[index, default: [:]][name] = file }
                 next()
             }
         }
