@@ -64,7 +64,11 @@ package final class BlobWriter {
         do {
             try flush()
             try verify(md5, length)
-            try handle.synchronize()
+            do {
+                try handle.synchronize()
+            } catch {
+                throw StoreError.io("completing blob content: \(error.localizedDescription)")
+            }
         } catch {
             abandon()
             throw error
