@@ -181,6 +181,8 @@ public final class NodeDirectory: Sendable {
         guard database.path.deletingLastPathComponent().standardizedFileURL.path == url.standardizedFileURL.path else {
             throw SyncError.invalidConfiguration("database '\(database.name)' is in \(database.path.deletingLastPathComponent().path), not in the node's directory \(url.path)")
         }
+        lifecycle.lock()
+        defer { lifecycle.unlock() }
         let adopted = open.withLock { o -> Bool in
             if let existing = o[database.name] { return existing === database }
             o[database.name] = database
