@@ -6,7 +6,7 @@ import SyncNodeSync
 public enum MeshEvent: Sendable {
     /// DNS-SD became unavailable (the reason says why), or available again.
     case discovery(DiscoveryStatus)
-    /// A peer was found; `trusted` says whether the node syncs with it.
+    /// A peer was found (``MeshNode/peers`` says whether it is trusted).
     case peerAppeared(Peer)
     /// A peer's address or advertised keyspaces changed.
     case peerUpdated(Peer)

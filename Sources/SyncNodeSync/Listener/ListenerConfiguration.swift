@@ -117,7 +117,6 @@ public struct ListenerConfiguration: Sendable {
     /// authenticates (CouchDB's default, 600). A client that keeps using it
     /// gets a fresh one after a tenth of that.
     public var sessionTimeout: Int
-    /// Tests only: answers chosen requests with an error status instead of serving them.
     /// The node's peers, as JSON for `GET /_node/peers` (a mesh node answers with its presence);
     /// nil answers 404.
     public var peerPresence: (@Sendable () -> DocumentValue)?
@@ -125,6 +124,7 @@ public struct ListenerConfiguration: Sendable {
     /// keyspace the asker may read. It narrows what peers sync on their own, not what clients
     /// may read (that is `_security`'s).
     public var offeredKeyspaces: (@Sendable () -> [String])?
+    /// Tests only: answers chosen requests with an error status instead of serving them.
     package var faultInjector: FaultInjector?
 
     /// A configuration serving `directory`; every parameter sets the property of the same name (see each
