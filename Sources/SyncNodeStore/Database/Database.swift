@@ -42,12 +42,20 @@ public final class Database: Sendable {
         var isClosed = false
         var collections: [String: DocumentCollection] = [:]
         var schemaGeneration = 0
+        /// Set by ``setRevsLimit(_:)`` (kept in the file); nil follows the configuration.
+        var revsLimit: Int?
     }
 
     /// Counts collection and index creations and deletions in this process:
     /// compiled queries made before a change compile again (a collection made
     /// again has another table; an index changes the plan or the FTS join).
     var schemaGeneration: Int { state.withLock { $0.schemaGeneration } }
+
+    /// The limit ``setRevsLimit(_:)`` set, read from the file at open.
+    var storedRevsLimit: Int? {
+        get { state.withLock { $0.revsLimit } }
+        set { state.withLock { $0.revsLimit = newValue } }
+    }
 
     /// Called in the transaction that creates or deletes a collection or index:
     /// once it commits (inside a batch, the batch), compiled queries are
@@ -98,6 +106,8 @@ public final class Database: Sendable {
                 try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file + suffix)
             }
             uuid = try Schema.migrate(pool)
+            let stored = try pool.read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'revs_limit'") }
+            state.withLock { $0.revsLimit = stored.flatMap(Int.init) }
         } catch let error as DatabaseError {
             throw StoreError.storage("opening \(path.path): \(error.message ?? error.description)")
         }

@@ -206,7 +206,7 @@ extension DocumentCollection {
         newRev: String, newBody: String, sequence: Int64, author: WriteAuthor
     ) throws {
         var tree = tree
-        let removed = tree.prune(revsLimit: database.config.revsLimit)
+        let removed = tree.prune(revsLimit: database.revsLimit)
         guard let winner = tree.winner else { throw StoreError.storage("empty revision tree for '\(id)'") }
         let winnerRev = tree.nodes[winner].rev
         var spare: [String: String] = [newRev: newBody]

@@ -27,7 +27,7 @@ public enum StoreError: Error, Sendable, Equatable {
 
     /// The text is not valid JSON (or not a JSON object where one is needed).
     case invalidJSON(String)
-    /// A value has no JSON form (a custom type, NaN, an out-of-range integer).
+    /// A value has no JSON form (a custom type, NaN, an out-of-range integer), or a setting is out of range.
     case invalidValue(String)
     /// A top-level property name starts with `_`, which is reserved (`_id`, `_rev`, ...).
     case reservedProperty(String)
