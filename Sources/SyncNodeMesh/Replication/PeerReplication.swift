@@ -13,6 +13,8 @@ import SyncNodeSync
 final class PeerReplication: Sendable {
     let replicator: Replicator
     private let token: ListenerToken
+    /// Where the node lists it (`GET /_active_tasks`).
+    private let tasks: ReplicationTasks
     private let stopped: Flag
 
     init(
@@ -22,7 +24,7 @@ final class PeerReplication: Sendable {
         var config = ReplicatorConfiguration(collection: collection, target: .url(url))
         config.replicatorType = type
         // The node signs in with its certificate too: a peer that trusts it needs no password.
-        config.clientIdentity = configuration.listener.disableTLS ? nil : try configuration.directory.tlsIdentity()
+        config.clientIdentity = configuration.listener.disableTLS ? nil : try configuration.listener.tlsIdentity ?? configuration.directory.tlsIdentity()
         config.continuous = true
         config.conflictResolver = configuration.conflictResolver
         config.acceptOnlySelfSignedServerCertificate = trustOnFirstUse
@@ -48,6 +50,8 @@ final class PeerReplication: Sendable {
         }
         self.replicator = replicator
         self.stopped = stopped
+        tasks = configuration.listener.replicationTasks
+        tasks.add(replicator)
         replicator.start()
     }
 
@@ -57,6 +61,7 @@ final class PeerReplication: Sendable {
         replicator.stop()
         await replicator.waitUntilStopped()
         token.remove()
+        tasks.remove(replicator)
     }
 
     private final class Flag: Sendable {

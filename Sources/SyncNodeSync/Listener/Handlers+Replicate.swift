@@ -52,6 +52,8 @@ extension Handlers {
         let started = Date()
         // The client waits on this request: a few quick attempts, not the minutes of backoff a background run may take.
         let result: ReplicationResult
+        replications.tasks.add(replicator)
+        defer { replications.tasks.remove(replicator) }
         do {
             result = try await replicator.runOnce()
         } catch let error as StoreError {

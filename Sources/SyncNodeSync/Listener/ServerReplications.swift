@@ -4,13 +4,21 @@ import Synchronization
 /// by replication ID; stopped with the listener.
 final class ServerReplications: Sendable {
     private let running = Mutex<[String: Replicator]>([:])
+    /// Where the node lists them (`_active_tasks`).
+    let tasks: ReplicationTasks
+
+    init(tasks: ReplicationTasks) {
+        self.tasks = tasks
+    }
 
     /// Starts `replicator` under `id` unless one runs there already; false if it did.
     func start(_ replicator: Replicator, id: String) -> Bool {
         running.withLock { all -> Bool in
             // By its task, not its status: a just-started replicator still reads `stopped`.
             if let existing = all[id], existing.isRunning { return false }
+            if let existing = all[id] { tasks.remove(existing) }
             all[id] = replicator
+            tasks.add(replicator)
             replicator.start()  // under the lock, so a concurrent request sees it running
             return true
         }
@@ -21,6 +29,7 @@ final class ServerReplications: Sendable {
         guard let replicator = running.withLock({ $0.removeValue(forKey: id) }) else { return false }
         replicator.stop()
         await replicator.waitUntilStopped()
+        tasks.remove(replicator)
         return true
     }
 
@@ -32,6 +41,7 @@ final class ServerReplications: Sendable {
         for replicator in all {
             replicator.stop()
             await replicator.waitUntilStopped()
+            tasks.remove(replicator)
         }
     }
 }

@@ -58,6 +58,7 @@ struct ReplicationRun: Sendable {
             try await replicator.withRetries { try await target.ensureFullCommit() }
             try await replicator.withRetries { try await target.saveCheckpoint(id, reached) }
             if !sourceIsReadOnly { sourceIsReadOnly = try await !saveSourceCheckpoint(reached) }
+            replicator.update { $0.lastCheckpoint = reached.sourceLastSequence }
             next = try await following
             nextChanges = try await afterThat
         }
@@ -184,6 +185,7 @@ struct ReplicationRun: Sendable {
             status.progress.completed += batch.rows
             status.progress.total = max(status.progress.total, status.progress.completed + (batch.pending ?? 0))
             if isPush { status.result.pushed += written } else { status.result.pulled += written }
+            status.result.failed += batch.docs.count - written
         }
         replicator.report(isPush: isPush) {
             batch.docs.map { doc in

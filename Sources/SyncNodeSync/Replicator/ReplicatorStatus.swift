@@ -38,6 +38,8 @@ public struct ReplicatorStatus: Sendable {
     public var result = ReplicationResult()
     /// Why it stopped or is retrying; the peer's HTTP status is kept in a ``CouchError``.
     public var error: (any Error)?
+    /// The source sequence the last saved checkpoint records (of the direction that saved last).
+    public var lastCheckpoint: String?
 }
 
 /// What a replication moved.
@@ -46,11 +48,14 @@ public struct ReplicationResult: Sendable, Equatable {
     public var pushed = 0
     /// Revisions written to this side.
     public var pulled = 0
+    /// Documents the receiving side refused (a validator, a size limit, a missing attachment).
+    public var failed = 0
 
-    /// Counts of revisions written each way.
-    public init(pushed: Int = 0, pulled: Int = 0) {
+    /// Counts of revisions written each way, and of refusals.
+    public init(pushed: Int = 0, pulled: Int = 0, failed: Int = 0) {
         self.pushed = pushed
         self.pulled = pulled
+        self.failed = failed
     }
 }
 
