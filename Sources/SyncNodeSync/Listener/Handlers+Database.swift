@@ -12,11 +12,12 @@ extension Handlers {
             let c = try collection(keyspace)
             let seq = try c.lastSequence()
             let count = try c.count
+            let size = c.database.size()
             return HTTP.json([
                 "db_name": .string(keyspace), "doc_count": .int(Int64(count)), "doc_del_count": .int(Int64(try c.deletedCount())),
                 "update_seq": .int(seq), "committed_update_seq": .int(seq), "purge_seq": 0,
-                "instance_start_time": "0", "compact_running": false, "disk_format_version": 8,
-                "sizes": ["file": 0, "external": 0, "active": 0],
+                "instance_start_time": "0", "compact_running": .bool(compactions.isRunning(c.database.name)), "disk_format_version": 8,
+                "sizes": ["file": .int(Int64(size.total)), "external": .int(Int64(size.total)), "active": .int(Int64(size.total))],
                 "props": [:],
             ])
         case .put:
@@ -85,6 +86,26 @@ extension Handlers {
             return try await index(request, collection: c)
         case ("_index", _):
             throw Self.methodNotAllowed("GET,HEAD,POST")
+        case ("_compact", .post):
+            try checkWritable()
+            compactions.start(c.database, logger: logger)
+            return HTTP.json(HTTP.ok, status: .accepted)
+        case ("_purge", .post):
+            try checkWritable()
+            return try await purge(request, collection: c)
+        case ("_revs_limit", .get), ("_revs_limit", .head):
+            return HTTP.json("\(c.database.revsLimit)")
+        case ("_revs_limit", .put):
+            try checkWritable()
+            guard case .int(let limit) = try await request.jsonBody(limit: 1024), limit >= 1, limit <= 1_000_000 else {
+                throw CouchError.badRequest("_revs_limit takes a whole number from 1 to 1000000")
+            }
+            try c.database.setRevsLimit(Int(limit))
+            return HTTP.json(HTTP.ok)
+        case ("_revs_limit", _):
+            throw Self.methodNotAllowed("GET,HEAD,PUT")
+        case ("_compact", _), ("_purge", _):
+            throw Self.methodNotAllowed("POST")
         case ("_all_docs", _), ("_changes", _):
             throw Self.methodNotAllowed("GET,HEAD,POST")
         case ("_revs_diff", _), ("_bulk_docs", _), ("_bulk_get", _), ("_ensure_full_commit", _), ("_query", _), ("_find", _):
@@ -92,6 +113,33 @@ extension Handlers {
         default:
             throw CouchError.notFound()
         }
+    }
+
+    // MARK: - _purge
+
+    /// `{"docid": ["rev", ...]}`: forgets documents as if they had never been written (no
+    /// tombstone, nothing replicates). A document goes when the revisions listed include every
+    /// one of its leaves; one listing only some leaves keeps them all and is answered with the
+    /// revisions purged, none (the store purges whole documents).
+    private func purge(_ request: Request, collection: DocumentCollection) async throws -> Response {
+        let body = try await request.jsonObject(limit: bodyLimit)
+        guard body.count <= 1000 else { throw CouchError.badRequest("purge at most 1000 documents per request") }
+        var purged: [String: DocumentValue] = [:]
+        for (id, value) in body {
+            guard case .array(let items) = value else { throw CouchError.badRequest("'\(id)': expected an array of revisions") }
+            let revs = try items.map { item -> String in
+                guard case .string(let rev) = item else { throw CouchError.badRequest("'\(id)': revisions are strings") }
+                return rev
+            }
+            let leaves = Set(try collection.leafDocuments(id: id).compactMap(\.revisionID))
+            if !leaves.isEmpty, leaves.isSubset(of: revs) {
+                try collection.purge(id: id)
+                purged[id] = .array(leaves.sorted().map { .string($0) })
+            } else {
+                purged[id] = []
+            }
+        }
+        return HTTP.json(["purge_seq": .null, "purged": .dictionary(purged)], status: .created)
     }
 
     // MARK: - _query
@@ -282,6 +330,7 @@ extension Handlers {
         // Each revision's wire JSON is spliced in as text: no parse and re-serialization per document.
         var json = JSONWriter()
         json.writeRaw(#"{"results":["#)
+        var served = 0
         // One read transaction for the batch, not one per document.
         try collection.inSnapshot {
             for (index, item) in asked.enumerated() {
@@ -315,6 +364,7 @@ extension Handlers {
                     }
                     json.writeRaw("}")
                     any = true
+                    served += 1
                 }
                 if !any {
                     json.writeRaw(#"{"error":{"id":"#)
@@ -327,6 +377,7 @@ extension Handlers {
             }
         }
         json.writeRaw("]}")
+        metrics.documentsRead(served)
         return Response(status: .ok, headers: [.contentType: HTTP.json], body: .init(byteBuffer: ByteBuffer(bytes: json.bytes)))
     }
 }

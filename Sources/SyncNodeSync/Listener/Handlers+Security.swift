@@ -53,7 +53,7 @@ extension Handlers {
             return method == .post ? .database(.writer) : .serverAdmin
         }
         switch first {
-        case "_security", "_index", "_design": return .database(reading ? .reader : .admin)
+        case "_security", "_index", "_design", "_revs_limit", "_compact", "_purge": return .database(reading ? .reader : .admin)
         // Checkpoints are writes, as in CouchDB: a reader's replicator keeps its own (see ReplicationRun).
         case "_local": return .database(reading ? .reader : .writer)
         default:

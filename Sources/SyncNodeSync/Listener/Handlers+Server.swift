@@ -8,22 +8,17 @@ extension Handlers {
     func welcome(_ request: Request) throws -> Response {
         guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
         return HTTP.json([
-            "couchdb": "Welcome", "vendor": ["name": "SyncNode", "version": "0.1"], "version": "3.3.3",
+            "couchdb": "Welcome", "vendor": ["name": "SyncNode", "version": .string(Self.version)], "version": "3.3.3",
             "uuid": .string(directory.uuid), "features": ["access-ready"],
         ])
     }
 
+    /// The version the welcome and `/_node/info` report.
+    static let version = "0.1"
+
     func server(_ request: Request, endpoint: String, rest: [String], principal: Principal) async throws -> Response {
-        if endpoint == "_node", rest == ["peers"], let presence = config.peerPresence {
-            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            return HTTP.json(presence())
-        }
-        if endpoint == "_node", rest == ["keyspaces"] {
-            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            var listed = try keyspaces(readableBy: principal)
-            if let offered = config.offeredKeyspaces.map({ Set($0()) }) { listed = listed.filter(offered.contains) }
-            return HTTP.json(.array(listed.map { .string($0) }))
-        }
+        if endpoint == "_node" { return try await node(request, rest: rest, principal: principal) }
+        if endpoint == "_scheduler", rest == ["jobs"] { return try schedulerJobs(request, principal: principal) }
         guard rest.isEmpty else { throw CouchError.notFound() }
         switch endpoint {
         case "_all_dbs":
@@ -39,25 +34,41 @@ extension Handlers {
             return HTTP.json(["uuids": .array((0..<count).map { _ in .string(WireID.random()) })])
         case "_replicate":
             return try await replicate(request, principal: principal)
+        case "_active_tasks":
+            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
+            try requireServerAdmin(principal)
+            return HTTP.json(.array(replications.tasks.running.map(\.json)))
         default:
             throw CouchError.notFound()
         }
     }
 
-    /// What a peer may replicate here (`GET /_node/keyspaces`, for peers whose DNS-SD record
-    /// cannot list them all or who paired by URL): each database the asker may read, and
-    /// `db.scope.collection` for its other collections.
-    private func keyspaces(readableBy principal: Principal) throws -> [String] {
-        var out: [String] = []
-        for name in directory.databaseNames().filter(isServed) where try access(of: principal, to: name) >= .reader {
-            out.append(name)
-            guard let db = try directory.database(name) else { continue }
-            for scope in try db.scopes() {
-                for collection in try scope.collections() where collection.fullName != "_default._default" {
-                    out.append("\(name).\(collection.fullName)")
-                }
+    /// `GET /_scheduler/jobs`: the running replications in the scheduler's shape.
+    private func schedulerJobs(_ request: Request, principal: Principal) throws -> Response {
+        guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
+        try requireServerAdmin(principal)
+        let iso = ISO8601DateFormatter()
+        let jobs: [DocumentValue] = replications.tasks.running.map { task in
+            var info = task.json
+            if case .dictionary(var fields) = info {
+                for key in ["type", "replication_id", "source", "target", "started_on", "updated_on"] { fields[key] = nil }
+                info = .dictionary(fields)
             }
+            return [
+                "database": .null, "id": .string(task.id), "doc_id": .null, "node": .string(directory.uuid),
+                "source": .string(task.source), "target": .string(task.target), "user": .null,
+                "start_time": .string(iso.string(from: task.startedOn)),
+                "last_updated": .string(iso.string(from: task.updatedOn)),
+                "history": [["timestamp": .string(iso.string(from: task.startedOn)), "type": "started"]],
+                "info": info,
+            ]
         }
-        return out
+        return HTTP.json(["total_rows": .int(Int64(jobs.count)), "offset": 0, "jobs": .array(jobs)])
+    }
+
+    func requireServerAdmin(_ principal: Principal) throws {
+        guard principal.isServerAdmin else {
+            throw CouchError.forbidden("This is for server admins; \(principal.description) is not one.")
+        }
     }
 }
