@@ -27,6 +27,7 @@ public final class MeshNode: Sendable {
     public let listener: Listener
     private let board = PresenceBoard()
     let replications: PeerReplications
+    private let console: MeshConsole
     private let running = Mutex<Running?>(nil)
 
     private struct Running: Sendable {
@@ -41,8 +42,11 @@ public final class MeshNode: Sendable {
         self.configuration = configuration
         var listenerConfig = configuration.listener
         listenerConfig.directory = configuration.directory
-        let board = self.board
-        listenerConfig.peerPresence = { board.json }
+        replications = PeerReplications(configuration: configuration, board: board)
+        console = MeshConsole(configuration: configuration, board: board, replications: replications) { [configuration, replications] url in
+            try await Self.pair(with: url, configuration: configuration, replications: replications)
+        }
+        listenerConfig.console = console
         listenerConfig.offeredKeyspaces = { [configuration] in Self.keyspaces(configuration) }
         if let onEvent = configuration.onEvent {
             let previous = listenerConfig.onUntrustedPeer
@@ -52,7 +56,6 @@ public final class MeshNode: Sendable {
             }
         }
         listener = Listener(config: listenerConfig)
-        replications = PeerReplications(configuration: configuration, board: board)
     }
 
     /// The keyspaces this node shares: each shared database (its default collection) and
@@ -162,6 +165,7 @@ public final class MeshNode: Sendable {
                 group.cancelAll()
             }
         }
+        console.started(pairing)
         running.withLock { $0 = Running(pairingURL: pairing, advertiser: advertiser, browser: browser, watching: watching, refreshing: refreshing) }
     }
 
@@ -174,12 +178,16 @@ public final class MeshNode: Sendable {
     ///   HTTP cannot be pinned) or when the URL cannot be saved; what
     ///   ``TrustStore/add(fingerprint:uuid:note:)`` throws.
     public func pair(with url: PairingURL) async throws {
+        try await Self.pair(with: url, configuration: configuration, replications: replications)
+    }
+
+    private static func pair(with url: PairingURL, configuration: MeshConfiguration, replications: PeerReplications) async throws {
         guard let fingerprint = url.fingerprint else {
             throw SyncError.invalidConfiguration("the pairing URL has no certificate fingerprint (fp=): only an HTTPS node can be paired with")
         }
         try configuration.trust.add(fingerprint: fingerprint, uuid: url.uuid, note: "paired \(url.host):\(url.port)")
         try PairedPeers(directory: configuration.directory).save(url)
-        await Self.syncPaired(url, fingerprint: fingerprint, with: replications)
+        await syncPaired(url, fingerprint: fingerprint, with: replications)
     }
 
     private static func syncPaired(_ url: PairingURL, fingerprint: String, with replications: PeerReplications) async {
@@ -202,6 +210,7 @@ public final class MeshNode: Sendable {
     /// finish). Replications end after the batch in flight, their checkpoints saved.
     public func stop() async {
         guard let state = running.withLock({ r in defer { r = nil }; return r }) else { return }
+        console.started(nil)
         state.refreshing.cancel()
         await state.refreshing.value
         state.advertiser?.stop()

@@ -61,4 +61,16 @@ public struct QRCode: Sendable, Equatable {
         }
         return lines.joined(separator: "\n")
     }
+
+    /// The code as an SVG image: one path of dark squares on a white background, with
+    /// `quietZone` light modules around it, scaled by the viewer (`shape-rendering` keeps edges sharp).
+    public func svg(quietZone: Int = 4) -> String {
+        let side = size + 2 * quietZone
+        var path = ""
+        for y in 0..<size {
+            for x in 0..<size where isDark(x: x, y: y) { path += "M\(x + quietZone),\(y + quietZone)h1v1h-1z" }
+        }
+        return #"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \#(side) \#(side)" width="\#(side * 6)" height="\#(side * 6)" shape-rendering="crispEdges">"#
+            + #"<rect width="100%" height="100%" fill="white"/><path fill="black" d="\#(path)"/></svg>"#
+    }
 }

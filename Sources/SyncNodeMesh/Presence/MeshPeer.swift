@@ -13,6 +13,8 @@ public struct MeshPeer: Sendable, Identifiable {
     public var port: Int
     /// Its IP addresses, as DNS-SD resolved them (or the pairing URL's host).
     public var addresses: [String]
+    /// The SHA-256 fingerprint of its certificate (nil for a plain-HTTP peer).
+    public var fingerprint: String?
     /// Whether the trust policy admits it (only trusted peers are synced with).
     public var trusted: Bool
     /// Found through DNS-SD (false: known from a pairing URL only).
@@ -47,7 +49,8 @@ public struct MeshPeer: Sendable, Identifiable {
         }
         return [
             "uuid": .string(uuid), "name": .string(name), "host": .string(host), "port": .int(Int64(port)),
-            "addresses": .array(addresses.map { .string($0) }), "trusted": .bool(trusted), "discovered": .bool(discovered),
+            "addresses": .array(addresses.map { .string($0) }),
+            "fingerprint": fingerprint.map { .string($0) } ?? .null, "trusted": .bool(trusted), "discovered": .bool(discovered),
             "collections": .dictionary(collections),
         ]
     }

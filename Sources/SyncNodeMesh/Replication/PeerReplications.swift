@@ -18,6 +18,8 @@ actor PeerReplications {
     private var asking: [String: NodeProbe] = [:]
     /// The credential each paired peer's URL carried, which it signs us in with.
     private var pairedCredentials: [String: BasicAuthenticator] = [:]
+    /// Every peer on the board, as last seen, so a change of trust can be applied to it.
+    private var seen: [String: (peer: Peer, discovered: Bool)] = [:]
 
     init(configuration: MeshConfiguration, board: PresenceBoard) {
         self.configuration = configuration
@@ -50,11 +52,25 @@ actor PeerReplications {
                     await stop(peer.uuid)
                     // An HTTP client must be shut down before it is released.
                     await asking.removeValue(forKey: peer.uuid)?.shutdown()
+                    seen[peer.uuid] = nil
                     board.update(peer.uuid, make: { nil }) { $0 = nil }
                 }
             }
         }
         await stopAll()
+    }
+
+    /// The trust in `fingerprint` changed: its peers are shown as the policy now says, synced
+    /// with if newly trusted (as any peer is), and no longer synced with if not.
+    func trustChanged(fingerprint: String) async {
+        for (uuid, entry) in seen where entry.peer.record.fingerprint == fingerprint {
+            if !configuration.trust.admit(fingerprint: fingerprint, uuid: uuid, name: entry.peer.name) {
+                await stop(uuid)
+                board.update(uuid, make: { nil }) { $0?.trusted = false }
+            } else {
+                await start(entry.peer, discovered: entry.discovered)
+            }
+        }
     }
 
     /// This node's keyspaces changed: sync the new ones with the peers that share them.
@@ -64,6 +80,7 @@ actor PeerReplications {
 
     /// Replicates with `peer`'s shared keyspaces, once the trust policy admits it.
     func start(_ peer: Peer, discovered: Bool) async {
+        seen[peer.uuid] = (peer, discovered || seen[peer.uuid]?.discovered == true)
         var peer = peer
         // Without auto-sync a discovered peer is only shown: trust on first use must not record it.
         let syncing = configuration.autoSync || !discovered
@@ -76,8 +93,9 @@ actor PeerReplications {
         }
         board.update(peer.uuid, make: {
             MeshPeer(uuid: peer.uuid, name: peer.name, host: peer.host, port: peer.port, addresses: peer.addresses,
-                     trusted: trusted, discovered: discovered, collections: [:])
+                     fingerprint: peer.record.fingerprint, trusted: trusted, discovered: discovered, collections: [:])
         }) { known in
+            known?.fingerprint = peer.record.fingerprint
             known?.name = peer.name
             known?.host = peer.host
             known?.port = peer.port
@@ -141,7 +159,7 @@ actor PeerReplications {
         let probe = asking[peer.uuid] ?? NodeProbe(
             scheme: "https", host: peer.host, port: peer.port, fingerprint: peer.record.fingerprint,
             authenticator: credential, timeout: .seconds(5),
-            clientIdentity: configuration.listener.disableTLS ? nil : try? configuration.directory.tlsIdentity())
+            clientIdentity: configuration.listener.disableTLS ? nil : try? configuration.listener.tlsIdentity ?? configuration.directory.tlsIdentity())
         asking[peer.uuid] = probe
         return try? await probe.keyspaces()
     }

@@ -10,8 +10,14 @@ import SyncNodeStore
 struct Handlers: Sendable {
     let config: ListenerConfiguration
     let replications: ServerReplications
+    let compactions: Compactions
+    let metrics: NodeMetrics
     /// The listener's bound port (`_replicate` recognizes URLs that name this node).
     let port: @Sendable () -> Int?
+    /// The listener's connection counts, for the metrics.
+    let status: @Sendable () -> ListenerStatus
+    /// The identity the listener serves (nil without TLS), for `/_node/info`.
+    let tlsIdentity: @Sendable () -> TLSIdentity?
     let logger: Logger
 
     var directory: NodeDirectory { config.directory }

@@ -23,7 +23,9 @@ public final class Listener: Sendable {
     public let config: ListenerConfiguration
     let logger: Logger
     private let stats = ListenerStats()
-    private let replications = ServerReplications()
+    private let replications: ServerReplications
+    private let compactions = Compactions()
+    private let metrics = NodeMetrics()
     private let state = Mutex<State>(State())
 
     private struct State {
@@ -37,6 +39,7 @@ public final class Listener: Sendable {
     public init(config: ListenerConfiguration, logger: Logger = Logger(label: "syncnode.listener")) {
         self.config = config
         self.logger = logger
+        replications = ServerReplications(tasks: config.replicationTasks)
     }
 
     /// The bound port once started.
@@ -71,7 +74,9 @@ public final class Listener: Sendable {
             cookies: SessionCookies(secret: try config.directory.sessionSecret(), timeout: config.sessionTimeout),
             rateLimiter: AuthRateLimiter(limit: config.authFailuresPerMinute), secure: identity != nil, logger: logger)
         let responder = ListenerResponder(
-            handlers: Handlers(config: config, replications: replications, port: { [weak self] in self?.port }, logger: logger),
+            handlers: Handlers(config: config, replications: replications, compactions: compactions, metrics: metrics,
+                               port: { [weak self] in self?.port }, status: { [weak self] in self?.status ?? ListenerStatus() },
+                               tlsIdentity: { [weak self] in self?.tlsIdentity }, logger: logger),
             authentication: authentication,
             allowedOrigins: config.allowedOrigins, stats: stats, faultInjector: config.faultInjector, logger: logger)
         let stats = self.stats
@@ -125,6 +130,7 @@ public final class Listener: Sendable {
         await replications.stopAll()
         await group?.triggerGracefulShutdown()
         _ = try? await task?.value
+        metrics.stop()
     }
 }
 

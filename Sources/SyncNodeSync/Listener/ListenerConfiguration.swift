@@ -117,13 +117,17 @@ public struct ListenerConfiguration: Sendable {
     /// authenticates (CouchDB's default, 600). A client that keeps using it
     /// gets a fresh one after a tenth of that.
     public var sessionTimeout: Int
-    /// The node's peers, as JSON for `GET /_node/peers` (a mesh node answers with its presence);
-    /// nil answers 404.
-    public var peerPresence: (@Sendable () -> DocumentValue)?
     /// The keyspaces `GET /_node/keyspaces` may list (a mesh node's shared ones); nil lists every
     /// keyspace the asker may read. It narrows what peers sync on their own, not what clients
     /// may read (that is `_security`'s).
     public var offeredKeyspaces: (@Sendable () -> [String])?
+    /// The replications this node runs, listed at `GET /_active_tasks` and `GET /_scheduler/jobs`:
+    /// the listener's own (`POST /_replicate`) and those its owner adds (a mesh node's peers).
+    public var replicationTasks = ReplicationTasks()
+    /// What the node beyond the listener tells and lets an administrator do (its name, pairing
+    /// URL, peers, trust): the dashboard's data at `/_node/...`. A mesh node provides one; nil
+    /// answers those endpoints with 404.
+    public var console: (any NodeConsole)?
     /// Tests only: answers chosen requests with an error status instead of serving them.
     package var faultInjector: FaultInjector?
 

@@ -1,0 +1,192 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import ServiceLifecycle
+import SyncNodeStore
+
+/// `/_node/...`: what a node tells its administrators beyond CouchDB's API (the dashboard's
+/// data). All but `keyspaces`, which peers ask, are for server admins.
+extension Handlers {
+    func node(_ request: Request, rest: [String], principal: Principal) async throws -> Response {
+        if rest == ["keyspaces"] {
+            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
+            var listed = try keyspaces(readableBy: principal)
+            if let offered = config.offeredKeyspaces.map({ Set($0()) }) { listed = listed.filter(offered.contains) }
+            return HTTP.json(.array(listed.map { .string($0) }))
+        }
+        try requireServerAdmin(principal)
+        switch (rest.first, rest.count) {
+        case ("info", 1):
+            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
+            return HTTP.json(nodeInfo)
+        case ("qr.svg", 1):
+            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
+            guard let svg = config.console?.pairingQRCode else { throw CouchError.notFound("This node has no pairing URL.") }
+            return Response(status: .ok, headers: [.contentType: "image/svg+xml"], body: ResponseBody(byteBuffer: ByteBuffer(string: svg)))
+        case ("peers", 1):
+            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
+            guard let console = config.console else { throw CouchError.notFound("This node keeps no peers.") }
+            return HTTP.json(console.peers)
+        case ("events", 1):
+            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET") }
+            return events()
+        case ("pair", 1):
+            guard request.method == .post else { throw Self.methodNotAllowed("POST") }
+            guard let console = config.console else { throw CouchError.notFound("This node keeps no peers.") }
+            try checkWritable()
+            guard case .string(let text)? = try await request.jsonObject(limit: 64 * 1024)["url"] else {
+                throw CouchError.badRequest("expected {\"url\": PAIRING_URL}")
+            }
+            let url: PairingURL
+            do { url = try PairingURL(string: text) } catch { throw CouchError.badRequest("not a pairing URL: \(error)") }
+            do { try await console.pair(with: url) } catch { throw CouchError.badRequest("cannot pair: \(error)") }
+            return HTTP.json(HTTP.ok)
+        case ("trust", 2):
+            return try await trust(request, fingerprint: rest[1])
+        case ("databases", 1):
+            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
+            return HTTP.json(try databasesJSON())
+        case ("conflicts", 2):
+            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
+            return HTTP.json(try conflicts(in: collection(rest[1])))
+        case ("conflicts", 3):
+            guard request.method == .post else { throw Self.methodNotAllowed("POST") }
+            try checkWritable()
+            return try await resolve(request, collection: collection(rest[1]), id: rest[2])
+        case ("_local", 2) where rest[1] == "_prometheus":
+            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
+            let text = metrics.scrape(directory: directory, served: isServed, tasks: replications.tasks, listener: status(), peers: config.console?.peers)
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"], body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+        case ("replications", 2) where rest[1] == "recent":
+            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
+            return HTTP.json(.array(replications.tasks.recent.map(\.json)))
+        default:
+            throw CouchError.notFound()
+        }
+    }
+
+    /// The node's identity and how to reach it.
+    private var nodeInfo: DocumentValue {
+        let console = config.console
+        return [
+            "name": console.map { .string($0.name) } ?? .null,
+            "uuid": .string(directory.uuid),
+            "fingerprint": tlsIdentity().map { .string($0.fingerprint) } ?? .null,
+            "pairing_url": console?.pairingURL.map { .string($0) } ?? .null,
+            "version": .string(Self.version), "tls": .bool(!config.disableTLS), "read_only": .bool(config.readOnly),
+        ]
+    }
+
+    /// `text/event-stream`: `peers` and `tasks` events, each sent at once and again when it
+    /// changes (looked at every second), with a comment line every 15 s to keep proxies open.
+    private func events() -> Response {
+        let console = config.console, tasks = replications.tasks
+        let body = ResponseBody { writer in
+            var sent: [String: String] = [:]
+            var lastWrite = ContinuousClock.now
+            while !Task.isShuttingDownGracefully, !Task.isCancelled {
+                var current = ["tasks": DocumentValue.array(tasks.running.map(\.json)).toJSON()]
+                if let console { current["peers"] = console.peers.toJSON() }
+                for (event, data) in current.sorted(by: { $0.key < $1.key }) where sent[event] != data {
+                    try await writer.write(ByteBuffer(string: "event: \(event)\ndata: \(data)\n\n"))
+                    sent[event] = data
+                    lastWrite = .now
+                }
+                if lastWrite.duration(to: .now) > .seconds(15) {
+                    try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
+                    lastWrite = .now
+                }
+                try await Task.sleep(for: .seconds(1))
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: "text/event-stream"], body: body)
+    }
+
+    /// `PUT /_node/trust/{fingerprint}` trusts a peer's certificate, `DELETE` withdraws it.
+    private func trust(_ request: Request, fingerprint: String) async throws -> Response {
+        guard let console = config.console else { throw CouchError.notFound("This node keeps no peers.") }
+        guard TLSIdentity.isFingerprint(fingerprint) else {
+            throw CouchError.badRequest("'\(fingerprint)' is not a certificate fingerprint (base64url SHA-256)")
+        }
+        switch request.method {
+        case .put:
+            try checkWritable()
+            try await console.trust(fingerprint: fingerprint)
+            return HTTP.json(HTTP.ok)
+        case .delete:
+            try checkWritable()
+            guard try await console.untrust(fingerprint: fingerprint) else { throw CouchError.notFound("That fingerprint is not in the trusted-peers file (one given with --trust stays trusted until the node restarts without it).") }
+            return HTTP.json(HTTP.ok)
+        default:
+            throw Self.methodNotAllowed("PUT,DELETE")
+        }
+    }
+
+    /// Each served database with its sizes and collections.
+    private func databasesJSON() throws -> DocumentValue {
+        var out: [DocumentValue] = []
+        for name in directory.databaseNames().filter(isServed) {
+            guard let db = try directory.database(name) else { continue }
+            var collections: [DocumentValue] = []
+            for scope in try db.scopes() {
+                for c in try scope.collections() {
+                    collections.append([
+                        "keyspace": .string(c.fullName == "_default._default" ? name : "\(name).\(c.fullName)"),
+                        "scope": .string(c.scopeName), "name": .string(c.name),
+                        "doc_count": .int(Int64(try c.count)), "update_seq": .int(try c.lastSequence()),
+                    ])
+                }
+            }
+            let size = db.size()
+            out.append([
+                "name": .string(name), "size": .int(Int64(size.file)), "blob_size": .int(Int64(size.blobs)),
+                "revs_limit": .int(Int64(db.revsLimit)), "collections": .array(collections),
+            ])
+        }
+        return .array(out)
+    }
+
+    /// The collection's conflicted documents: `[{"id", "winner", "conflicts": [rev]}]`.
+    private func conflicts(in collection: DocumentCollection) throws -> DocumentValue {
+        .array(try collection.conflictedDocumentIDs().map { id in
+            let live = try collection.leafDocuments(id: id).filter { !$0.isDeleted }.compactMap(\.revisionID)
+            return ["id": .string(id), "winner": live.first.map { .string($0) } ?? .null, "conflicts": .array(live.dropFirst().map { .string($0) })]
+        })
+    }
+
+    /// `{"keep": rev, "leaves": [rev, ...]}`: keeps one live leaf and tombstones the others,
+    /// provided the live leaves are still those the asker saw (409 otherwise).
+    private func resolve(_ request: Request, collection: DocumentCollection, id: String) async throws -> Response {
+        let body = try await request.jsonObject(limit: bodyLimit)
+        guard case .string(let keep)? = body["keep"], case .array(let seen)? = body["leaves"] else {
+            throw CouchError.badRequest("expected {\"keep\": REV, \"leaves\": [REV, ...]}: the revision to keep and the live leaves you saw")
+        }
+        let leaves = try collection.leafDocuments(id: id).filter { !$0.isDeleted }
+        guard !leaves.isEmpty else { throw CouchError.notFound("missing") }
+        let seenRevs = Set(seen.compactMap { if case .string(let s) = $0 { s } else { nil } })
+        guard Set(leaves.compactMap(\.revisionID)) == seenRevs else {
+            throw CouchError(status: 409, error: "conflict", reason: "The document's leaves changed since you read them; read them again.")
+        }
+        let winner = try collection.resolveConflict(id: id, keeping: keep, of: leaves)
+        return HTTP.json(["ok": true, "id": .string(id), "rev": winner.revisionID.map { .string($0) } ?? .null])
+    }
+
+    /// What a peer may replicate here (`GET /_node/keyspaces`, for peers whose DNS-SD record
+    /// cannot list them all or who paired by URL): each database the asker may read, and
+    /// `db.scope.collection` for its other collections.
+    private func keyspaces(readableBy principal: Principal) throws -> [String] {
+        var out: [String] = []
+        for name in directory.databaseNames().filter(isServed) where try access(of: principal, to: name) >= .reader {
+            out.append(name)
+            guard let db = try directory.database(name) else { continue }
+            for scope in try db.scopes() {
+                for collection in try scope.collections() where collection.fullName != "_default._default" {
+                    out.append("\(name).\(collection.fullName)")
+                }
+            }
+        }
+        return out
+    }
+}
