@@ -31,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
         .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // `swift package generate-documentation` builds the DocC catalogs (Sources/<Module>/<Module>.docc).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -67,6 +69,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 // CouchDB sends text attachments gzip-encoded.
                 .product(name: "CompressNIO", package: "compress-nio"),
+                // GET /_node/_local/_prometheus.
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            // The web dashboard at /_utils/, compiled into the binary: a node is one file.
+            resources: [
+                .embedInCode("Listener/Dashboard/Assets/index.html"),
+                .embedInCode("Listener/Dashboard/Assets/dashboard.js"),
+                .embedInCode("Listener/Dashboard/Assets/dashboard.css"),
             ]
         ),
         // System libraries: DNS-SD through avahi-client, QR codes through libqrencode (Debian's -dev packages).

@@ -11,7 +11,9 @@ extension Handlers {
         let query = QueryOptions(request.uri)
         switch request.method {
         case .get, .head:
-            return try getDocument(request, collection: c, id: id, query: query)
+            let response = try getDocument(request, collection: c, id: id, query: query)
+            metrics.documentsRead(1)
+            return response
         case .put:
             try checkWritable()
             var object: [String: DocumentValue]

@@ -23,11 +23,14 @@ struct ListenerResponder: HTTPResponder {
     func respond(to request: Request, context: Context) async throws -> Response {
         // Active until the response is dropped: after its body (a feed, maybe) is written or has failed.
         let active = ActiveRequest(stats)
+        let started = ContinuousClock.now
         var response: Response
         do {
             response = try await route(request, context: context)
         } catch let error as CouchError {
-            response = HTTP.error(error, headers: error.status == 401 ? [.wwwAuthenticate: #"Basic realm="syncnode""#] : [:])
+            // A script (the dashboard) asks not to be challenged: the browser would pop up its own login dialog.
+            let challenge = error.status == 401 && request.headers[Self.requestedWith] == nil
+            response = HTTP.error(error, headers: challenge ? [.wwwAuthenticate: #"Basic realm="syncnode""#] : [:])
         } catch let error as StoreError {
             response = HTTP.error(CouchError(error))
         } catch let error as HTTPParserError {
@@ -36,6 +39,7 @@ struct ListenerResponder: HTTPResponder {
             logger.error("request failed", metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "error": "\(error)"])
             response = HTTP.error(CouchError(status: 500, error: "unknown_error", reason: "\(error)"))
         }
+        handlers.metrics.request(method: request.method.rawValue, status: response.status.code, duration: started.duration(to: .now))
         addCORS(to: &response, request: request)
         response.headers[.cacheControl] = "must-revalidate"
         // Counts bytes as written, keeping the body's length (`ResponseBody.map` drops it: chunked).
@@ -55,7 +59,8 @@ struct ListenerResponder: HTTPResponder {
         if let status = faultInjector?.status(request.method.rawValue, request.uri.path) {
             throw CouchError(status: status, error: "injected_fault", reason: "fault injected for testing")
         }
-        // Logging in needs no login.
+        // The dashboard's files and logging in need no login.
+        if let page = try Dashboard.response(to: request) { return page }
         if request.uri.path == "/_session" || request.uri.path == "/_session/" {
             return try await authentication.session(request, context: context)
         }
@@ -65,6 +70,8 @@ struct ListenerResponder: HTTPResponder {
         if let cookie = login.refreshedCookie { response.headers[.setCookie] = cookie }
         return response
     }
+
+    static let requestedWith = HTTPField.Name("X-Requested-With")!
 
     /// Splits the raw path on `/` and percent-decodes each segment, so `%2F`
     /// inside a document ID stays part of it.
