@@ -30,11 +30,19 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Serve without authentication: whoever can connect may read and write every database. Listens on 127.0.0.1 unless --host is given.")
     var anonymous = false
     @Flag(help: "Serve plain HTTP instead of HTTPS.") var noTls = false
+    @Option(help: "A PEM certificate (its chain may follow) to serve instead of the node's own self-signed one; needs --tls-key. Peers then pin this certificate's fingerprint.")
+    var tlsCert: String?
+    @Option(help: "The unencrypted PEM private key (EC or RSA) of --tls-cert. Keep it readable by you alone (chmod 600).")
+    var tlsKey: String?
+    @Flag(help: "Refuse every write through the API with 403: clients and peers may read and pull, not write. The node's own replications (--auto-sync, --sync-with) still bring changes in.")
+    var readOnly = false
     @Option(help: "The node's DNS-SD name (default: the host name).") var name: String?
     @Flag(help: "Do not advertise the node through DNS-SD.") var noAdvertise = false
     @Flag(help: "Do not look for peers through DNS-SD.") var noBrowse = false
     @Option(name: .customLong("sync-with"), help: "Keep a continuous push/pull replication with this peer URL (repeatable).")
     var syncWith: [String] = []
+    @Option(name: .customLong("pair"), help: "Pair with the node of this pairing URL (repeatable), as with one DNS-SD cannot see: its fingerprint is trusted, the URL kept for restarts (DIR/.node/paired-peers.json), and every keyspace both share is pulled from it.")
+    var pairWith: [String] = []
     @Flag(name: .customLong("auto-sync"), help: "Keep every keyspace both nodes share pulled from every discovered peer that is trusted.")
     var autoSync = false
     @Option(name: .customLong("trust"), help: "Trust a peer's certificate fingerprint (repeatable; see also `syncnode trust`): --auto-sync syncs with it, and it signs in with that certificate, without a password.")
@@ -61,9 +69,16 @@ struct Serve: AsyncParsableCommand {
         if user != nil && password == nil && Self.environmentPassword == nil {
             throw ValidationError("--user needs a password: set SYNCNODE_PASSWORD (or pass --password)")
         }
+        if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
+        if noTls && tlsCert != nil { throw ValidationError("--no-tls serves plain HTTP: drop --tls-cert and --tls-key, or drop --no-tls") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
         guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1...86400 seconds") }
         for text in syncWith { _ = try PeerURL.parse(text, option: "--sync-with") }
+        for text in pairWith {
+            guard let url = try? PairingURL(string: text), url.fingerprint != nil else {
+                throw ValidationError("--pair: '\(text)' is not a pairing URL with a certificate fingerprint (https://...?uuid=...&fp=..., as `serve` prints)")
+            }
+        }
         if autoSync && noBrowse { throw ValidationError("--auto-sync needs browsing (drop --no-browse)") }
         if anonymous && (!trusted.isEmpty || trustOnFirstUse) { throw ValidationError("--anonymous admits everyone: --trust and --trust-on-first-use mean nothing with it") }
         if let name, name.isEmpty || name.utf8.count > 63 {
@@ -96,10 +111,11 @@ struct Serve: AsyncParsableCommand {
         // Files that can be wrong are read before the node says it is listening.
         let trust: TrustStore
         do { trust = try TrustStore(directory: directory, trusted: trusted, trustOnFirstUse: trustOnFirstUse) } catch { throw CLIError.user("\(error)") }
-        if !noTls { _ = try directory.tlsIdentity() }
+        let identity = try importedIdentity()
+        if !noTls && identity == nil { _ = try directory.tlsIdentity() }
         let listening = ListenerConfiguration(
             directory: directory, databases: databases.isEmpty ? nil : databases, port: port, host: host ?? (anonymous ? "127.0.0.1" : "0.0.0.0"),
-            disableTLS: noTls, authenticator: authenticator, allowedOrigins: corsOrigins,
+            disableTLS: noTls, tlsIdentity: identity, authenticator: authenticator, readOnly: readOnly, allowedOrigins: corsOrigins,
             trustedPeers: anonymous || noTls ? nil : trust, idleTimeout: .seconds(idleTimeout))
         var config = MeshConfiguration(directory: directory, listener: listening, trust: trust)
         config.name = name ?? ProcessInfo.processInfo.hostName
@@ -119,6 +135,7 @@ struct Serve: AsyncParsableCommand {
             guard let collection = try directory.database(served[0])?.defaultCollection() else { throw CLIError.user("no database \(served[0])") }
             return (collection, url)
         }
+        let paired = try pairWith.map { try PairingURL(string: $0) }
         let qr = qr, trustOnFirstUse = trustOnFirstUse
 
         // SIGINT and SIGTERM shut the group down gracefully: syncing, advertising and browsing
@@ -128,6 +145,7 @@ struct Serve: AsyncParsableCommand {
             let pairing: PairingURL
             do {
                 for (collection, url) in explicit { try await mesh.sync(with: url, collection: collection, trustOnFirstUse: trustOnFirstUse) }
+                for url in paired { try await mesh.pair(with: url) }
                 guard let url = mesh.pairingURL else { throw CLIError.network("the listener has no address") }
                 pairing = url
             } catch {
@@ -153,6 +171,22 @@ struct Serve: AsyncParsableCommand {
             throw CLIError.network("\(error)")
         }
         directory.closeAll()
+    }
+
+    /// The identity of --tls-cert and --tls-key, nil without them.
+    private func importedIdentity() throws -> TLSIdentity? {
+        guard let tlsCert, let tlsKey else { return nil }
+        func read(_ path: String, _ option: String) throws -> String {
+            guard let data = FileManager.default.contents(atPath: path) else { throw CLIError.user("\(option): cannot read \(path)") }
+            return String(decoding: data, as: UTF8.self)
+        }
+        do {
+            return try TLSIdentity(certificatePEM: read(tlsCert, "--tls-cert"), privateKeyPEM: read(tlsKey, "--tls-key"))
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            throw CLIError.user("--tls-cert \(tlsCert) with --tls-key \(tlsKey): \(error)")
+        }
     }
 
     static var environmentPassword: String? {

@@ -1,0 +1,90 @@
+import ArgumentParser
+import SyncNodeStore
+import SyncNodeSync
+
+struct IndexCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "index",
+        abstract: "Create, list and drop a collection's value and full-text indexes.",
+        discussion: "Example:\n  syncnode index create default by-city --value address.city --value name\n  syncnode index create default text --full-text title --full-text body\n  syncnode index list default",
+        subcommands: [Create.self, List.self, Drop.self])
+
+    /// A definition as JSON: `{"value": [expr]}` or `{"full_text": [path], "ignore_accents", "language"}`.
+    static func describe(_ definition: IndexDefinition) -> DocumentValue {
+        switch definition {
+        case .value(let expressions):
+            return ["value": .array(expressions.map { .string($0) })]
+        case .fullText(let properties, let ignoreAccents, let language):
+            return ["full_text": .array(properties.map { .string($0) }), "ignore_accents": .bool(ignoreAccents), "language": language.map { .string($0) } ?? .null]
+        }
+    }
+
+    struct Create: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create an index (nothing happens when it exists with the same definition); prints {\"index\",\"created\"}.",
+            discussion: "Value indexes take SQL++ expressions, most significant first; full-text indexes take property paths, searched with MATCH(index, 'words').\n\nExample:\n  syncnode index create default by-city --value address.city")
+
+        @ParentCommand var syncnode: SyncNodeCommand
+        @OptionGroup var target: IndexTarget
+        @Option(name: .customLong("value"), help: "A SQL++ expression to index (repeatable): a value index.") var expressions: [String] = []
+        @Option(name: .customLong("full-text"), help: "A property path to index for full-text search (repeatable).") var properties: [String] = []
+        @Flag(help: "Full-text: match letters with or without accents.") var ignoreAccents = false
+        @Option(help: "Full-text: the language (en stems English words; any other indexes words as they are).") var language = "en"
+
+        func validate() throws {
+            if expressions.isEmpty == properties.isEmpty { throw ValidationError("give --value expressions or --full-text properties, not both") }
+        }
+
+        func run() throws {
+            let (db, collection) = try syncnode.node.collection(target.keyspace, create: true)
+            defer { try? db.close() }
+            let name = target.name
+            let existed = try collection.indexes.contains(name)
+            if expressions.isEmpty {
+                try collection.createIndex(FullTextIndexConfiguration(properties, ignoreAccents: ignoreAccents, language: language), name: name)
+            } else {
+                try collection.createIndex(ValueIndexConfiguration(expressions), name: name)
+            }
+            Output.line(["index": .string(name), "created": .bool(!existed)])
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List a collection's indexes as JSON lines {\"index\",\"definition\"}.",
+            discussion: "Example:\n  syncnode index list default")
+
+        @ParentCommand var syncnode: SyncNodeCommand
+        @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: Keyspace
+
+        func run() throws {
+            let (db, collection) = try syncnode.node.collection(keyspace, create: false)
+            defer { try? db.close() }
+            for (name, definition) in try collection.indexDefinitions {
+                Output.line(["index": .string(name), "definition": IndexCommand.describe(definition)])
+            }
+        }
+    }
+
+    struct Drop: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Drop an index; prints {\"index\",\"dropped\"}.",
+            discussion: "Example:\n  syncnode index drop default by-city")
+
+        @ParentCommand var syncnode: SyncNodeCommand
+        @OptionGroup var target: IndexTarget
+
+        func run() throws {
+            let (db, collection) = try syncnode.node.collection(target.keyspace, create: false)
+            defer { try? db.close() }
+            try collection.deleteIndex(name: target.name)
+            Output.line(["index": .string(target.name), "dropped": true])
+        }
+    }
+}
+
+/// `KEYSPACE NAME`, the arguments of `index create` and `index drop`.
+struct IndexTarget: ParsableArguments {
+    @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: Keyspace
+    @Argument(help: "The index name.") var name: String
+}
