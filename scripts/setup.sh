@@ -36,10 +36,10 @@ command -v swift >/dev/null || { echo "setup: the Swift toolchain (6.1 or later)
 # (Playwright drives Debian's chromium; it downloads no browser).
 if $tests; then
   venv="$(cd "$(dirname "$0")/.." && pwd)/.venv"
-  if ! "$venv/bin/python" -c "import couchdb, pycouchdb, aiocouch, sofa, zeroconf, playwright" 2>/dev/null; then
+  if ! "$venv/bin/python" -c "import couchdb, pycouchdb, aiocouch, sofa, zeroconf, playwright, prometheus_client" 2>/dev/null; then
     echo "setup: installing Python test clients into $venv" >&2
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check "couchdb==1.2" "pycouchdb" "typing_extensions" "aiocouch" "django-sofa==0.2.1" "django>=4.2,<5.1" "djangorestframework>=3.14,<3.16" "zeroconf" "playwright"
+    "$venv/bin/pip" install -q --disable-pip-version-check "couchdb==1.2" "pycouchdb" "typing_extensions" "aiocouch" "django-sofa==0.2.1" "django>=4.2,<5.1" "djangorestframework>=3.14,<3.16" "zeroconf" "playwright" "prometheus_client"
   fi
 fi
 echo "setup: ok" >&2

@@ -20,7 +20,8 @@ func runCLI(_ arguments: [String], stdin: String? = nil) throws -> (status: Int3
     /// Every command's help shows an example.
     @Test(arguments: [[], ["put"], ["get"], ["delete"], ["import"], ["export"], ["changes"], ["conflicts"], ["resolve"], ["query"], ["serve"], ["sync"], ["peers"],
                       ["identity"], ["user"], ["user", "add"], ["user", "remove"], ["user", "list"], ["trust"], ["trust", "add"],
-                      ["trust", "remove"], ["trust", "list"]])
+                      ["trust", "remove"], ["trust", "list"], ["info"], ["compact"], ["purge"], ["index"], ["index", "create"],
+                      ["index", "list"], ["index", "drop"]])
     func helpShowsAnExample(_ command: [String]) throws {
         let (status, stdout, _) = try runCLI(command + ["--help"])
         #expect(status == 0)
@@ -48,6 +49,55 @@ func runCLI(_ arguments: [String], stdin: String? = nil) throws -> (status: Int3
         #expect(changes.stdout.split(separator: "\n").count == 1)
         #expect(changes.stdout.contains(#""deleted":true"#))
         #expect(try runCLI(d + ["changes", "app.s.c", "--since", "3"]).stdout.isEmpty)
+    }
+
+    /// `info`, `index`, `purge` and `compact` as an operator uses them, each checked against what the store then holds.
+    @Test func adminCommandsDescribeAndMaintainTheNode() throws {
+        let dir = try TempDirectory()
+        let d = ["--dir", dir.url.path]
+        for (id, body) in [("a", #"{"city": "Oslo", "n": 1}"#), ("b", #"{"city": "Rome", "n": 2}"#), ("c", #"{"n": 3}"#)] {
+            #expect(try runCLI(d + ["put", "app", id, body]).status == 0)
+        }
+        #expect(try runCLI(d + ["put", "app.s.c", "z", "{}"]).status == 0)
+
+        let created = try runCLI(d + ["index", "create", "app", "by-city", "--value", "city", "--value", "n"])
+        #expect(created.status == 0 && created.stdout == #"{"created":true,"index":"by-city"}"# + "\n", "\(created)")
+        #expect(try runCLI(d + ["index", "create", "app", "by-city", "--value", "city", "--value", "n"]).stdout.contains(#""created":false"#))
+        #expect(try runCLI(d + ["index", "create", "app", "by-city", "--value", "n"]).status == 1, "same name, another definition")
+        #expect(try runCLI(d + ["index", "create", "app", "text", "--full-text", "city"]).status == 0)
+        #expect(try runCLI(d + ["index", "create", "app", "both", "--value", "n", "--full-text", "city"]).status == 2)
+        let listed = try runCLI(d + ["index", "list", "app"])
+        #expect(listed.stdout == """
+            {"definition":{"value":["city","n"]},"index":"by-city"}
+            {"definition":{"full_text":["city"],"ignore_accents":false,"language":"en"},"index":"text"}
+
+            """, "\(listed)")
+
+        let purged = try runCLI(d + ["purge", "app", "c", "nope"])
+        #expect(purged.status == 1 && purged.stdout == #"{"id":"c","purged":true}"# + "\n" + #"{"id":"nope","purged":false}"# + "\n", "\(purged)")
+        #expect(purged.stderr.contains("1 of 2 IDs named no document"))
+        #expect(try runCLI(d + ["get", "app", "c"]).status == 1)
+
+        let info = try runCLI(d + ["info"]).stdout.split(separator: "\n").map { try DocumentValue(json: String($0)) }
+        #expect(info.count == 2, "the node, then database app")
+        #expect(info.first?["fingerprint"] == .null, "info makes no identity")
+        let app = try #require(info.last)
+        #expect(app["database"] == .string("app") && app["revs_limit"] == .int(20))
+        guard case .int(let bytes)? = app["file_bytes"], case .array(let collections)? = app["collections"] else {
+            Issue.record("info printed \(app)")
+            return
+        }
+        #expect(bytes > 0)
+        #expect(collections.map { $0["collection"] } == [.string("_default._default"), .string("s.c")])
+        #expect(collections.first?["documents"] == .int(2) && collections.last?["documents"] == .int(1))
+        if case .array(let indexes)? = collections.first?["indexes"] { #expect(indexes.count == 2) } else { Issue.record("no indexes in \(app)") }
+
+        #expect(try runCLI(d + ["index", "drop", "app", "text"]).stdout.contains(#""dropped":true"#))
+        #expect(try runCLI(d + ["index", "drop", "app", "text"]).status == 1)
+        let compacted = try runCLI(d + ["compact"])
+        #expect(compacted.status == 0 && compacted.stdout.contains(#""database":"app""#), "\(compacted)")
+        #expect(try runCLI(d + ["compact", "nope"]).status == 1)
+        #expect(try runCLI(d + ["get", "app", "a"]).stdout.contains("Oslo"), "compaction keeps live documents")
     }
 
     @Test func queryPrintsJSONLines() throws {

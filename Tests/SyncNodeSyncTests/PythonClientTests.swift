@@ -53,4 +53,34 @@ import Testing
         // SIGTERM ends the node cleanly.
         #expect(node.stop() == 0)
     }
+
+    /// prometheus_client's parser reads `/_node/_local/_prometheus`, and its counters move by
+    /// exactly a known workload (Tests/interop/check_prometheus.py).
+    @Test func prometheusParsesTheMetrics() async throws {
+        let python = try packageExecutable(".venv/bin/python")
+        let node = try ServeProcess(user: "ops", password: "metrics-pw", arguments: ["--no-advertise", "--no-browse", "--qr", "none"])
+        let (status, text): (Int32, String)
+        do {
+            (status, text) = try await Self.runScript(python, [packageRoot.appendingPathComponent("Tests/interop/check_prometheus.py").path,
+                                                         "https://localhost:\(node.port)", "ops", "metrics-pw", node.certificate.path])
+        } catch {
+            _ = node.stop()
+            throw error
+        }
+        #expect(status == 0 && text.contains("prometheus: ok"), "check_prometheus.py:\n\(text)")
+        #expect(node.stop() == 0)
+    }
+
+    /// The dashboard in headless Chromium against two `serve` processes: sign in, pair and see
+    /// the peer appear, edit a document and see it arrive on the other node, resolve a conflict,
+    /// run a query; each page photographed into .build/dashboard-screenshots
+    /// (Tests/interop/check_dashboard.py).
+    @Test func theDashboardWorksInABrowser() async throws {
+        let python = try packageExecutable(".venv/bin/python")
+        let shots = packageRoot.appendingPathComponent(".build/dashboard-screenshots").path
+        let (status, text) = try await Self.runScript(
+            python, [packageRoot.appendingPathComponent("Tests/interop/check_dashboard.py").path, try syncnodeExecutable().path, shots],
+            timeout: 600)
+        #expect(status == 0 && text.contains("dashboard: ok"), "check_dashboard.py:\n\(text)")
+    }
 }

@@ -1,0 +1,68 @@
+"""The metrics of a `syncnode serve` process, read with prometheus_client's own parser.
+
+    check_prometheus.py BASE_URL USER PASSWORD CA_FILE
+
+Scrapes /_node/_local/_prometheus, runs a known workload (5 documents written, 3 read one by
+one and 2 through _bulk_get, one 404), scrapes again and checks each counter moved by exactly
+that much. Prints "prometheus: ok" or exits non-zero.
+"""
+import base64, json, ssl, sys, urllib.error, urllib.request
+from prometheus_client.parser import text_string_to_metric_families
+
+base, user, password, cafile = sys.argv[1:5]
+context = ssl.create_default_context(cafile=cafile)
+context.check_hostname = False
+authorization = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def call(method, path, body=None):
+    request = urllib.request.Request(base + path, method=method, data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Authorization": authorization, "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, context=context) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def scrape():
+    status, text = call("GET", "/_node/_local/_prometheus")
+    assert status == 200, (status, text)
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            key = (sample.name, tuple(sorted(sample.labels.items())))
+            samples[key] = sample.value
+    return samples
+
+
+def value(samples, name, **labels):
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+assert call("PUT", "/metrics")[0] == 201
+before = scrape()
+for n in range(5):
+    assert call("PUT", f"/metrics/doc{n}", {"n": n})[0] == 201
+for n in range(3):
+    assert call("GET", f"/metrics/doc{n}")[0] == 200
+assert call("POST", "/metrics/_bulk_get", {"docs": [{"id": "doc3"}, {"id": "doc4"}]})[0] == 200
+assert call("GET", "/metrics/missing")[0] == 404
+after = scrape()
+
+moved = {
+    "written": value(after, "syncnode_documents_written_total", database="metrics", origin="client")
+    - value(before, "syncnode_documents_written_total", database="metrics", origin="client"),
+    "read": value(after, "syncnode_documents_read_total") - value(before, "syncnode_documents_read_total"),
+    "puts": value(after, "syncnode_http_requests_total", method="PUT", status="201")
+    - value(before, "syncnode_http_requests_total", method="PUT", status="201"),
+    "not_found": value(after, "syncnode_http_requests_total", method="GET", status="404")
+    - value(before, "syncnode_http_requests_total", method="GET", status="404"),
+    # The first scrape is counted by the second (a scrape is counted once its text is made).
+    "latencies": value(after, "syncnode_http_request_duration_seconds_count") - value(before, "syncnode_http_request_duration_seconds_count"),
+}
+assert moved == {"written": 5, "read": 5, "puts": 5, "not_found": 1, "latencies": 11}, moved
+assert value(after, "syncnode_database_size_bytes", database="metrics") > 0, after
+assert value(after, "syncnode_open_connections") >= 1, after
+assert ("syncnode_peers", (("state", "trusted"),)) in after, "a mesh node reports its peers"
+print("prometheus: ok", json.dumps(moved))
