@@ -183,4 +183,29 @@ import Testing
             #expect(try await h.request(.POST, "/_utils/", body: "{}", auth: nil).status == 405)
         }
     }
+
+    /// A page of another site cannot write with a signed-in user's credentials, and nothing a
+    /// writer stores runs as a page of the node's origin.
+    @Test func crossSiteWritesAreRefusedAndStoredPagesAreSandboxed() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            #expect(try await h.request(.PUT, "/db").status == 201)
+            let evil = try await h.request(.POST, "/db", body: #"{"_id":"x"}"#, headers: [("Origin", "https://evil.example")])
+            #expect(evil.status == 403 && evil.body.contains("evil.example"))
+            #expect(try await h.request(.POST, "/db", body: #"{"_id":"x"}"#, headers: [("Origin", h.base)]).status == 201, "the node's own pages")
+            #expect(try await h.request(.POST, "/db", body: #"{"_id":"y"}"#, headers: [("Origin", "http://app.example")]).status == 201, "an allowed origin")
+            #expect(try await h.request(.GET, "/db/x", headers: [("Origin", "https://evil.example")]).status == 200, "reads are CORS's business")
+
+            let page = Array("<script>alert(document.cookie)</script>".utf8)
+            let rev = try #require(try await h.request(.GET, "/db/x")["_rev"]?.string)
+            #expect(try await h.request(.PUT, "/db/x/page.html?rev=\(rev)", bytes: page, headers: [("Content-Type", "text/html")]).status == 201)
+            let served = try await h.request(.GET, "/db/x/page.html")
+            #expect(served.bytes == page && served.headers["content-type"]?.hasPrefix("text/html") == true)
+            #expect(served.headers["content-security-policy"]?.hasPrefix("sandbox") == true && served.headers["x-content-type-options"] == "nosniff")
+
+            // An expired cookie session gets no Basic challenge (no browser dialog over the dashboard).
+            let lapsed = try await h.request(.GET, "/_node/info", headers: [("Cookie", "AuthSession=bogus")], auth: nil)
+            #expect(lapsed.status == 401 && lapsed.headers["www-authenticate"] == nil)
+        }
+    }
 }

@@ -19,11 +19,12 @@ extension Handlers {
         switch (rest.first, rest.count) {
         case ("info", 1):
             guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            return HTTP.json(nodeInfo)
+            // The pairing URL may carry a password: not for any cache.
+            return HTTP.json(nodeInfo, headers: [.cacheControl: "no-store"])
         case ("qr.svg", 1):
             guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
             guard let svg = config.console?.pairingQRCode else { throw CouchError.notFound("This node has no pairing URL.") }
-            return Response(status: .ok, headers: [.contentType: "image/svg+xml"], body: ResponseBody(byteBuffer: ByteBuffer(string: svg)))
+            return Response(status: .ok, headers: [.contentType: "image/svg+xml", .cacheControl: "no-store"], body: ResponseBody(byteBuffer: ByteBuffer(string: svg)))
         case ("peers", 1):
             guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
             guard let console = config.console else { throw CouchError.notFound("This node keeps no peers.") }

@@ -28,8 +28,10 @@ struct ListenerResponder: HTTPResponder {
         do {
             response = try await route(request, context: context)
         } catch let error as CouchError {
-            // A script (the dashboard) asks not to be challenged: the browser would pop up its own login dialog.
+            // No challenge for the dashboard (its scripts say X-Requested-With; its event stream and
+            // images carry its cookie): the browser would pop up a login dialog and keep what is typed.
             let challenge = error.status == 401 && request.headers[Self.requestedWith] == nil
+                && request.headers[.cookie]?.contains("AuthSession=") != true
             response = HTTP.error(error, headers: challenge ? [.wwwAuthenticate: #"Basic realm="syncnode""#] : [:])
         } catch let error as StoreError {
             response = HTTP.error(CouchError(error))
@@ -41,7 +43,13 @@ struct ListenerResponder: HTTPResponder {
         }
         handlers.metrics.request(method: request.method.rawValue, status: response.status.code, duration: started.duration(to: .now))
         addCORS(to: &response, request: request)
-        response.headers[.cacheControl] = "must-revalidate"
+        if response.headers[.cacheControl] == nil { response.headers[.cacheControl] = "must-revalidate" }
+        if response.headers[.contentSecurityPolicy] == nil {
+            // Whatever a writer stored (an HTML or SVG attachment) is never run as a page of this
+            // origin, where the dashboard's session cookie lives.
+            response.headers[.contentSecurityPolicy] = "sandbox; default-src 'none'"
+            response.headers[Self.contentTypeOptions] = "nosniff"
+        }
         // Counts bytes as written, keeping the body's length (`ResponseBody.map` drops it: chunked).
         let stats = stats, body = response.body
         response.body = ResponseBody(contentLength: body.contentLength) { writer in
@@ -56,6 +64,7 @@ struct ListenerResponder: HTTPResponder {
 
     private func route(_ request: Request, context: Context) async throws -> Response {
         if request.method == .options { return preflight(request) }
+        try refuseCrossSiteWrite(request)
         if let status = faultInjector?.status(request.method.rawValue, request.uri.path) {
             throw CouchError(status: status, error: "injected_fault", reason: "fault injected for testing")
         }
@@ -72,6 +81,7 @@ struct ListenerResponder: HTTPResponder {
     }
 
     static let requestedWith = HTTPField.Name("X-Requested-With")!
+    static let contentTypeOptions = HTTPField.Name("X-Content-Type-Options")!
 
     /// Splits the raw path on `/` and percent-decodes each segment, so `%2F`
     /// inside a document ID stays part of it.
@@ -93,6 +103,18 @@ struct ListenerResponder: HTTPResponder {
             }
             return decoded
         }
+    }
+
+    /// A browser names the page that sends a write in `Origin`; one of another site could be
+    /// riding on a signed-in user's cookie (a form that posts JSON as text/plain), so unsafe
+    /// methods from origins that are neither this node nor allowed by CORS are refused.
+    /// Clients that are not browsers send no `Origin`.
+    private func refuseCrossSiteWrite(_ request: Request) throws {
+        guard ![.get, .head, .options].contains(request.method), let origin = request.headers[.origin] else { return }
+        if allowedOrigin(request) != nil { return }
+        let authority = origin.split(separator: "/", omittingEmptySubsequences: true).dropFirst().first.map(String.init)
+        if let authority, authority == request.head.authority { return }
+        throw CouchError.forbidden("A write from the page at \(origin) is refused: only this node's own pages and origins allowed with --cors-origin may write.")
     }
 
     private func allowedOrigin(_ request: Request) -> String? {
