@@ -64,6 +64,8 @@ actor PeerReplications {
     /// with if newly trusted (as any peer is), and no longer synced with if not.
     func trustChanged(fingerprint: String) async {
         for (uuid, entry) in seen where entry.peer.record.fingerprint == fingerprint {
+            // Lost while an earlier peer was handled (this actor awaits in between): left alone.
+            guard seen[uuid] != nil else { continue }
             if !configuration.trust.admit(fingerprint: fingerprint, uuid: uuid, name: entry.peer.name) {
                 await stop(uuid)
                 board.update(uuid, make: { nil }) { $0?.trusted = false }

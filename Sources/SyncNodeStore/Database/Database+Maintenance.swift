@@ -13,13 +13,14 @@ public struct DatabaseSize: Sendable, Equatable {
 
 extension Database {
     /// The bytes its files take now (a database being written grows and, after a checkpoint
-    /// or ``compact()``, shrinks).
-    public func size() -> DatabaseSize {
+    /// or ``compact()``, shrinks). Counting the blobs stats every blob file; without them
+    /// ``DatabaseSize/blobs`` is 0.
+    public func size(countingBlobs: Bool = true) -> DatabaseSize {
         let manager = FileManager.default
         func bytes(_ path: String) -> Int { ((try? manager.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0 }
         let file = path.appendingPathComponent(Self.fileName).path
         let blobDirectory = path.appendingPathComponent("blobs").path
-        let blobs = ((try? manager.contentsOfDirectory(atPath: blobDirectory)) ?? []).reduce(0) { $0 + bytes(blobDirectory + "/" + $1) }
+        let blobs = countingBlobs ? ((try? manager.contentsOfDirectory(atPath: blobDirectory)) ?? []).reduce(0) { $0 + bytes(blobDirectory + "/" + $1) } : 0
         return DatabaseSize(file: bytes(file) + bytes(file + "-wal"), blobs: blobs)
     }
 

@@ -23,6 +23,9 @@ final class NodeMetrics: Sendable {
         var gauges: [String: CoreMetrics.Gauge] = [:]
     }
     private let state = Mutex(State())
+    private let scraping = NSLock()
+    private let latency: CoreMetrics.Timer
+    private let documentsReadCounter: CoreMetrics.Counter
 
     init() {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -31,6 +34,8 @@ final class NodeMetrics: Sendable {
             .milliseconds(500), .seconds(1), .seconds(5), .seconds(30),
         ]
         self.factory = factory
+        latency = CoreMetrics.Timer(label: "syncnode_http_request_duration_seconds", dimensions: [], factory: factory)
+        documentsReadCounter = CoreMetrics.Counter(label: "syncnode_documents_read_total", factory: factory)
     }
 
     /// One answered request: its method, status and the time to its response head.
@@ -45,20 +50,22 @@ final class NodeMetrics: Sendable {
             return counter
         }
         counter.increment()
-        CoreMetrics.Timer(label: "syncnode_http_request_duration_seconds", dimensions: [], factory: factory)
-            .recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+        latency.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 
     /// Documents sent to clients (a document GET, `_bulk_get`, `_all_docs` with bodies).
     func documentsRead(_ count: Int) {
         guard count > 0 else { return }
-        CoreMetrics.Counter(label: "syncnode_documents_read_total", factory: factory).increment(by: count)
+        documentsReadCounter.increment(by: count)
     }
 
     /// The text to serve: the gauges read now, then every series.
     func scrape(directory: NodeDirectory, served: (String) -> Bool, tasks: ReplicationTasks, listener: ListenerStatus, peers: DocumentValue?) -> String {
         var gauges: [(label: String, dimensions: [(String, String)], value: Double)] = []
-        for name in directory.openDatabaseNames() where served(name) {
+        // One scrape at a time: two (Prometheus and the dashboard) would trade gauges mid-way.
+        scraping.lock()
+        defer { scraping.unlock() }
+        for name in directory.databaseNames() where served(name) {
             guard let db = try? directory.database(name) else { continue }
             let size = db.size()
             gauges.append(("syncnode_database_size_bytes", [("database", name)], Double(size.file)))
