@@ -61,4 +61,50 @@ import Testing
         let bad = try runCLI(["serve", "--cors-origin", "ftp://x/y"])
         #expect(bad.status != 0 && bad.stderr.contains("--cors-origin"))
     }
+
+    /// `--read-only` refuses writes through the API; reads work.
+    @Test func serveReadOnlyRefusesWrites() throws {
+        let node = try ServeProcess(user: "u", password: "p", arguments: ["--read-only", "--no-advertise", "--no-browse"])
+        defer { _ = node.stop() }
+        func curl(_ arguments: [String]) throws -> String {
+            try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/curl"), [
+                "--silent", "--cacert", node.certificate.path, "--user", "u:p", "--write-out", " %{http_code}",
+            ] + arguments).stdout
+        }
+        let refused = try curl(["--request", "PUT", "--data", #"{"a":1}"#, "https://localhost:\(node.port)/default/doc"])
+        #expect(refused.hasSuffix(" 403") && refused.contains("read-only"), "\(refused)")
+        #expect(try curl(["https://localhost:\(node.port)/default"]).hasSuffix(" 200"))
+        #expect(try curl(["--request", "PUT", "https://localhost:\(node.port)/other"]).hasSuffix(" 403"))
+    }
+
+    /// `--tls-cert`/`--tls-key` serve an imported identity: clients verify it, and the pairing
+    /// URL pins its fingerprint; a key of another certificate is refused in one line.
+    @Test func serveUsesAnImportedIdentity() throws {
+        let dir = try TempDirectory()
+        let cert = dir.url.appendingPathComponent("cert.pem").path, key = dir.url.appendingPathComponent("key.pem").path
+        let otherCert = dir.url.appendingPathComponent("other.pem").path, otherKey = dir.url.appendingPathComponent("other.key").path
+        for (c, k) in [(cert, key), (otherCert, otherKey)] {
+            let made = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/openssl"), [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", k, "-out", c,
+                "-subj", "/CN=imported", "-days", "2", "-addext", "subjectAltName=DNS:localhost",
+            ])
+            #expect(made.status == 0, "\(made.stderr)")
+        }
+        let digest = try ChildProcess.run(URL(fileURLWithPath: "/bin/sh"), ["-c",
+            "openssl x509 -in '\(cert)' -outform der | openssl dgst -sha256 -binary | base64 | tr '+/' '-_' | tr -d '=\\n'"])
+        let node = try ServeProcess(user: "u", password: "p", arguments: ["--tls-cert", cert, "--tls-key", key, "--no-advertise", "--no-browse"])
+        defer { _ = node.stop() }
+        #expect(node.url.queryItems?.first { $0.name == "fp" }?.value == digest.stdout)
+        let up = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/curl"), ["--silent", "--show-error", "--user", "u:p", "--cacert", cert, "https://localhost:\(node.port)/_up"])
+        #expect(up.status == 0 && up.stdout.contains("ok"), "the imported certificate verifies: \(up.stderr)")
+
+        // Bounded: a serve that wrongly started would run until stopped.
+        let mismatched = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/timeout"), [
+            "60", try syncnodeExecutable().path, "--dir", dir.url.path, "serve", "--tls-cert", cert, "--tls-key", otherKey, "--no-advertise", "--no-browse",
+        ])
+        #expect(mismatched.status == 1 && mismatched.stderr.contains("does not belong to the certificate"), "\(mismatched.stderr)")
+        #expect(try runCLI(["serve", "--tls-cert", cert]).status == 2)
+        #expect(try runCLI(["serve", "--tls-cert", cert, "--tls-key", key, "--no-tls"]).status == 2)
+        #expect(try runCLI(["serve", "--pair", "https://x:1/db"]).status == 2, "a pairing URL without fp")
+    }
 }

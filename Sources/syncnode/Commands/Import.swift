@@ -33,7 +33,10 @@ struct Import: ParsableCommand {
         let imported = try db.withBulkWrites {
             // A pipeline: this thread reads a batch and canonicalizes it on every
             // core while the writer commits the previous batch.
-            var lastReport = start
+            // A file's size gives a bar; stdin only counts.
+            let size = file == "-" ? nil : (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? nil
+            let progress = ProgressLine(label: "import")
+            defer { progress.finish() }
             var reader = LineReader(handle: handle)
             let writer = BatchWriter(collection: collection)
             while true {
@@ -51,11 +54,9 @@ struct Import: ParsableCommand {
                     throw CLIError.user("\(error.message); \(imported) documents imported before its batch")
                 }
                 try writer.submit(prepared)
-                if Date().timeIntervalSince(lastReport) >= 1 {
-                    lastReport = Date()
-                    let done = writer.imported
-                    Output.progress("import: \(done) documents (\(Int(Double(done) / lastReport.timeIntervalSince(start)))/s)")
-                }
+                let done = writer.imported
+                progress.show(fraction: size.map { Double(reader.bytesRead) / Double(max($0, 1)) },
+                              counts: "\(done) documents (\(Int(Double(done) / max(Date().timeIntervalSince(start), 0.001)))/s)")
             }
             return try writer.finish()
         }

@@ -45,7 +45,7 @@ struct Info: ParsableCommand {
 struct Compact: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Reclaim space in a database: drop old revisions' bodies, delete unreferenced blobs (older than ten minutes), vacuum; prints {\"database\",\"before\",\"after\",\"seconds\"}.",
-        discussion: "Safe beside a running `serve` (writers wait for it). Without a name, compacts every database.\n\nExample:\n  syncnode compact default")
+        discussion: "Runs beside a running `serve`, whose writes wait for it up to 10 s each (a long compaction of a busy node makes some fail: compact when it is quiet). Without a name, compacts every database.\n\nExample:\n  syncnode compact default")
 
     @ParentCommand var syncnode: SyncNodeCommand
     var node: NodeOptions { syncnode.node }

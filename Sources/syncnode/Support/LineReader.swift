@@ -10,6 +10,8 @@ struct LineReader {
     private var start = 0
     private var atEOF = false
     private(set) var lineNumber = 0
+    /// Bytes read from the file so far (for progress).
+    private(set) var bytesRead = 0
 
     init(handle: FileHandle) { self.handle = handle }
 
@@ -34,6 +36,7 @@ struct LineReader {
             searchFrom = buffer.count
             let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
             if chunk.isEmpty { atEOF = true } else { buffer.append(contentsOf: chunk) }
+            bytesRead += chunk.count
         }
     }
 }
