@@ -119,7 +119,7 @@ try:
         page.click("#pair-form button[type=submit]")
         row = page.locator(f"tr[data-peer-uuid='{beta.uuid}']")
         expect(row).to_be_visible()
-        expect(row).to_contain_text(beta.uuid)  # named by its address: a pairing URL carries no name
+        expect(row).to_contain_text("beta")  # the name its welcome gives (the URL names an address)
         expect(row).to_contain_text("trusted")
         expect(row.locator("button[data-action=untrust]")).to_be_visible()
         expect(row).to_contain_text("default: idle")

@@ -70,6 +70,15 @@ public actor NodeProbe {
         return .uuid(uuid)
     }
 
+    /// The node's name as its welcome (`GET /`) gives it; nil when it gives none (a CouchDB, a
+    /// bare listener).
+    /// - Throws: as ``identify()``.
+    public func name() async throws -> String? {
+        let (status, body) = try await get("/")
+        guard status == .ok, case .dictionary(let info)? = body, case .string(let name)? = info["name"], !name.isEmpty else { return nil }
+        return name
+    }
+
     /// The keyspaces the node lets this client replicate (`GET /_node/keyspaces`): its
     /// databases and their other collections as `db.scope.collection`.
     /// - Throws: as ``identify()``; `CouchError` with the node's status when it refuses.

@@ -152,6 +152,8 @@ actor PeerReplications {
         pairedCredentials[peer.uuid] = credential
         var peer = peer
         if let keyspaces = await ask(peer, credential: credential) { peer.record.databases = keyspaces }
+        // A pairing URL names an address, not the node: its welcome tells (at most 63 bytes, as DNS-SD's).
+        if let name = try? await asking[peer.uuid]?.name(), name.utf8.count <= 63 { peer.record.name = name }
         await start(peer, discovered: false)
     }
 

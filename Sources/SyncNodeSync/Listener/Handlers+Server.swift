@@ -7,10 +7,13 @@ extension Handlers {
     /// `GET /`: the welcome, with the node's stable UUID (clients key checkpoints on it).
     func welcome(_ request: Request) throws -> Response {
         guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-        return HTTP.json([
+        var welcome: [String: DocumentValue] = [
             "couchdb": "Welcome", "vendor": ["name": "SyncNode", "version": .string(Self.version)], "version": "3.3.3",
             "uuid": .string(directory.uuid), "features": ["access-ready"],
-        ])
+        ]
+        // The node's DNS-SD name, for peers that paired by URL (a URL carries none).
+        if let name = config.console?.name { welcome["name"] = .string(name) }
+        return HTTP.json(.dictionary(welcome))
     }
 
     /// The version the welcome and `/_node/info` report.
