@@ -163,7 +163,10 @@ extension Handlers {
             }
             let etag = "\"\(blob.digest)\""
             if request.headers[.ifNoneMatch] == etag { return Response(status: .notModified, headers: [.eTag: etag]) }
-            let headers: HTTPFields = [.contentType: blob.contentType, .eTag: etag, .contentLength: "\(size)"]
+            // Whoever stored it chose its type: an HTML or SVG attachment opens as an inert document,
+            // never as a page of this origin (where the dashboard's session cookie lives).
+            let headers: HTTPFields = [.contentType: blob.contentType, .eTag: etag, .contentLength: "\(size)",
+                                       .contentSecurityPolicy: "sandbox; default-src 'none'"]
             if request.method == .head { return Response(status: .ok, headers: headers) }
             return Response(status: .ok, headers: headers, body: Self.streaming(file, size: size))
         case .put:

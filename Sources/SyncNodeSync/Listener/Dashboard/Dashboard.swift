@@ -29,7 +29,6 @@ enum Dashboard {
         [
             .contentType: contentType,
             .contentSecurityPolicy: "default-src 'self'; img-src 'self' data:; style-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
-            HTTPField.Name("X-Content-Type-Options")!: "nosniff",
             HTTPField.Name("Referrer-Policy")!: "no-referrer",
         ]
     }
