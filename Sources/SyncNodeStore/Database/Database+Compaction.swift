@@ -9,16 +9,31 @@ extension Database {
     /// - Throws: ``StoreError/databaseClosed(_:)`` when the database is closed; ``StoreError/storage(_:)``
     ///   when SQLite fails (the vacuum included).
     public func compact() throws {
-        try compact(blobGracePeriod: 600)
+        try compact(blobGracePeriod: 600, progress: { _ in })
     }
 
-    func compact(blobGracePeriod: TimeInterval) throws {
+    /// Where a compaction is, as ``compact(progress:)`` reports it.
+    public enum CompactionStep: Sendable, Equatable {
+        /// Old bodies and unreferenced blobs: `done` of `of` collections.
+        case collections(done: Int, of: Int)
+        /// The file is being rewritten (SQLite's VACUUM, which tells no progress); the last step.
+        case vacuum
+    }
+
+    /// ``compact()``, calling `progress` as each collection is done and as the vacuum starts.
+    /// - Throws: as ``compact()``.
+    public func compact(progress: (CompactionStep) -> Void) throws {
+        try compact(blobGracePeriod: 600, progress: progress)
+    }
+
+    func compact(blobGracePeriod: TimeInterval, progress: (CompactionStep) -> Void = { _ in }) throws {
         let collections = try read { db in try Schema.allCollectionIDs(db) }.map(CollectionTables.init(id:))
         var droppedBodies = 0
         var deletedBlobs = 0
         try write { db in
             var referenced = Set<String>()
-            for tables in collections {
+            progress(.collections(done: 0, of: collections.count))
+            for (done, tables) in collections.enumerated() {
                 droppedBodies += try dropNonLeafBodies(db, tables)
                 for table in [tables.docs, tables.revs] {
                     // Canonical JSON writes blob metadata with sorted keys, so this finds every blob.
@@ -29,6 +44,7 @@ extension Database {
                         """)
                     referenced.formUnion(digests)
                 }
+                progress(.collections(done: done + 1, of: collections.count))
             }
             // A blob written by a save in progress (the sync layer stores attachment
             // content before the revision that refers to it) is young: keep blobs
@@ -39,6 +55,7 @@ extension Database {
                 deletedBlobs += 1
             }
         }
+        progress(.vacuum)
         try mappingVacuum()
         logger.info("compacted", metadata: ["database": "\(name)", "droppedBodies": "\(droppedBodies)", "deletedBlobs": "\(deletedBlobs)"])
     }
