@@ -166,6 +166,21 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
     /// - Throws: the errors of ``purge(id:)``.
     public func purge(_ document: Document) throws { try purge(id: document.id) }
 
+    /// Purges the document if every one of its leaf revisions is among `revisions`, checked and
+    /// done in one transaction (CouchDB's `_purge`: a leaf written meanwhile keeps it); returns
+    /// the leaves purged, empty when it was kept or does not exist.
+    /// - Throws: ``StoreError/collectionDeleted(_:)``, ``StoreError/databaseClosed(_:)``, ``StoreError/storage(_:)``.
+    package func purge(id: String, ifLeavesAmong revisions: Set<String>) throws -> [String] {
+        try checkLive()
+        return try database.write { db in
+            guard let row = try loadRow(db, id: id) else { return [] }
+            let tree = try row.tree()
+            let leaves = tree.leaves.map { tree.nodes[$0].rev }
+            guard leaves.allSatisfy(revisions.contains), try purgeRow(db, id: id) else { return [] }
+            return leaves.sorted()
+        }
+    }
+
     // MARK: - Expiration
 
     /// Sets when the document is purged automatically; nil clears it.

@@ -120,8 +120,8 @@ extension Handlers {
 
     /// `{"docid": ["rev", ...]}`: forgets documents as if they had never been written (no
     /// tombstone, nothing replicates). A document goes when the revisions listed include every
-    /// one of its leaves; one listing only some leaves keeps them all and is answered with the
-    /// revisions purged, none (the store purges whole documents).
+    /// one of its leaves (checked in the purge's transaction); one listing only some leaves keeps
+    /// them all and is answered with the revisions purged, none (the store purges whole documents).
     private func purge(_ request: Request, collection: DocumentCollection) async throws -> Response {
         let body = try await request.jsonObject(limit: bodyLimit)
         guard body.count <= 1000 else { throw CouchError.badRequest("purge at most 1000 documents per request") }
@@ -132,13 +132,7 @@ extension Handlers {
                 guard case .string(let rev) = item else { throw CouchError.badRequest("'\(id)': revisions are strings") }
                 return rev
             }
-            let leaves = Set(try collection.leafDocuments(id: id).compactMap(\.revisionID))
-            if !leaves.isEmpty, leaves.isSubset(of: revs) {
-                try collection.purge(id: id)
-                purged[id] = .array(leaves.sorted().map { .string($0) })
-            } else {
-                purged[id] = []
-            }
+            purged[id] = .array(try collection.purge(id: id, ifLeavesAmong: Set(revs)).map { .string($0) })
         }
         return HTTP.json(["purge_seq": .null, "purged": .dictionary(purged)], status: .created)
     }
