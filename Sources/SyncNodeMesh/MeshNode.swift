@@ -156,6 +156,8 @@ public final class MeshNode: Sendable {
                 }
                 for await _ in ticks {
                     await replications.refreshAsked()
+                    // `syncnode trust remove` edits the file under a running node.
+                    await replications.recheckTrust()
                     let now = Self.keyspaces(configuration)
                     guard now != advertised else { continue }
                     advertised = now

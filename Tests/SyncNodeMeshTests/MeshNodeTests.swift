@@ -51,6 +51,26 @@ import SyncNodeSync
         return try condition()
     }
 
+    /// A fingerprint removed from the trusted-peers file while the node runs (what `syncnode
+    /// trust remove` does from another process) stops the replications with that peer.
+    @Test func aPeerNoLongerTrustedIsNoLongerPulledFrom() async throws {
+        let a = try Node(name: "a"), b = try Node(name: "b")
+        try await a.mesh.start()
+        try await b.mesh.start()
+        let pairing = try #require(a.mesh.pairingURL)
+        try await b.mesh.pair(with: pairing)
+        try a.collection().save(try MutableDocument(id: "before", data: ["n": 1]))
+        #expect(try await eventually { try b.collection().document(id: "before") != nil })
+
+        #expect(try TrustStore(directory: b.directory).remove(fingerprint: try #require(pairing.fingerprint)))
+        #expect(try await eventually { b.mesh.peers.first?.trusted == false })
+        try a.collection().save(try MutableDocument(id: "after", data: ["n": 2]))
+        try await Task.sleep(for: .seconds(2))
+        #expect(try b.collection().document(id: "after") == nil, "B pulls no more from a peer it does not trust")
+        await b.mesh.stop()
+        await a.mesh.stop()
+    }
+
     @Test func aPairedNodeSyncsEveryCollectionBothWaysWithPresence() async throws {
         let a = try Node(name: "a"), b = try Node(name: "b")
         try a.collection().save(try MutableDocument(id: "hello", data: ["from": "a"]))

@@ -75,6 +75,20 @@ actor PeerReplications {
         }
     }
 
+    /// Stops syncing with each peer whose certificate is trusted no more (its fingerprint
+    /// removed from the trusted-peers file, by `syncnode trust remove` or another process).
+    func recheckTrust() async {
+        for (uuid, running) in syncs {
+            guard let fingerprint = running.peer.record.fingerprint,
+                  configuration.trust.principal(clientFingerprint: fingerprint) == nil,
+                  syncs[uuid] != nil else { continue }
+            configuration.logger.notice("a peer is no longer trusted: its replications stop", metadata: ["peer": "\(running.peer.name)"])
+            await stop(uuid)
+            board.update(uuid, make: { nil }) { $0?.trusted = false }
+            emit(.peerRefused(running.peer, reason: configuration.trust.refusal(fingerprint: fingerprint, uuid: uuid)))
+        }
+    }
+
     /// This node's keyspaces changed: sync the new ones with the peers that share them.
     func keyspacesChanged() {
         for (_, running) in syncs { startMissing(running.peer) }
