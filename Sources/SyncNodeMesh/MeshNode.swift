@@ -67,11 +67,7 @@ public final class MeshNode: Sendable {
         for name in configuration.directory.openDatabaseNames() {
             var all = [name]
             if let db = try? configuration.directory.database(name) {
-                for scope in (try? db.scopes()) ?? [] {
-                    for collection in (try? scope.collections()) ?? [] where collection.fullName != "_default._default" {
-                        all.append("\(name).\(collection.fullName)")
-                    }
-                }
+                all += ((try? db.allCollections()) ?? []).map { Keyspace($0).name }.filter { $0 != name }
             }
             out += all.filter(configuration.shares)
         }

@@ -359,6 +359,12 @@ public final class Database: Sendable {
         try read { db in try Schema.scopeNames(db) }.map { Scope(name: $0, database: self) }
     }
 
+    /// Every collection of every scope, scope by scope.
+    /// - Throws: ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``.
+    public func allCollections() throws -> [DocumentCollection] {
+        try scopes().flatMap { try $0.collections() }
+    }
+
     /// The scope, or nil when it holds no collection.
     /// - Throws: ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``.
     public func scope(name: String) throws -> Scope? {

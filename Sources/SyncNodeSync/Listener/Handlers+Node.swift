@@ -130,15 +130,11 @@ extension Handlers {
         var out: [DocumentValue] = []
         for name in directory.databaseNames().filter(isServed) {
             guard let db = try directory.database(name) else { continue }
-            var collections: [DocumentValue] = []
-            for scope in try db.scopes() {
-                for c in try scope.collections() {
-                    collections.append([
-                        "keyspace": .string(c.fullName == "_default._default" ? name : "\(name).\(c.fullName)"),
-                        "scope": .string(c.scopeName), "name": .string(c.name),
-                        "doc_count": .int(Int64(try c.count)), "update_seq": .int(try c.lastSequence()),
-                    ])
-                }
+            let collections: [DocumentValue] = try db.allCollections().map { c in
+                [
+                    "keyspace": .string(Keyspace(c).name), "scope": .string(c.scopeName), "name": .string(c.name),
+                    "doc_count": .int(Int64(try c.count)), "update_seq": .int(try c.lastSequence()),
+                ]
             }
             let size = db.size()
             out.append([
@@ -180,13 +176,10 @@ extension Handlers {
     private func keyspaces(readableBy principal: Principal) throws -> [String] {
         var out: [String] = []
         for name in directory.databaseNames().filter(isServed) where try access(of: principal, to: name) >= .reader {
+            // The database's own name first: its default collection is there even when empty.
             out.append(name)
             guard let db = try directory.database(name) else { continue }
-            for scope in try db.scopes() {
-                for collection in try scope.collections() where collection.fullName != "_default._default" {
-                    out.append("\(name).\(collection.fullName)")
-                }
-            }
+            out += try db.allCollections().map { Keyspace($0).name }.filter { $0 != name }
         }
         return out
     }

@@ -114,7 +114,7 @@ final class NodeMetrics: Sendable {
 
     /// Counts the writes to `database`'s collections from now on (once per collection), by origin.
     private func watchWrites(_ database: Database) {
-        let collections = (try? database.scopes().flatMap { try $0.collections() }) ?? []
+        let collections = (try? database.allCollections()) ?? []
         for collection in collections {
             // The UUID too: a database deleted and made again under its name has new collections to watch.
             let key = "\(database.uuid)\u{0}\(collection.fullName)"

@@ -18,6 +18,16 @@ package struct Keyspace: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The keyspace that names `collection`: its database alone for a default collection.
+    package init(_ collection: DocumentCollection) {
+        let isDefault = collection.scopeName == Names.defaultScope && collection.name == Names.defaultCollection
+        self.init(database: collection.database.name, scope: isDefault ? nil : collection.scopeName,
+                  collection: isDefault ? nil : collection.name)
+    }
+
+    /// As it is written: `default`, or `default.app.notes`.
+    package var name: String { scope == nil ? database : description }
+
     /// The default collection of the database `default`, which a node always serves.
     package static let defaultDatabase = Keyspace(database: "default", scope: nil, collection: nil)
 

@@ -76,11 +76,11 @@ public final class ReplicationTasks: Sendable {
             guard s.running[key] == nil else { return }
             s.next += 1
             let config = replicator.config
-            let local = Self.keyspace(config.collection)
+            let local = Keyspace(config.collection).name
             let remote: String
             switch config.target {
             case .url(let url): remote = WireURL.redacted(url)
-            case .collection(let collection): remote = Self.keyspace(collection)
+            case .collection(let collection): remote = Keyspace(collection).name
             }
             let (source, target, direction) = switch config.replicatorType {
             case .pull: (remote, local, "pull")
@@ -130,17 +130,10 @@ public final class ReplicationTasks: Sendable {
     /// What every task listed so far moved, the ended ones included.
     public var totals: ReplicationResult {
         state.withLock { s in
-            s.running.values.reduce(s.ended) { sum, entry in
-                let result = entry.replicator.status.result
-                return ReplicationResult(pushed: sum.pushed + result.pushed, pulled: sum.pulled + result.pulled, failed: sum.failed + result.failed)
-            }
+            s.running.values.reduce(into: s.ended) { sum, entry in sum.add(entry.replicator.status.result) }
         }
     }
 
     /// The tasks that ended, newest first.
     public var recent: [ReplicationTask] { state.withLock { $0.recent } }
-
-    private static func keyspace(_ collection: DocumentCollection) -> String {
-        collection.fullName == "_default._default" ? collection.database.name : "\(collection.database.name).\(collection.fullName)"
-    }
 }

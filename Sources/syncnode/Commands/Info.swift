@@ -14,24 +14,20 @@ struct Info: ParsableCommand {
     func run() throws {
         let directory = try NodeDirectory(url: node.directoryURL)
         // The identity is made by the first serve: info does not make one.
-        let hasIdentity = FileManager.default.fileExists(atPath: directory.url.appendingPathComponent(".node/tls").path)
         Output.line([
             "node": .string(directory.uuid), "directory": .string(directory.url.path),
-            "fingerprint": hasIdentity ? .string(try directory.tlsIdentity().fingerprint) : .null,
+            "fingerprint": try directory.existingTLSIdentity().map { .string($0.fingerprint) } ?? .null,
         ])
         for name in directory.databaseNames() {
             let db = try node.open(database: name, create: false)
             defer { try? db.close() }
-            var collections: [DocumentValue] = []
-            for scope in try db.scopes() {
-                for collection in try scope.collections() {
-                    let indexes: [DocumentValue] = try collection.indexDefinitions.map { ["name": .string($0.name), "definition": IndexCommand.describe($0.definition)] }
-                    collections.append([
-                        "collection": .string(collection.fullName), "documents": .int(Int64(try collection.count)),
-                        "deleted": .int(Int64(try collection.deletedCount())), "last_sequence": .int(try collection.lastSequence()),
-                        "indexes": .array(indexes),
-                    ])
-                }
+            let collections: [DocumentValue] = try db.allCollections().map { collection in
+                let indexes: [DocumentValue] = try collection.indexDefinitions.map { ["name": .string($0.name), "definition": IndexCommand.describe($0.definition)] }
+                return [
+                    "collection": .string(collection.fullName), "documents": .int(Int64(try collection.count)),
+                    "deleted": .int(Int64(try collection.deletedCount())), "last_sequence": .int(try collection.lastSequence()),
+                    "indexes": .array(indexes),
+                ]
             }
             let size = db.size()
             Output.line([

@@ -7,5 +7,5 @@ extension Keyspace: ExpressibleByArgument {
     package init?(argument: String) { self.init(argument) }
 
     /// As it is typed: `default`, not `default._default._default`.
-    package var defaultValueDescription: String { scope == nil ? database : description }
+    package var defaultValueDescription: String { name }
 }
