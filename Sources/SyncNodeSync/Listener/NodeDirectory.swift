@@ -58,9 +58,16 @@ public final class NodeDirectory: Sendable {
     /// - Throws: ``SyncError/invalidIdentity(_:)`` when the saved files cannot be read or do not match, or a
     ///   new identity cannot be saved.
     public func tlsIdentity() throws -> TLSIdentity {
-        try TLSIdentity.persistent(in: url.appendingPathComponent(".node/tls", isDirectory: true), commonName: "syncnode",
-                                   hosts: { Self.certificateHosts() })
+        try TLSIdentity.persistent(in: tlsDirectory, commonName: "syncnode", hosts: { Self.certificateHosts() })
     }
+
+    /// The node's TLS identity when one was made (by `serve` or `identity`), without making one.
+    /// - Throws: as ``tlsIdentity()``, when the saved files cannot be read or do not match.
+    public func existingTLSIdentity() throws -> TLSIdentity? {
+        FileManager.default.fileExists(atPath: tlsDirectory.path) ? try tlsIdentity() : nil
+    }
+
+    private var tlsDirectory: URL { url.appendingPathComponent(".node/tls", isDirectory: true) }
 
     /// Retires the node's TLS identity and makes a new one; returns the retired
     /// fingerprint (nil when there was none) and the new identity. The retired
@@ -70,7 +77,7 @@ public final class NodeDirectory: Sendable {
     /// - Throws: ``SyncError/invalidIdentity(_:)`` when the old files cannot be moved aside or the new
     ///   identity cannot be saved.
     public func rotateTLSIdentity() throws -> (retired: String?, identity: TLSIdentity) {
-        let folder = url.appendingPathComponent(".node/tls", isDirectory: true)
+        let folder = tlsDirectory
         var retired: String?
         if FileManager.default.fileExists(atPath: folder.path) {
             retired = try? tlsIdentity().fingerprint
