@@ -40,11 +40,11 @@ final class NodeMetrics: Sendable {
 
     /// One answered request: its method, status and the time to its response head.
     func request(method: String, status: Int, duration: Duration) {
-        let key = "\(method) \(status)"
+        // Methods are the client's to invent: only the usual ones get a series (and a key) of their own.
+        let known = Self.methods.contains(method) ? method : "other"
+        let key = "\(known) \(status)"
         let counter = state.withLock { s in
             if let counter = s.requestCounters[key] { return counter }
-            // Methods are the client's to invent: only the usual ones get a series of their own.
-            let known = ["GET", "HEAD", "POST", "PUT", "DELETE", "COPY", "OPTIONS"].contains(method) ? method : "other"
             let counter = CoreMetrics.Counter(label: "syncnode_http_requests_total", dimensions: [("method", known), ("status", "\(status)")], factory: factory)
             s.requestCounters[key] = counter
             return counter
@@ -53,7 +53,9 @@ final class NodeMetrics: Sendable {
         latency.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 
-    /// Documents sent to clients (a document GET, `_bulk_get`, `_all_docs` with bodies).
+    private static let methods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "COPY", "OPTIONS"]
+
+    /// Documents sent to clients (a document GET, `_bulk_get`).
     func documentsRead(_ count: Int) {
         guard count > 0 else { return }
         documentsReadCounter.increment(by: count)
@@ -72,11 +74,12 @@ final class NodeMetrics: Sendable {
             gauges.append(("syncnode_blob_size_bytes", [("database", name)], Double(size.blobs)))
             watchWrites(db)
         }
-        for task in tasks.running {
+        let running = tasks.running
+        for task in running {
             let lag = max(0, task.status.progress.total - task.status.progress.completed)
             gauges.append(("syncnode_replication_lag_changes", [("source", task.source), ("target", task.target)], Double(lag)))
         }
-        gauges.append(("syncnode_replications_running", [], Double(tasks.running.count)))
+        gauges.append(("syncnode_replications_running", [], Double(running.count)))
         gauges.append(("syncnode_open_connections", [], Double(listener.activeConnections)))
         if case .array(let all)? = peers {
             let trusted = all.filter { if case .dictionary(let p) = $0, case .bool(true)? = p["trusted"] { true } else { false } }.count
