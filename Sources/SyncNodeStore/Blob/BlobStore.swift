@@ -160,6 +160,13 @@ final class BlobStore: Sendable {
         (try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: target.path)) != nil
     }
 
+    /// The bytes of every blob (not their MD5 sidecars or files being written).
+    func totalBytes() -> Int {
+        allDigests().reduce(0) { sum, digest in
+            sum + (fileURL(digest: digest).flatMap { (try? FileManager.default.attributesOfItem(atPath: $0.path))?[.size] as? Int } ?? 0)
+        }
+    }
+
     func allDigests() -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         return names.compactMap(Self.digest(fileName:))

@@ -19,9 +19,7 @@ extension Database {
         let manager = FileManager.default
         func bytes(_ path: String) -> Int { ((try? manager.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0 }
         let file = path.appendingPathComponent(Self.fileName).path
-        let blobDirectory = path.appendingPathComponent("blobs").path
-        let blobs = countingBlobs ? ((try? manager.contentsOfDirectory(atPath: blobDirectory)) ?? []).reduce(0) { $0 + bytes(blobDirectory + "/" + $1) } : 0
-        return DatabaseSize(file: bytes(file) + bytes(file + "-wal"), blobs: blobs)
+        return DatabaseSize(file: bytes(file) + bytes(file + "-wal"), blobs: countingBlobs ? blobStore.totalBytes() : 0)
     }
 
     /// How many generations of history each document keeps (CouchDB's `_revs_limit`): the

@@ -13,12 +13,12 @@ extension Handlers {
             let seq = try c.lastSequence()
             let count = try c.count
             // The file alone: clients ask this often, and the blob files would all be listed.
-            let size = c.database.size(countingBlobs: false)
+            let size = c.database.size(countingBlobs: false).file
             return HTTP.json([
                 "db_name": .string(keyspace), "doc_count": .int(Int64(count)), "doc_del_count": .int(Int64(try c.deletedCount())),
                 "update_seq": .int(seq), "committed_update_seq": .int(seq), "purge_seq": 0,
                 "instance_start_time": "0", "compact_running": .bool(compactions.isRunning(c.database.name)), "disk_format_version": 8,
-                "sizes": ["file": .int(Int64(size.total)), "external": .int(Int64(size.total)), "active": .int(Int64(size.total))],
+                "sizes": ["file": .int(Int64(size)), "external": .int(Int64(size)), "active": .int(Int64(size))],
                 "props": [:],
             ])
         case .put:
