@@ -90,11 +90,9 @@ public final class ReplicationTasks: Sendable {
             let task = ReplicationTask(
                 id: "\(s.next)", source: source, target: target, direction: direction, continuous: config.continuous,
                 startedOn: Date(), updatedOn: Date(), status: replicator.status)
-            let token = replicator.addChangeListener { [weak self] change in
-                self?.state.withLock { s in
-                    s.running[key]?.task.status = change.status
-                    s.running[key]?.task.updatedOn = Date()
-                }
+            // Its status is read from it when asked; only the time of the last change is kept.
+            let token = replicator.addChangeListener { [weak self] _ in
+                self?.state.withLock { $0.running[key]?.task.updatedOn = Date() }
             }
             s.running[key] = Entry(task: task, replicator: replicator, token: token)
         }
@@ -106,9 +104,7 @@ public final class ReplicationTasks: Sendable {
             guard var entry = s.running.removeValue(forKey: ObjectIdentifier(replicator)) else { return nil }
             entry.task.status = replicator.status
             entry.task.endedOn = Date()
-            s.ended.pushed += entry.task.status.result.pushed
-            s.ended.pulled += entry.task.status.result.pulled
-            s.ended.failed += entry.task.status.result.failed
+            s.ended.add(entry.task.status.result)
             s.recent.insert(entry.task, at: 0)
             if s.recent.count > keepRecent { s.recent.removeLast(s.recent.count - keepRecent) }
             return entry

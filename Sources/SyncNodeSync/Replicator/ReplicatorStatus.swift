@@ -57,6 +57,13 @@ public struct ReplicationResult: Sendable, Equatable {
         self.pulled = pulled
         self.failed = failed
     }
+
+    /// Adds `other`'s counts to these.
+    mutating func add(_ other: ReplicationResult) {
+        pushed += other.pushed
+        pulled += other.pulled
+        failed += other.failed
+    }
 }
 
 /// A status change, as change listeners receive it.
