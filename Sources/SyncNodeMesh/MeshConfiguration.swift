@@ -119,4 +119,10 @@ public struct MeshConfiguration: Sendable {
         self.listener = listener
         self.trust = trust
     }
+
+    /// The certificate the node presents to peers as a client: the one its listener serves
+    /// (imported, or the node's own); nil over plain HTTP.
+    func clientIdentity() throws -> TLSIdentity? {
+        listener.disableTLS ? nil : try listener.tlsIdentity ?? directory.tlsIdentity()
+    }
 }

@@ -24,7 +24,7 @@ final class PeerReplication: Sendable {
         var config = ReplicatorConfiguration(collection: collection, target: .url(url))
         config.replicatorType = type
         // The node signs in with its certificate too: a peer that trusts it needs no password.
-        config.clientIdentity = configuration.listener.disableTLS ? nil : try configuration.listener.tlsIdentity ?? configuration.directory.tlsIdentity()
+        config.clientIdentity = try configuration.clientIdentity()
         config.continuous = true
         config.conflictResolver = configuration.conflictResolver
         config.acceptOnlySelfSignedServerCertificate = trustOnFirstUse

@@ -67,8 +67,7 @@ actor PeerReplications {
             // Lost while an earlier peer was handled (this actor awaits in between): left alone.
             guard seen[uuid] != nil else { continue }
             if !configuration.trust.admit(fingerprint: fingerprint, uuid: uuid, name: entry.peer.name) {
-                await stop(uuid)
-                board.update(uuid, make: { nil }) { $0?.trusted = false }
+                await untrusted(entry.peer)
             } else {
                 await start(entry.peer, discovered: entry.discovered)
             }
@@ -82,11 +81,18 @@ actor PeerReplications {
             guard let fingerprint = running.peer.record.fingerprint,
                   configuration.trust.principal(clientFingerprint: fingerprint) == nil,
                   syncs[uuid] != nil else { continue }
-            configuration.logger.notice("a peer is no longer trusted: its replications stop", metadata: ["peer": "\(running.peer.name)"])
-            await stop(uuid)
-            board.update(uuid, make: { nil }) { $0?.trusted = false }
-            emit(.peerRefused(running.peer, reason: configuration.trust.refusal(fingerprint: fingerprint, uuid: uuid)))
+            await untrusted(running.peer)
         }
+    }
+
+    /// `peer` is trusted no more: its replications stop, and the board and the events say so.
+    private func untrusted(_ peer: Peer) async {
+        if syncs[peer.uuid] != nil {
+            configuration.logger.notice("a peer is no longer trusted: its replications stop", metadata: ["peer": "\(peer.name)"])
+            await stop(peer.uuid)
+        }
+        board.update(peer.uuid, make: { nil }) { $0?.trusted = false }
+        emit(.peerRefused(peer, reason: configuration.trust.refusal(fingerprint: peer.record.fingerprint, uuid: peer.uuid)))
     }
 
     /// This node's keyspaces changed: sync the new ones with the peers that share them.
@@ -177,7 +183,7 @@ actor PeerReplications {
         let probe = asking[peer.uuid] ?? NodeProbe(
             scheme: "https", host: peer.host, port: peer.port, fingerprint: peer.record.fingerprint,
             authenticator: credential, timeout: .seconds(5),
-            clientIdentity: configuration.listener.disableTLS ? nil : try? configuration.listener.tlsIdentity ?? configuration.directory.tlsIdentity())
+            clientIdentity: try? configuration.clientIdentity())
         asking[peer.uuid] = probe
         return try? await probe.keyspaces()
     }
