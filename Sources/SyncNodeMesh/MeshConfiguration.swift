@@ -35,7 +35,11 @@ public struct MeshConfiguration: Sendable {
     public func shares(_ keyspace: String) -> Bool {
         guard let shared else { return true }
         guard let parsed = Keyspace(keyspace) else { return false }
-        return shared.contains(parsed.database) || shared.contains(keyspace)
+        // Compared as keyspaces, not text: `db._default._default` names db's default collection.
+        return shared.contains { entry in
+            guard let named = Keyspace(entry) else { return false }
+            return named.scope == nil ? named.database == parsed.database : named.description == parsed.description
+        }
     }
     /// Whom the node replicates with and who may sign in by certificate: fingerprints, the
     /// trusted-peers file, trust on first use (see ``TrustStore``).

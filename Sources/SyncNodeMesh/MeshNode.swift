@@ -95,11 +95,15 @@ public final class MeshNode: Sendable {
     /// Starts listening, advertising, browsing and syncing; returns once the listener is bound.
     /// Calling it again while started does nothing.
     /// - Throws: what ``Listener/start()`` throws (the port is taken, the identity is unusable);
-    ///   ``SyncError`` when the shared databases cannot be opened.
+    ///   ``SyncError/invalidConfiguration(_:)`` for a ``MeshConfiguration/shared`` entry that names no
+    ///   keyspace; the store's error when a shared database cannot be opened or made.
     public func start() async throws {
         guard running.withLock({ $0 == nil }) else { return }
         for name in configuration.shared ?? [] {
-            guard let keyspace = Keyspace(name), let db = try configuration.directory.database(keyspace.database, create: true) else { continue }
+            guard let keyspace = Keyspace(name) else {
+                throw SyncError.invalidConfiguration("shared: '\(name)' is neither a database name nor db.scope.collection")
+            }
+            guard let db = try configuration.directory.database(keyspace.database, create: true) else { continue }
             if let collection = keyspace.collection { _ = try db.createCollection(name: collection, scope: keyspace.scope) }
         }
         try await listener.start()

@@ -176,6 +176,16 @@ import SyncNodeSync
         await a.mesh.stop()
     }
 
+    /// `shared` entries are keyspaces, however written; one that names none stops the start.
+    @Test func sharedEntriesAreComparedAsKeyspaces() async throws {
+        let config = try Node(name: "a", shared: ["db", "other._default._default", "x.s.c"]).mesh.configuration
+        #expect(config.shares("db") && config.shares("db.s.c"))
+        #expect(config.shares("other") && !config.shares("other.s.c"), "the default collection alone")
+        #expect(config.shares("x.s.c") && !config.shares("x") && !config.shares("x.s.d"))
+        let bad = try Node(name: "b", shared: ["a.b"])
+        await #expect(throws: SyncError.self) { try await bad.mesh.start() }
+    }
+
     /// A node made from databases the app has open serves those objects: the app's own change
     /// listener hears a document a peer sends.
     @Test func aNodeServesTheDatabasesTheAppHasOpen() async throws {
