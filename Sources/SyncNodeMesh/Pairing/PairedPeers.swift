@@ -13,23 +13,28 @@ struct PairedPeers: Sendable {
     }
 
     /// The saved pairing URLs; a file that cannot be read counts as none (the peers are still
-    /// trusted, and pairing again restores it).
+    /// trusted, and pairing again restores them).
     func load() -> [PairingURL] {
-        guard let data = FileManager.default.contents(atPath: file.path),
-              case .array(let entries)? = try? DocumentValue(json: String(decoding: data, as: UTF8.self)) else { return [] }
-        return entries.compactMap { $0.stringValue.flatMap { try? PairingURL(string: $0) } }
+        (try? saved()) ?? []
     }
 
-    /// Saves `url`, replacing an earlier one of the same peer.
-    /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the file cannot be written.
+    /// Saves `url`, replacing an earlier one of the same peer. Locked against another process
+    /// pairing at the same moment; a file that does not parse is left alone, not overwritten
+    /// with this pairing alone.
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the file cannot be read, locked or written.
     func save(_ url: PairingURL) throws {
-        let kept = load().filter { $0.uuid != url.uuid } + [url]
-        let text = DocumentValue.array(kept.map { .string($0.url.absoluteString) }).toJSON() + "\n"
-        let temporary = file.appendingPathExtension("tmp")
-        guard FileManager.default.createFile(atPath: temporary.path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]),
-              rename(temporary.path, file.path) == 0 else {
-            try? FileManager.default.removeItem(at: temporary)
-            throw SyncError.invalidConfiguration("cannot write the paired peers \(file.path)")
+        try FileLock.withLock(beside: file) {
+            let kept = try saved().filter { $0.uuid != url.uuid } + [url]
+            try PrivateFile.write(DocumentValue.array(kept.map { .string($0.url.absoluteString) }).toJSON() + "\n", to: file)
         }
+    }
+
+    /// The file's URLs (none when there is no file).
+    private func saved() throws -> [PairingURL] {
+        guard let data = FileManager.default.contents(atPath: file.path) else { return [] }
+        guard case .array(let entries)? = try? DocumentValue(json: String(decoding: data, as: UTF8.self)) else {
+            throw SyncError.invalidConfiguration("\(file.path) is not a JSON array of pairing URLs: fix or remove it")
+        }
+        return entries.compactMap { $0.stringValue.flatMap { try? PairingURL(string: $0) } }
     }
 }

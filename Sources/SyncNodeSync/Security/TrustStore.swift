@@ -209,13 +209,7 @@ public final class TrustStore: Sendable {
     }
 
     private static func replace(_ file: URL, with lines: [String]) throws {
-        let text = lines.map { $0 + "\n" }.joined()
-        let temporary = file.deletingLastPathComponent().appendingPathComponent(".trusted-peers-\(UUID().uuidString)")
-        guard FileManager.default.createFile(atPath: temporary.path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]),
-              rename(temporary.path, file.path) == 0 else {
-            try? FileManager.default.removeItem(at: temporary)
-            throw SyncError.invalidConfiguration("cannot write \(file.path)")
-        }
+        try PrivateFile.write(lines.map { $0 + "\n" }.joined(), to: file)
     }
 
     private static func now() -> String { ISO8601DateFormatter().string(from: Date()) }

@@ -182,15 +182,8 @@ public final class UserStore: Sendable {
             ]
         }
         let text = DocumentValue.dictionary(["users": .dictionary(object)]).toJSON() + "\n"
-        // Written beside and renamed over: a reader sees the old file or the new, never half of one.
-        let temporary = file.deletingLastPathComponent().appendingPathComponent(".users-\(UUID().uuidString).json")
-        guard FileManager.default.createFile(atPath: temporary.path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
-            throw SyncError.invalidConfiguration("cannot write \(temporary.path)")
-        }
-        guard rename(temporary.path, file.path) == 0 else {
-            try? FileManager.default.removeItem(at: temporary)
-            throw SyncError.invalidConfiguration("cannot replace \(file.path): \(String(cString: strerror(errno)))")
-        }
+        // A reader sees the old file or the new, never half of one.
+        try PrivateFile.write(text, to: file)
         loaded.withLock { $0 = Loaded() }
     }
 
