@@ -55,7 +55,7 @@ public actor NodeProbe {
         authorization = authenticator?.authorizationHeader
     }
 
-    /// Asks once. A 401 or 429 answer is ``Answer/unauthorized`` (and the credentials are dropped), not
+    /// Asks once. A 401 (whose credentials are dropped) or 429 answer is ``Answer/unauthorized``, not
     /// an error.
     /// - Throws: `SyncError.invalidIdentity` for a certificate other than the pinned one;
     ///   `SyncError.connectionFailed` or the HTTP client's error when the node cannot be reached;
@@ -101,7 +101,9 @@ public actor NodeProbe {
         let response = try await client.execute(request, timeout: .init(timeout))
         let body = try await response.body.collect(upTo: 1 << 20)
         // Credentials the node refused are not sent again (each refusal counts against its login limit).
-        if response.status == .unauthorized || response.status == .tooManyRequests { authorization = nil }
+        // A 429 only says "slower": the credentials may be right, and a probe kept for a paired
+        // peer would otherwise ask without them for good.
+        if response.status == .unauthorized { authorization = nil }
         return (response.status, try? DocumentValue(json: String(buffer: body)))
     }
 
