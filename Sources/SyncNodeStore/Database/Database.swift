@@ -134,17 +134,15 @@ public final class Database: Sendable {
 
     /// Removes a database's directory: renamed out of the way first (one atomic step, so the
     /// name is gone at once and nothing a straggler writes can bring it back), then deleted.
-    /// A removal that keeps failing (a request still writing into it) is tried again a few
-    /// times, then left to the next ``removeDeletedLeftovers(in:)``: the database is gone either way.
+    /// A removal that fails (a request still writing into it) is left to the next
+    /// ``removeDeletedLeftovers(in:)``, not waited for (callers hold the open/delete lock):
+    /// the database is gone either way.
     static func remove(_ dir: URL) throws {
         let doomed = dir.deletingLastPathComponent().appendingPathComponent(".deleted-\(UUID().uuidString)")
         guard rename(dir.path, doomed.path) == 0 else {
             throw StoreError.io("deleting \(dir.path): \(String(cString: strerror(errno)))")
         }
-        for attempt in 1...5 {
-            if (try? FileManager.default.removeItem(at: doomed)) != nil { return }
-            Thread.sleep(forTimeInterval: 0.02 * Double(attempt))
-        }
+        try? FileManager.default.removeItem(at: doomed)
     }
 
     /// Removes what deletions left behind in `directory` (see ``delete(name:directory:)``).
