@@ -34,7 +34,7 @@ struct Import: ParsableCommand {
             // A pipeline: this thread reads a batch and canonicalizes it on every
             // core while the writer commits the previous batch.
             // A file's size gives a bar; stdin only counts.
-            let size = file == "-" ? nil : (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? nil
+            let size = file == "-" ? nil : (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int
             let progress = ProgressLine(label: "import")
             defer { progress.finish() }
             var reader = LineReader(handle: handle)

@@ -21,9 +21,14 @@ struct Purge: ParsableCommand {
         defer { try? db.close() }
         var missing = 0
         for id in ids {
-            let exists = try !collection.leafDocuments(id: id).isEmpty
-            if exists { try collection.purge(id: id) } else { missing += 1 }
-            Output.line(["id": .string(id), "purged": .bool(exists)])
+            var purged = true
+            do {
+                try collection.purge(id: id)
+            } catch StoreError.notFound {
+                purged = false
+                missing += 1
+            }
+            Output.line(["id": .string(id), "purged": .bool(purged)])
         }
         if missing > 0 { throw CLIError.user("\(missing) of \(ids.count) IDs named no document in \(keyspace)") }
     }
