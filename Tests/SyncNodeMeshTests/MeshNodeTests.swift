@@ -200,6 +200,8 @@ import SyncNodeSync
         }
         defer { token.remove() }
         var config = try MeshConfiguration(databases: [notes])
+        // The node uses the app's object itself (its listener would also hear a second one on the file).
+        #expect(try config.directory.database("default") === notes)
         config.listener.host = "127.0.0.1"
         config.advertise = false
         config.browse = false
