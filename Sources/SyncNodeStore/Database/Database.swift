@@ -237,8 +237,8 @@ public final class Database: Sendable {
     /// - Throws: whatever `body` throws; ``StoreError/databaseClosed(_:)`` or ``StoreError/storage(_:)``
     ///   when the checkpoint setting cannot be changed (a failure of the final checkpoint is ignored).
     public func withBulkWrites<T>(_ body: () throws -> T) throws -> T {
-        try setCheckpointPages(Self.bulkCheckpointPages)
-        defer { try? endBulkWrites() }
+        let checkpointer = try beginBulkWrites()
+        defer { endBulkWrites(checkpointer) }
         return try body()
     }
 
@@ -246,8 +246,8 @@ public final class Database: Sendable {
     /// - Throws: whatever `body` throws; ``StoreError/databaseClosed(_:)`` or ``StoreError/storage(_:)``
     ///   when the checkpoint setting cannot be changed.
     public func withBulkWrites<T>(_ body: () async throws -> T) async throws -> T {
-        try setCheckpointPages(Self.bulkCheckpointPages)
-        defer { try? endBulkWrites() }
+        let checkpointer = try beginBulkWrites()
+        defer { endBulkWrites(checkpointer) }
         return try await body()
     }
 
@@ -259,9 +259,16 @@ public final class Database: Sendable {
         try mappingErrors { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = \(pages)") } }
     }
 
-    private func endBulkWrites() throws {
-        try setCheckpointPages(Self.checkpointPages)
-        try mappingErrors { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") } }
+    private func beginBulkWrites() throws -> BackgroundCheckpointer? {
+        try setCheckpointPages(Self.bulkCheckpointPages)
+        // Without it the bulk work still runs; the whole copy then waits for the end.
+        return try? BackgroundCheckpointer(path: path.appendingPathComponent(Self.fileName).path)
+    }
+
+    private func endBulkWrites(_ checkpointer: BackgroundCheckpointer?) {
+        checkpointer?.stop()
+        try? setCheckpointPages(Self.checkpointPages)
+        try? mappingErrors { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") } }
     }
 
     // MARK: - Collections
