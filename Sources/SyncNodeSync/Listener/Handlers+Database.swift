@@ -323,12 +323,14 @@ extension Handlers {
         let body = try await request.jsonObject(limit: bodyLimit)
         guard case .array(let asked)? = body["docs"] else { throw CouchError.badRequest("POST body must include a `docs` array") }
         // Each revision's wire JSON is spliced in as text: no parse and re-serialization per document.
-        var json = JSONWriter()
+        var answer = ChunkedJSONBody()
+        var json = ChunkedJSONBody.writer()
         json.writeRaw(#"{"results":["#)
         var served = 0
         // One read transaction for the batch, not one per document.
         try collection.inSnapshot {
             for (index, item) in asked.enumerated() {
+                answer.spill(&json)
                 if index > 0 { json.writeRaw(",") }
                 guard case .dictionary(let spec) = item, case .string(let id)? = spec["id"] else {
                     json.writeRaw(#"{"id":null,"docs":[{"error":{"id":null,"rev":null,"error":"bad_request","reason":"each entry needs an id"}}]}"#)
@@ -373,6 +375,6 @@ extension Handlers {
         }
         json.writeRaw("]}")
         metrics.documentsRead(served)
-        return Response(status: .ok, headers: [.contentType: HTTP.json], body: .init(byteBuffer: ByteBuffer(bytes: json.bytes)))
+        return answer.response(finishing: &json)
     }
 }
