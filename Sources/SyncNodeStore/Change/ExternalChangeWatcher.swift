@@ -19,6 +19,7 @@ final class ExternalChangeWatcher: Sendable {
         weak var database: Database?
         var seen: [Int64: Int64] = [:]
         var subscription: DirectoryWriteMonitor.Subscription?
+        var paused = false
         var timer: SendableDispatchSource<any DispatchSourceTimer>?
     }
 
@@ -31,9 +32,7 @@ final class ExternalChangeWatcher: Sendable {
 
     func start(database: Database) throws {
         let counters = try database.read { db in try Self.counters(db) }
-        let subscription = DirectoryWriteMonitor.shared?.subscribe(directory: database.path.path) { [self] in
-            queue.async { [self] in poll() }
-        }
+        let subscription = subscribe(database)
         let timer = subscription == nil ? makeTimer() : nil
         state.withLock { s in
             s.database = database
@@ -41,6 +40,37 @@ final class ExternalChangeWatcher: Sendable {
             s.subscription = subscription
             s.timer = timer
         }
+    }
+
+    private func subscribe(_ database: Database) -> DirectoryWriteMonitor.Subscription? {
+        DirectoryWriteMonitor.shared?.subscribe(directory: database.path.path) { [self] in
+            queue.async { [self] in poll() }
+        }
+    }
+
+    /// Stops watching the directory (not the timer, where there is one) while this
+    /// process writes in bulk; other processes' commits meanwhile are found by ``resume()``.
+    func pause() {
+        let subscription = state.withLock { s in
+            defer { s.subscription = nil }
+            s.paused = s.subscription != nil
+            return s.subscription
+        }
+        subscription?.cancel()
+    }
+
+    /// Watches again after ``pause()``, and looks for commits made while it did not.
+    func resume() {
+        guard let database = state.withLock({ s in s.paused ? s.database : nil }) else { return }
+        let subscription = subscribe(database)
+        let stopped = state.withLock { s in
+            s.paused = false
+            if s.database == nil { return true }
+            s.subscription = subscription
+            return false
+        }
+        if stopped { subscription?.cancel() }
+        queue.async { [self] in poll() }
     }
 
     private func makeTimer() -> SendableDispatchSource<any DispatchSourceTimer> {

@@ -44,6 +44,9 @@ public final class Database: Sendable {
         var schemaGeneration = 0
         /// Set by ``setRevsLimit(_:)`` (kept in the file); nil follows the configuration.
         var revsLimit: Int?
+        /// ``withBulkWrites(_:)`` calls under way, and the checkpointer they share.
+        var bulkWriters = 0
+        var checkpointer: BackgroundCheckpointer?
     }
 
     /// Counts collection and index creations and deletions in this process:
@@ -237,8 +240,8 @@ public final class Database: Sendable {
     /// - Throws: whatever `body` throws; ``StoreError/databaseClosed(_:)`` or ``StoreError/storage(_:)``
     ///   when the checkpoint setting cannot be changed (a failure of the final checkpoint is ignored).
     public func withBulkWrites<T>(_ body: () throws -> T) throws -> T {
-        let checkpointer = try beginBulkWrites()
-        defer { endBulkWrites(checkpointer) }
+        try beginBulkWrites()
+        defer { endBulkWrites() }
         return try body()
     }
 
@@ -246,8 +249,8 @@ public final class Database: Sendable {
     /// - Throws: whatever `body` throws; ``StoreError/databaseClosed(_:)`` or ``StoreError/storage(_:)``
     ///   when the checkpoint setting cannot be changed.
     public func withBulkWrites<T>(_ body: () async throws -> T) async throws -> T {
-        let checkpointer = try beginBulkWrites()
-        defer { endBulkWrites(checkpointer) }
+        try beginBulkWrites()
+        defer { endBulkWrites() }
         return try await body()
     }
 
@@ -259,16 +262,39 @@ public final class Database: Sendable {
         try mappingErrors { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = \(pages)") } }
     }
 
-    private func beginBulkWrites() throws -> BackgroundCheckpointer? {
-        try setCheckpointPages(Self.bulkCheckpointPages)
+    /// The first of overlapping bulk writers sets them up, the last ends them.
+    private func beginBulkWrites() throws {
+        let first = state.withLock { s in
+            s.bulkWriters += 1
+            return s.bulkWriters == 1
+        }
+        guard first else { return }
+        do {
+            try setCheckpointPages(Self.bulkCheckpointPages)
+        } catch {
+            state.withLock { $0.bulkWriters -= 1 }
+            throw error
+        }
         // Without it the bulk work still runs; the whole copy then waits for the end.
-        return try? BackgroundCheckpointer(path: path.appendingPathComponent(Self.fileName).path)
+        let checkpointer = try? BackgroundCheckpointer(path: path.appendingPathComponent(Self.fileName).path)
+        state.withLock { $0.checkpointer = checkpointer }
+        // Every page the bulk work writes would wake the watcher of other processes' commits
+        // (an inotify event per write, about 4% of a pull's CPU). It looks once when they end.
+        externalChanges.pause()
     }
 
-    private func endBulkWrites(_ checkpointer: BackgroundCheckpointer?) {
+    private func endBulkWrites() {
+        let checkpointer: BackgroundCheckpointer?? = state.withLock { s in
+            s.bulkWriters -= 1
+            guard s.bulkWriters == 0 else { return .none }
+            defer { s.checkpointer = nil }
+            return .some(s.checkpointer)
+        }
+        guard case .some(let checkpointer) = checkpointer else { return }
         checkpointer?.stop()
         try? setCheckpointPages(Self.checkpointPages)
         try? mappingErrors { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") } }
+        externalChanges.resume()
     }
 
     // MARK: - Collections
