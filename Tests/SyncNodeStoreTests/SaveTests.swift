@@ -289,6 +289,41 @@ import Testing
         #expect(mine.externalChanges.polls >= 1)
     }
 
+    /// Bulk writes stop the watch (each page written would wake it), overlapping ones until the
+    /// last ends; a commit another process made meanwhile is announced once they end, and the
+    /// log is checkpointed empty.
+    @Test func bulkWritesPauseTheWatchAndCatchUpAfter() async throws {
+        let dir = try TempDirectory()
+        let mine = try dir.open()
+        let other = try dir.open()
+        defer { try? mine.close(); try? other.close() }
+        let heard = Collector<[String]>()
+        let token = try mine.defaultCollection().addChangeListener { heard.append($0.documentIDs) }
+        defer { token.remove() }
+        let collection = try mine.defaultCollection()
+        try await mine.withBulkWrites {
+            try mine.withBulkWrites {
+                try mine.inBatch { for i in 0..<500 { try collection.save(MutableDocument(id: "bulk-\(i)")) } }
+            }
+            // The inner call has ended; the outer one still writes.
+            let polls = mine.externalChanges.polls
+            try other.defaultCollection().save(MutableDocument(id: "external"))
+            try await Task.sleep(for: .milliseconds(400))
+            #expect(mine.externalChanges.polls == polls, "the watch woke during bulk writes")
+            let heardEarly = heard.values.joined().contains("external")
+            #expect(!heardEarly, "announced before the bulk writes ended")
+        }
+        let deadline = ContinuousClock.now.advanced(by: .seconds(5))
+        while !heard.values.joined().contains("external"), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(heard.values.joined().filter { $0 == "external" }.count == 1, "\(heard.values.suffix(3))")
+        let wal = mine.path.appendingPathComponent("db.sqlite3-wal").path
+        #expect(((try? FileManager.default.attributesOfItem(atPath: wal))?[.size] as? Int) == 0)
+        // Watching again: a later external commit is heard as before.
+        try other.defaultCollection().save(MutableDocument(id: "later"))
+        while !heard.values.joined().contains("later"), ContinuousClock.now < deadline.advanced(by: .seconds(5)) { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(heard.values.joined().contains("later"))
+    }
+
     /// A user may hold 128 inotify instances in all; a node with more databases than
     /// that must not fall back to polling for the rest (one instance serves the process).
     @Test func moreDatabasesThanInotifyInstancesStayUnpolled() async throws {
