@@ -11,9 +11,7 @@ enum StoreBenchmark {
         for start in stride(from: 0, to: docs.count, by: batchSize) {
             try collection.database.inBatch {
                 for i in start..<min(start + batchSize, docs.count) {
-                    let doc = MutableDocument(id: docs[i].id)
-                    for (key, value) in docs[i].body { doc.setDocumentValue(value, forKey: key) }
-                    try collection.save(doc)
+                    try collection.save(MutableDocument(id: docs[i].id, values: docs[i].body))
                 }
             }
         }

@@ -29,6 +29,12 @@ public final class MutableDocument: MutableDictionary {
         try setData(data)
     }
 
+    /// A new document holding `values`: the typed form of ``init(id:data:)``, with nothing to
+    /// convert and nothing to throw (the ID and any `_` key are checked when it is saved).
+    public convenience init(id: String? = nil, values: [String: DocumentValue]) {
+        self.init(id: id ?? UUID().uuidString, revisionID: nil, sequence: 0, values: values)
+    }
+
     /// A new document holding the JSON object `json`.
     /// - Throws: ``StoreError/invalidJSON(_:)`` when `json` is not valid JSON or not an object.
     public convenience init(id: String? = nil, json: String) throws {
