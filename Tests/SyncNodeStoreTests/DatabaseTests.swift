@@ -22,6 +22,44 @@ import Testing
         #expect(throws: StoreError.self) { try Database.delete(name: "db", directory: dir.url) }
     }
 
+    /// The log is copied into the database file by the checkpointer beside the writer: it stays
+    /// small while commits go on, even past a reader's old snapshot, and nothing is lost.
+    @Test func theLogIsCheckpointedBesideTheWriter() async throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        let filler = String(repeating: "x", count: 1000)
+        func write(_ batch: Int) throws {
+            try db.inBatch {
+                for i in 0..<200 { try c.save(MutableDocument(id: "d\(batch)-\(i)", values: ["text": .string(filler)])) }
+            }
+        }
+        let wal = db.path.appendingPathComponent("db.sqlite3-wal").path
+        func walBytes() -> Int { ((try? FileManager.default.attributesOfItem(atPath: wal))?[.size] as? Int) ?? 0 }
+        // A reader's snapshot keeps frames from being copied: the log grows meanwhile.
+        let other = try dir.open()
+        try other.read { db in
+            _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM c1_docs")
+            for batch in 0..<10 { try write(batch) }
+        }
+        try? other.close()
+        for batch in 10..<60 {
+            try write(batch)
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let deadline = ContinuousClock.now.advanced(by: .seconds(5))
+        while db.checkpointer.passes < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(db.checkpointer.passes >= 2)
+        // 60 batches of about 250 KB each went through a log that restarted from its beginning.
+        #expect(walBytes() < 8_000_000, "log of \(walBytes()) bytes")
+        #expect(try c.count == 12_000)
+        try db.close()
+        let again = try dir.open()
+        defer { try? again.close() }
+        #expect(try again.defaultCollection().count == 12_000)
+        #expect(try again.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") } == "ok")
+    }
+
     @Test(arguments: ["", "a.b", "a/b", "../x", "_x", ".hidden", String(repeating: "n", count: 201)])
     func badDatabaseNamesAreRejected(_ name: String) throws {
         let dir = try TempDirectory()

@@ -36,6 +36,7 @@ public final class Database: Sendable {
     let sequences = SequenceAllocator()
     let externalChanges = ExternalChangeWatcher()
     let pointReader: PointReader
+    let checkpointer: BackgroundCheckpointer
     private let state = Mutex(State())
 
     private struct State {
@@ -44,9 +45,8 @@ public final class Database: Sendable {
         var schemaGeneration = 0
         /// Set by ``setRevsLimit(_:)`` (kept in the file); nil follows the configuration.
         var revsLimit: Int?
-        /// ``withBulkWrites(_:)`` calls under way, and the checkpointer they share.
+        /// ``withBulkWrites(_:)`` calls under way.
         var bulkWriters = 0
-        var checkpointer: BackgroundCheckpointer?
     }
 
     /// Counts collection and index creations and deletions in this process:
@@ -102,8 +102,11 @@ public final class Database: Sendable {
         grdb.prepareDatabase { db in SQLFunctions.register(db) }
         let file = path.appendingPathComponent(Self.fileName).path
         pointReader = PointReader(path: file, databaseName: name)
+        let checkpointer = BackgroundCheckpointer(path: file)
+        self.checkpointer = checkpointer
         do {
             pool = try DatabasePool(path: file, configuration: grdb)
+            pool.writeWithoutTransaction { db in checkpointer.install(on: db) }
             // SQLite gives -wal and -shm files the main file's mode, so they follow.
             for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: file + suffix) {
                 try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file + suffix)
@@ -207,6 +210,7 @@ public final class Database: Sendable {
         } catch {
             throw StoreError.storage("closing \(name): \(error)")
         }
+        checkpointer.close()
         logger.debug("closed database", metadata: ["name": "\(name)"])
     }
 
@@ -229,16 +233,18 @@ public final class Database: Sendable {
         try write { _ in try body() }
     }
 
-    /// Runs bulk work (an import, a first pull of a large database) with the
-    /// write-ahead log checkpointed every 256 MiB instead of every 4 MiB, then
-    /// checkpoints it once. Pages a batch rewrites (index pages, above all) are
-    /// then copied into the database once per 256 MiB instead of once per
-    /// commit or two: a 100,000-document import took about 0.76 of the time.
-    /// The cost is up to 256 MiB more disk while it runs.
+    /// Runs bulk work (an import, a first pull of a large database) without
+    /// watching for other processes' commits meanwhile, then checkpoints the
+    /// write-ahead log into the database file and empties it.
+    ///
+    /// The watch would wake on every page written (an inotify event each: about
+    /// 4% of a pull's CPU). Commits other processes made meanwhile are announced
+    /// once the last of overlapping bulk writers ends. The log is copied into the
+    /// database file beside the writing, as always (``BackgroundCheckpointer``).
     ///
     /// `body` is not a transaction: wrap it in ``inBatch(_:)`` for that.
-    /// - Throws: whatever `body` throws; ``StoreError/databaseClosed(_:)`` or ``StoreError/storage(_:)``
-    ///   when the checkpoint setting cannot be changed (a failure of the final checkpoint is ignored).
+    /// - Throws: whatever `body` throws; ``StoreError/databaseClosed(_:)`` when the database is closed
+    ///   (a failure of the final checkpoint is ignored: the log keeps what it did not copy).
     public func withBulkWrites<T>(_ body: () throws -> T) throws -> T {
         try beginBulkWrites()
         defer { endBulkWrites() }
@@ -254,45 +260,22 @@ public final class Database: Sendable {
         return try await body()
     }
 
-    /// SQLite's default, and the bulk setting (4 KiB pages).
-    static let checkpointPages = 1000, bulkCheckpointPages = 65536
-
-    private func setCheckpointPages(_ pages: Int) throws {
-        try checkOpen()
-        try mappingErrors { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = \(pages)") } }
-    }
-
     /// The first of overlapping bulk writers sets them up, the last ends them.
     private func beginBulkWrites() throws {
+        try checkOpen()
         let first = state.withLock { s in
             s.bulkWriters += 1
             return s.bulkWriters == 1
         }
-        guard first else { return }
-        do {
-            try setCheckpointPages(Self.bulkCheckpointPages)
-        } catch {
-            state.withLock { $0.bulkWriters -= 1 }
-            throw error
-        }
-        // Without it the bulk work still runs; the whole copy then waits for the end.
-        let checkpointer = try? BackgroundCheckpointer(path: path.appendingPathComponent(Self.fileName).path)
-        state.withLock { $0.checkpointer = checkpointer }
-        // Every page the bulk work writes would wake the watcher of other processes' commits
-        // (an inotify event per write, about 4% of a pull's CPU). It looks once when they end.
-        externalChanges.pause()
+        if first { externalChanges.pause() }
     }
 
     private func endBulkWrites() {
-        let checkpointer: BackgroundCheckpointer?? = state.withLock { s in
+        let last = state.withLock { s in
             s.bulkWriters -= 1
-            guard s.bulkWriters == 0 else { return .none }
-            defer { s.checkpointer = nil }
-            return .some(s.checkpointer)
+            return s.bulkWriters == 0
         }
-        guard case .some(let checkpointer) = checkpointer else { return }
-        checkpointer?.stop()
-        try? setCheckpointPages(Self.checkpointPages)
+        guard last else { return }
         try? mappingErrors { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") } }
         externalChanges.resume()
     }
