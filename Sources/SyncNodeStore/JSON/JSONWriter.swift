@@ -134,9 +134,7 @@ package struct JSONWriter {
         var s = s
         // Fast path: nothing to escape, copy the bytes at once.
         let plain = s.withUTF8 { buffer -> Bool in
-            for byte in buffer where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                return false
-            }
+            guard StringScan.firstSpecial(buffer, from: 0, to: buffer.count) == buffer.count else { return false }
             bytes.append(contentsOf: buffer)
             return true
         }
