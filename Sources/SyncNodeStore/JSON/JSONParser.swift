@@ -11,6 +11,9 @@ struct JSONParser: JSONScanning {
     var pos = 0
     var depth = 0
     private let blobStore: BlobStore?
+    /// Members of the objects being parsed, innermost last: each object's dictionary is
+    /// made once at its full size, instead of growing (and rehashing) as members arrive.
+    private var members: [(key: String, value: DocumentValue)] = []
 
     private init(input: UnsafeBufferPointer<UInt8>, blobStore: BlobStore?) {
         self.input = input
@@ -51,13 +54,13 @@ struct JSONParser: JSONScanning {
     private mutating func parseObjectValue() throws(StoreError) -> DocumentValue {
         try enter()
         pos += 1
-        var dict: [String: DocumentValue] = [:]
         skipWhitespace()
         if pos < input.count, input[pos] == UInt8(ascii: "}") {
             pos += 1
             depth -= 1
-            return .dictionary(dict)
+            return .dictionary([:])
         }
+        let first = members.count
         while true {
             skipWhitespace()
             guard pos < input.count, input[pos] == UInt8(ascii: "\"") else { throw error("expected a property name") }
@@ -65,10 +68,14 @@ struct JSONParser: JSONScanning {
             skipWhitespace()
             guard pos < input.count, input[pos] == UInt8(ascii: ":") else { throw error("expected ':'") }
             pos += 1
-            dict[key] = try parseValue()
+            let value = try parseValue()
+            members.append((key, value))
             if try atEnd(of: .object) { break }
         }
         depth -= 1
+        var dict = [String: DocumentValue](minimumCapacity: members.count - first)
+        for (key, value) in members[first...] { dict[key] = value }  // a repeated key: the last wins
+        members.removeSubrange(first...)
         if case .string("blob")? = dict[Blob.typeKey], dict.keys.allSatisfy(Blob.metadataKeys.contains),
            let blob = Blob(metadata: dict, store: blobStore) {
             return .blob(blob)
