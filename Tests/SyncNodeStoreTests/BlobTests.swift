@@ -169,6 +169,42 @@ import Testing
         #expect(try blobFiles(db).count == 0)
     }
 
+    /// By default a replaced revision's body goes at once, but for ancestors that hold blobs (a
+    /// peer that has them is sent stubs); `keepsAncestorBodies` keeps every one until compaction.
+    /// A losing leaf that gets a child (a resolved conflict) loses its body alike.
+    @Test(arguments: [false, true]) func replacedBodiesAreKeptOnlyWhereNeeded(keeps: Bool) throws {
+        let dir = try TempDirectory()
+        let db = try Database(name: "db", config: DatabaseConfiguration(directory: dir.url, keepsAncestorBodies: keeps))
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let plain = MutableDocument(id: "plain", values: ["v": 1])
+        try c.save(plain)
+        let plainFirst = try #require(plain.revisionID)
+        plain.setInt(2, forKey: "v")
+        try c.save(plain)
+        #expect(try c.revision(id: "plain", rev: plainFirst)?.body == (keeps ? #"{"v":1}"# : nil))
+        #expect(try c.revision(id: "plain", rev: plain.revisionID)?.body == #"{"v":2}"#)
+
+        let attached = MutableDocument(id: "attached")
+        attached.setBlob(Blob(contentType: "text/plain", data: Data("content".utf8)), forKey: "file")
+        try c.save(attached)
+        let attachedFirst = try #require(attached.revisionID)
+        attached.setInt(1, forKey: "n")
+        try c.save(attached)
+        #expect(try c.revision(id: "attached", rev: attachedFirst)?.body != nil)
+
+        try c.insertRevision(id: "d", history: ["1-a"], deleted: false, body: ["v": 1])
+        try c.insertRevision(id: "d", history: ["2-b", "1-a"], deleted: false, body: ["v": 2])
+        try c.insertRevision(id: "d", history: ["2-c", "1-a"], deleted: false, body: ["v": 3])
+        #expect(try c.revision(id: "d", rev: "2-b")?.body == #"{"v":2}"#, "a losing leaf keeps its body")
+        try c.resolveConflict(id: "d", keeping: "2-c")
+        #expect(try c.revision(id: "d", rev: "2-b")?.body == (keeps ? #"{"v":2}"# : nil))
+        #expect(try c.revision(id: "d", rev: "2-c")?.body == #"{"v":3}"#)
+        let stored = try db.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM c1_revs") }
+        // Kept: both first revisions, 1-a, 2-b and the tombstone on 2-b (a leaf); else the blob's and the tombstone's.
+        #expect(stored == (keeps ? 5 : 2), "bodies in the revision table")
+    }
+
     @Test func conflictLeafBodiesSurviveCompaction() throws {
         let dir = try TempDirectory()
         let db = try dir.open()

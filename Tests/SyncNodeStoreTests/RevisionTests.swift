@@ -104,7 +104,8 @@ import Testing
 
     @Test func pruningKeepsRevsLimitGenerations() throws {
         let dir = try TempDirectory()
-        let db = try dir.open(revsLimit: 5)
+        // Ancestors' bodies kept, to see that pruning drops them.
+        let db = try Database(name: "db", config: DatabaseConfiguration(directory: dir.url, revsLimit: 5, keepsAncestorBodies: true))
         defer { try? db.close() }
         let c = try db.defaultCollection()
         let doc = MutableDocument(id: "d")

@@ -1,10 +1,9 @@
 import Foundation
 import Testing
 @testable import SyncNodeStore
-@testable import SyncNodeSync
 
-@Suite struct WireDocumentTests {
-    /// The byte search that decides whether a body needs the attachment path,
+@Suite struct StringScanTests {
+    /// The byte search that decides whether a body holds blobs or attachments,
     /// against Swift's own substring search on random texts.
     @Test func containsAgreesWithANaiveSearch() {
         var random = SeededRandom(seed: 7)
@@ -17,12 +16,12 @@ import Testing
                 if Bool.random(using: &random) { needle[Int.random(in: 0..<needle.count, using: &random)] = "x" }
                 text.insert(contentsOf: needle, at: text.index(text.startIndex, offsetBy: Int.random(in: 0...text.count, using: &random)))
             }
-            #expect(WireDocument.contains(text, "\"@type\":\"blob\"") == text.contains("\"@type\":\"blob\""), "\(text)")
-            #expect(WireDocument.contains(text, "\"_at") == text.contains("\"_at"), "\(text)")
+            #expect(StringScan.contains(text, "\"@type\":\"blob\"") == text.contains("\"@type\":\"blob\""), "\(text)")
+            #expect(StringScan.contains(text, "\"_at") == text.contains("\"_at"), "\(text)")
         }
-        #expect(WireDocument.contains(#""_attachments""#, "\"_attachments\""))
-        #expect(WireDocument.contains(#"{"a":1,"_attachments"}"#, "\"_attachments\""))
-        #expect(!WireDocument.contains(#"_attachments""#, "\"_attachments\""))
-        #expect(!WireDocument.contains("", "\"_a"))
+        #expect(StringScan.contains(#""_attachments""#, "\"_attachments\""))
+        #expect(StringScan.contains(#"{"a":1,"_attachments"}"#, "\"_attachments\""))
+        #expect(!StringScan.contains(#"_attachments""#, "\"_attachments\""))
+        #expect(!StringScan.contains("", "\"_a"))
     }
 }

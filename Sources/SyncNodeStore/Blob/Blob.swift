@@ -10,6 +10,9 @@ import Foundation
 /// A blob read from a document loads its content lazily.
 public final class Blob: Sendable, Hashable, CustomStringConvertible {
     static let typeKey = "@type"
+
+    /// Whether a canonical body holds a blob (attachments are blobs too).
+    static func appears(in body: String) -> Bool { StringScan.contains(body, #""@type":"blob""#) }
     /// A dictionary with `"@type":"blob"` and only these keys reads as a blob.
     static let metadataKeys: Set<String> = [typeKey, "digest", "length", "content_type", "revpos"]
 

@@ -200,7 +200,8 @@ extension DocumentCollection {
 
     /// Stores a document's new tree after adding the revision `newRev`:
     /// prunes history, puts the winner's body in the row and every other kept
-    /// body in the revision-body table, and records the change as `author`'s.
+    /// body in the revision-body table (the other leaves'; ancestors' too with
+    /// ``DatabaseConfiguration/keepsAncestorBodies``), and records the change as `author`'s.
     func persist(
         _ db: GRDB.Database, id: String, current: StoredRow?, tree: RevisionTree,
         newRev: String, newBody: String, sequence: Int64, author: WriteAuthor
@@ -235,7 +236,10 @@ extension DocumentCollection {
         s.bind(5, tree.serialized)
         _ = try s.step()
         let key = current?.key ?? db.lastInsertedRowID
-        for (rev, body) in spare where tree.index(of: rev) != nil {
+        let keepsAncestors = database.config.keepsAncestorBodies
+        for (rev, body) in spare {
+            // An ancestor's blobs are kept by name: a peer that has it is sent them as stubs.
+            guard let index = tree.index(of: rev), keepsAncestors || tree.isLeaf(index) || Blob.appears(in: body) else { continue }
             let keep = try raw(db, "INSERT OR REPLACE INTO \(tables.revs)(doc_key, rev, body) VALUES(?1, ?2, ?3)")
             defer { keep.reset() }
             keep.bind(1, key)
@@ -243,7 +247,14 @@ extension DocumentCollection {
             keep.bind(3, body)
             _ = try keep.step()
         }
-        for rev in removed {
+        // A losing leaf that got a child (an edit resolving a conflict) has its body in the table.
+        var dropped = removed
+        if !keepsAncestors, let current, let index = tree.index(of: newRev), let parent = tree.nodes[index].parent,
+           tree.nodes[parent].rev != current.rev,
+           let body = try revisionBody(db, key: current.key, rev: tree.nodes[parent].rev), !Blob.appears(in: body) {
+            dropped.append(tree.nodes[parent].rev)
+        }
+        for rev in dropped {
             let drop = try raw(db, "DELETE FROM \(tables.revs) WHERE doc_key = ?1 AND rev = ?2")
             defer { drop.reset() }
             drop.bind(1, key)

@@ -1,7 +1,10 @@
-/// Finds the end of a plain run in a JSON string: the first byte that is a
-/// quote, a backslash or a control character. Eight bytes at a time (SWAR),
-/// since string contents are most of a document's bytes.
-enum StringScan {
+import Foundation
+
+/// Byte scans over JSON text. ``firstSpecial(_:from:to:)`` finds the end of a
+/// plain run in a JSON string: the first byte that is a quote, a backslash or
+/// a control character, eight bytes at a time (SWAR), since string contents
+/// are most of a document's bytes.
+package enum StringScan {
     private static let ones: UInt64 = 0x0101_0101_0101_0101
     private static let highs: UInt64 = 0x8080_8080_8080_8080
 
@@ -39,5 +42,25 @@ enum StringScan {
         let zeroQuote = (quote &- ones) & ~quote
         let zeroBackslash = (backslash &- ones) & ~backslash
         return (control | zeroQuote | zeroBackslash) & highs != 0
+    }
+
+    /// Substring search on UTF-8 bytes (Foundation's `contains` bridges on Linux and is slow).
+    /// Candidates are found by the needle's second byte: the needles here start
+    /// with `"`, the commonest byte of any JSON text, and memchr on it would stop everywhere.
+    package static func contains(_ text: String, _ needle: StaticString) -> Bool {
+        var text = text
+        return text.withUTF8 { haystack in
+            let n = needle.utf8CodeUnitCount
+            guard let base = haystack.baseAddress, n > 1, haystack.count >= n else { return false }
+            let anchor = Int32(needle.utf8Start[1])
+            var offset = 1
+            while offset + n - 1 <= haystack.count {
+                guard let hit = memchr(base + offset, anchor, haystack.count - offset - n + 2) else { return false }
+                let position = UnsafeRawPointer(hit) - UnsafeRawPointer(base) - 1
+                if memcmp(base + position, needle.utf8Start, n) == 0 { return true }
+                offset = position + 2
+            }
+            return false
+        }
     }
 }

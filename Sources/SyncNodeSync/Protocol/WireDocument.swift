@@ -160,25 +160,6 @@ enum WireDocument {
         return out
     }
 
-    /// Substring search on UTF-8 bytes (Foundation's `contains` bridges on Linux and is slow).
-    /// Candidates are found by the needle's second byte: the needles here start
-    /// with `"`, the commonest byte of any JSON text, and memchr on it would stop everywhere.
-    static func contains(_ text: String, _ needle: StaticString) -> Bool {
-        var text = text
-        return text.withUTF8 { haystack in
-            let n = needle.utf8CodeUnitCount
-            guard let base = haystack.baseAddress, n > 1, haystack.count >= n else { return false }
-            let anchor = Int32(needle.utf8Start[1])
-            var offset = 1
-            while offset + n - 1 <= haystack.count {
-                guard let hit = memchr(base + offset, anchor, haystack.count - offset - n + 2) else { return false }
-                let position = UnsafeRawPointer(hit) - UnsafeRawPointer(base) - 1
-                if memcmp(base + position, needle.utf8Start, n) == 0 { return true }
-                offset = position + 2
-            }
-            return false
-        }
-    }
 
     private static func blobValue(_ value: DocumentValue) -> Blob? {
         if case .blob(let b) = value { return b }
@@ -214,7 +195,7 @@ enum WireDocument {
     }
 
     static func hasBlobs(_ body: String) -> Bool {
-        contains(body, "\"@type\":\"blob\"") || contains(body, "\"_attachments\"")
+        StringScan.contains(body, "\"@type\":\"blob\"") || StringScan.contains(body, "\"_attachments\"")
     }
 
     /// The generation of a new child of `parent` (1 for a first revision).
