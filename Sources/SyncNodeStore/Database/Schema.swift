@@ -149,7 +149,15 @@ enum Schema {
 /// never from user input, so they are safe to interpolate into SQL.
 struct CollectionTables: Sendable {
     let id: Int64
-    var docs: String { "c\(id)_docs" }
-    var revs: String { "c\(id)_revs" }
-    var local: String { "c\(id)_local" }
+    // Stored, not computed: the write path names a table in every statement of every document.
+    let docs: String
+    let revs: String
+    let local: String
+
+    init(id: Int64) {
+        self.id = id
+        docs = "c\(id)_docs"
+        revs = "c\(id)_revs"
+        local = "c\(id)_local"
+    }
 }
