@@ -12,7 +12,12 @@ public final class Blob: Sendable, Hashable, CustomStringConvertible {
     static let typeKey = "@type"
 
     /// Whether a canonical body holds a blob (attachments are blobs too).
-    static func appears(in body: String) -> Bool { StringScan.contains(body, #""@type":"blob""#) }
+    static func appears(in body: String) -> Bool { StringScan.contains(body, blobMarker) }
+
+    /// ``appears(in:)-(String)`` for a body's bytes.
+    static func appears(in body: [UInt8]) -> Bool { body.withUnsafeBufferPointer { StringScan.contains($0, blobMarker) } }
+
+    private static let blobMarker: StaticString = #""@type":"blob""#
     /// A dictionary with `"@type":"blob"` and only these keys reads as a blob.
     static let metadataKeys: Set<String> = [typeKey, "digest", "length", "content_type", "revpos"]
 

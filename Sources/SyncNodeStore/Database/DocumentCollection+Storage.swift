@@ -1,6 +1,27 @@
 import Foundation
 import GRDB
 
+/// A body on its way into a row: a new revision's canonical bytes (bound as
+/// they are, with no string made of them), or one read from the database.
+enum PendingBody {
+    case new(CanonicalBody)
+    case stored(String)
+
+    func bind(to statement: SQLiteStatement, at index: Int32) {
+        switch self {
+        case .new(let body): statement.bind(index, utf8: body.bytes)
+        case .stored(let text): statement.bind(index, text)
+        }
+    }
+
+    var holdsBlobs: Bool {
+        switch self {
+        case .new(let body): Blob.appears(in: body.bytes)
+        case .stored(let text): Blob.appears(in: text)
+        }
+    }
+}
+
 /// A document's row: the winning revision's body and the revision tree.
 struct StoredRow {
     let key: Int64
@@ -143,10 +164,10 @@ extension DocumentCollection {
         let rev = RevisionID.make(parent: parentRev, deleted: deleting, body: body)
         var tree = try current?.tree() ?? RevisionTree()
         if let current, tree.index(of: rev) != nil { return (rev, current.sequence) }
-        try validate(id: id, rev: rev, deleted: deleting, json: body.text, replacing: current, author: author)
+        try validate(id: id, rev: rev, deleted: deleting, body: body, replacing: current, author: author)
         let sequence = try nextSequence(db)
         tree.add(rev: rev, parent: parentRev.flatMap { tree.index(of: $0) }, deleted: deleting, sequence: sequence)
-        try persist(db, id: id, current: current, tree: tree, newRev: rev, newBody: body.text, sequence: sequence, author: author)
+        try persist(db, id: id, current: current, tree: tree, newRev: rev, newBody: body, sequence: sequence, author: author)
         return (rev, sequence)
     }
 
@@ -204,21 +225,21 @@ extension DocumentCollection {
     /// ``DatabaseConfiguration/keepsAncestorBodies``), and records the change as `author`'s.
     func persist(
         _ db: GRDB.Database, id: String, current: StoredRow?, tree: RevisionTree,
-        newRev: String, newBody: String, sequence: Int64, author: WriteAuthor
+        newRev: String, newBody: CanonicalBody, sequence: Int64, author: WriteAuthor
     ) throws {
         var tree = tree
         let removed = tree.prune(revsLimit: database.revsLimit)
         guard let winner = tree.winner else { throw StoreError.storage("empty revision tree for '\(id)'") }
         let winnerRev = tree.nodes[winner].rev
-        var spare: [String: String] = [newRev: newBody]
-        if let current { spare[current.rev] = current.body }
-        let winnerBody: String
+        var spare: [String: PendingBody] = [newRev: .new(newBody)]
+        if let current { spare[current.rev] = .stored(current.body) }
+        let winnerBody: PendingBody
         if let body = spare.removeValue(forKey: winnerRev) {
             winnerBody = body
         } else if let current, let body = try takeRevisionBody(db, key: current.key, rev: winnerRev) {
-            winnerBody = body
+            winnerBody = .stored(body)
         } else {
-            winnerBody = "{}"
+            winnerBody = .stored("{}")
         }
         let s: SQLiteStatement
         if let current {
@@ -232,19 +253,19 @@ extension DocumentCollection {
         s.bind(1, winnerRev)
         s.bind(2, sequence)
         s.bind(3, tree.nodes[winner].deleted ? 1 : 0)
-        s.bind(4, winnerBody)
+        winnerBody.bind(to: s, at: 4)
         s.bind(5, tree.serialized)
         _ = try s.step()
         let key = current?.key ?? db.lastInsertedRowID
         let keepsAncestors = database.config.keepsAncestorBodies
         for (rev, body) in spare {
             // An ancestor's blobs are kept by name: a peer that has it is sent them as stubs.
-            guard let index = tree.index(of: rev), keepsAncestors || tree.isLeaf(index) || Blob.appears(in: body) else { continue }
+            guard let index = tree.index(of: rev), keepsAncestors || tree.isLeaf(index) || body.holdsBlobs else { continue }
             let keep = try raw(db, "INSERT OR REPLACE INTO \(tables.revs)(doc_key, rev, body) VALUES(?1, ?2, ?3)")
             defer { keep.reset() }
             keep.bind(1, key)
             keep.bind(2, rev)
-            keep.bind(3, body)
+            body.bind(to: keep, at: 3)
             _ = try keep.step()
         }
         // A losing leaf that got a child (an edit resolving a conflict) has its body in the table.

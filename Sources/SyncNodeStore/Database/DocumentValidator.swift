@@ -67,9 +67,9 @@ extension DocumentCollection {
     }
 
     /// Checks a revision about to be written (inside the write transaction).
-    func validate(id: String, rev: String, deleted: Bool, json: String, replacing current: StoredRow?, author: WriteAuthor) throws {
+    func validate(id: String, rev: String, deleted: Bool, body: CanonicalBody, replacing current: StoredRow?, author: WriteAuthor) throws {
         guard let validator = validatorSlot.withLock({ $0 }), author.origin != .local || validator.appliesToLocalSaves else { return }
-        let proposed = Document(id: id, revisionID: rev, sequence: 0, isDeleted: deleted, json: deleted ? "{}" : json, blobStore: database.blobStore)
+        let proposed = Document(id: id, revisionID: rev, sequence: 0, isDeleted: deleted, json: deleted ? "{}" : body.text, blobStore: database.blobStore)
         let existing = current.flatMap { row in
             row.deleted ? nil : Document(id: id, revisionID: row.rev, sequence: row.sequence, isDeleted: false, json: row.body, blobStore: database.blobStore)
         }

@@ -118,6 +118,19 @@ struct SQLiteStatement {
         }
     }
 
+    /// Binds UTF-8 bytes as text (canonical JSON bodies: made valid, so not checked again).
+    func bind(_ index: Int32, utf8 bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { chars in
+                if let base = chars.baseAddress, !chars.isEmpty {
+                    _ = sqlite3_bind_text(handle, index, base, Int32(chars.count), Self.transient)
+                } else {
+                    _ = sqlite3_bind_text(handle, index, "", 0, Self.transient)
+                }
+            }
+        }
+    }
+
     func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(handle, index, value) }
 
     /// Steps once: true when a row is available.

@@ -49,18 +49,21 @@ package enum StringScan {
     /// with `"`, the commonest byte of any JSON text, and memchr on it would stop everywhere.
     package static func contains(_ text: String, _ needle: StaticString) -> Bool {
         var text = text
-        return text.withUTF8 { haystack in
-            let n = needle.utf8CodeUnitCount
-            guard let base = haystack.baseAddress, n > 1, haystack.count >= n else { return false }
-            let anchor = Int32(needle.utf8Start[1])
-            var offset = 1
-            while offset + n - 1 <= haystack.count {
-                guard let hit = memchr(base + offset, anchor, haystack.count - offset - n + 2) else { return false }
-                let position = UnsafeRawPointer(hit) - UnsafeRawPointer(base) - 1
-                if memcmp(base + position, needle.utf8Start, n) == 0 { return true }
-                offset = position + 2
-            }
-            return false
+        return text.withUTF8 { contains($0, needle) }
+    }
+
+    /// ``contains(_:_:)-(String,_)`` over bytes.
+    package static func contains(_ haystack: UnsafeBufferPointer<UInt8>, _ needle: StaticString) -> Bool {
+        let n = needle.utf8CodeUnitCount
+        guard let base = haystack.baseAddress, n > 1, haystack.count >= n else { return false }
+        let anchor = Int32(needle.utf8Start[1])
+        var offset = 1
+        while offset + n - 1 <= haystack.count {
+            guard let hit = memchr(base + offset, anchor, haystack.count - offset - n + 2) else { return false }
+            let position = UnsafeRawPointer(hit) - UnsafeRawPointer(base) - 1
+            if memcmp(base + position, needle.utf8Start, n) == 0 { return true }
+            offset = position + 2
         }
+        return false
     }
 }

@@ -202,15 +202,14 @@ extension DocumentCollection {
                 throw StoreError.invalidRevision("history of '\(id)' skips a generation at '\(rev)'")
             }
         }
-        let json = body.text
         return try database.write { db in
             let current = try loadRow(db, id: id)
             var tree = try current?.tree() ?? RevisionTree()
             guard tree.index(of: newest) == nil else { return .known }
-            try validate(id: id, rev: newest, deleted: deleted, json: json, replacing: current, author: author)
+            try validate(id: id, rev: newest, deleted: deleted, body: body, replacing: current, author: author)
             let sequence = try nextSequence(db)
             guard tree.graft(history: history, deleted: deleted, sequence: sequence) != nil else { return .known }
-            try persist(db, id: id, current: current, tree: tree, newRev: newest, newBody: json, sequence: sequence, author: author)
+            try persist(db, id: id, current: current, tree: tree, newRev: newest, newBody: body, sequence: sequence, author: author)
             return tree.leaves.count > 1 ? .branched : .inserted
         }
     }
