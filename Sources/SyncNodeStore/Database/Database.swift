@@ -394,12 +394,14 @@ public final class Database: Sendable {
     /// Runs `body` on the writer connection inside a transaction (the
     /// current one when called from inside a batch).
     func write<T>(_ body: (GRDB.Database) throws -> T) throws -> T {
+        // Nested in this thread's transaction (a batch): join it directly.
+        if let db = WriterThread.connection(for: self) { return try mappingErrors { try body(db) } }
         try checkOpen()
         return try mappingErrors {
             try pool.unsafeReentrantWrite { db in
                 if db.isInsideTransaction { return try body(db) }
                 var result: Swift.Result<T, Error>?
-                try WriterThread.marking(self) {
+                try WriterThread.marking(self, on: db) {
                     try db.inTransaction {
                         sequences.beginTransaction()
                         result = Swift.Result { try body(db) }
@@ -440,7 +442,7 @@ public final class Database: Sendable {
         return try mappingErrors { try pool.unsafeReentrantRead(body) }
     }
 
-    private func mappingErrors<T>(_ body: () throws -> T) throws -> T {
+    func mappingErrors<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as DatabaseError {
