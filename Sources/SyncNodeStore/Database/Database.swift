@@ -252,8 +252,7 @@ public final class Database: Sendable {
     }
 
     /// ``withBulkWrites(_:)`` for async work.
-    /// - Throws: whatever `body` throws; ``StoreError/databaseClosed(_:)`` or ``StoreError/storage(_:)``
-    ///   when the checkpoint setting cannot be changed.
+    /// - Throws: whatever `body` throws; ``StoreError/databaseClosed(_:)`` when the database is closed.
     public func withBulkWrites<T>(_ body: () async throws -> T) async throws -> T {
         try beginBulkWrites()
         defer { endBulkWrites() }
