@@ -394,13 +394,13 @@ public final class Database: Sendable {
     /// current one when called from inside a batch).
     func write<T>(_ body: (GRDB.Database) throws -> T) throws -> T {
         // Nested in this thread's transaction (a batch): join it directly.
-        if let db = WriterThread.connection(for: self) { return try mappingErrors { try body(db) } }
+        if let db = ThreadConnection.writer(for: self) { return try mappingErrors { try body(db) } }
         try checkOpen()
         return try mappingErrors {
             try pool.unsafeReentrantWrite { db in
                 if db.isInsideTransaction { return try body(db) }
                 var result: Swift.Result<T, Error>?
-                try WriterThread.marking(self, on: db) {
+                try ThreadConnection.marking(self, on: db, writing: true) {
                     try db.inTransaction {
                         sequences.beginTransaction()
                         result = Swift.Result { try body(db) }
@@ -420,13 +420,15 @@ public final class Database: Sendable {
     /// Runs `body` on a reader (or, inside a batch, on the writer, so a batch
     /// sees its own writes). Multi-statement reads get one snapshot.
     func read<T>(_ body: (GRDB.Database) throws -> T) throws -> T {
+        // Nested in this thread's transaction (a batch, or a snapshot such as `_bulk_get`'s): join it.
+        if let db = ThreadConnection.any(for: self) { return try mappingErrors { try body(db) } }
         try checkOpen()
         return try mappingErrors {
             try pool.unsafeReentrantRead { db in
                 if db.isInsideTransaction { return try body(db) }
                 var result: Swift.Result<T, Error>?
                 try db.inTransaction(.deferred) {
-                    result = Swift.Result { try body(db) }
+                    result = ThreadConnection.marking(self, on: db, writing: false) { Swift.Result { try body(db) } }
                     return .commit
                 }
                 guard let result else { throw StoreError.storage("transaction did not run") }
@@ -437,6 +439,7 @@ public final class Database: Sendable {
 
     /// A single-statement read: no transaction needed, which keeps point lookups cheap.
     func readStatement<T>(_ body: (GRDB.Database) throws -> T) throws -> T {
+        if let db = ThreadConnection.any(for: self) { return try mappingErrors { try body(db) } }
         try checkOpen()
         return try mappingErrors { try pool.unsafeReentrantRead(body) }
     }

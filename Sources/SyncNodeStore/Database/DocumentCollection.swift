@@ -80,7 +80,7 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
             guard try s.step(), s.int64(2) == 0 else { return nil }
             return Document(id: id, revisionID: s.text(0), sequence: s.int64(1), isDeleted: false, json: s.text(3), blobStore: self.database.blobStore)
         }
-        if let db = WriterThread.connection(for: database) {
+        if let db = ThreadConnection.writer(for: database) {
             // Inside a batch: read through the writer to see the batch's own writes.
             return try database.mappingErrors {
                 let statement = try db.cachedStatement(sql: sql)

@@ -87,7 +87,7 @@ extension DocumentCollection {
     package func changeCount(since: Int64) throws -> Int {
         try checkLive()
         // Inside a write transaction the counter row lags the rows (it is written at commit).
-        let followsEarlierCounts = !WriterThread.isWriting(database)
+        let followsEarlierCounts = !ThreadConnection.isWriting(database)
         return try database.read { db in
             let lastSequence = try Int64.fetchOne(
                 db.cachedStatement(sql: "SELECT last_seq FROM collections WHERE id = ?"), arguments: [tableID]) ?? 0
