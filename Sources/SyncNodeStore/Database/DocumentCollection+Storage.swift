@@ -36,7 +36,7 @@ struct StoredRow {
 
 extension DocumentCollection {
     func loadRow(_ db: GRDB.Database, id: String) throws -> StoredRow? {
-        let s = try raw(db, "SELECT key, rev, seq, deleted, body, tree FROM \(tables.docs) WHERE id = ?")
+        let s = try raw(db, tables.selectRow)
         defer { s.reset() }
         s.bind(1, id)
         guard try s.step() else { return nil }
@@ -243,10 +243,10 @@ extension DocumentCollection {
         }
         let s: SQLiteStatement
         if let current {
-            s = try raw(db, "UPDATE \(tables.docs) SET rev = ?1, seq = ?2, deleted = ?3, body = ?4, tree = ?5 WHERE key = ?6")
+            s = try raw(db, tables.updateRow)
             s.bind(6, current.key)
         } else {
-            s = try raw(db, "INSERT INTO \(tables.docs)(rev, seq, deleted, body, tree, id) VALUES(?1, ?2, ?3, ?4, ?5, ?6)")
+            s = try raw(db, tables.insertRow)
             s.bind(6, id)
         }
         defer { s.reset() }
@@ -261,7 +261,7 @@ extension DocumentCollection {
         for (rev, body) in spare {
             // An ancestor's blobs are kept by name: a peer that has it is sent them as stubs.
             guard let index = tree.index(of: rev), keepsAncestors || tree.isLeaf(index) || body.holdsBlobs else { continue }
-            let keep = try raw(db, "INSERT OR REPLACE INTO \(tables.revs)(doc_key, rev, body) VALUES(?1, ?2, ?3)")
+            let keep = try raw(db, tables.keepBody)
             defer { keep.reset() }
             keep.bind(1, key)
             keep.bind(2, rev)
@@ -276,7 +276,7 @@ extension DocumentCollection {
             dropped.append(tree.nodes[parent].rev)
         }
         for rev in dropped {
-            let drop = try raw(db, "DELETE FROM \(tables.revs) WHERE doc_key = ?1 AND rev = ?2")
+            let drop = try raw(db, tables.dropBody)
             defer { drop.reset() }
             drop.bind(1, key)
             drop.bind(2, rev)

@@ -74,7 +74,7 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
     ///   ``StoreError/storage(_:)`` when SQLite fails.
     public func document(id: String) throws -> Document? {
         try checkLive()
-        let sql = "SELECT rev, seq, deleted, body FROM \(tables.docs) WHERE id = ?"
+        let sql = tables.selectDocument
         let read = { (s: SQLiteStatement) throws -> Document? in
             s.bind(1, id)
             guard try s.step(), s.int64(2) == 0 else { return nil }
