@@ -165,6 +165,12 @@ import Testing
         #expect(diff["d"] == RevsDiffEntry(missing: ["4-qqq"], possibleAncestors: [r2, "3-ppp"]))
         #expect(diff["new"] == RevsDiffEntry(missing: ["1-x"], possibleAncestors: []))
         #expect(try c.revsDiff(["d": [r1, r2]]).isEmpty)
+
+        // The IDs go to SQLite as one JSON array: ones that need escaping are found all the same.
+        let odd = ["quote\"d", "back\\slash", "slash/id", "ünï", "emoji 😀", "[1,2]"]
+        for id in odd { try c.insertRevision(id: id, history: ["1-a"], deleted: false, body: [:]) }
+        let asked = Dictionary(uniqueKeysWithValues: odd.map { ($0, ["1-a", "2-b"]) })
+        #expect(try c.revsDiff(asked) == Dictionary(uniqueKeysWithValues: odd.map { ($0, RevsDiffEntry(missing: ["2-b"], possibleAncestors: ["1-a"])) }))
     }
 
     @Test func graftingWithNoCommonAncestorStartsANewRoot() throws {

@@ -165,6 +165,8 @@ struct CollectionTables: Sendable {
     let insertRow: String
     let keepBody: String
     let dropBody: String
+    /// ID and tree of the documents named in a JSON array of IDs (a batch's `_revs_diff`).
+    let selectTrees: String
 
     init(id: Int64) {
         self.id = id
@@ -177,5 +179,6 @@ struct CollectionTables: Sendable {
         insertRow = "INSERT INTO \(docs)(rev, seq, deleted, body, tree, id) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"
         keepBody = "INSERT OR REPLACE INTO \(revs)(doc_key, rev, body) VALUES(?1, ?2, ?3)"
         dropBody = "DELETE FROM \(revs) WHERE doc_key = ?1 AND rev = ?2"
+        selectTrees = "SELECT d.id, d.tree FROM json_each(?1) AS j JOIN \(docs) AS d ON d.id = j.value"
     }
 }

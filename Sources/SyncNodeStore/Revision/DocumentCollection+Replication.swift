@@ -111,9 +111,17 @@ extension DocumentCollection {
     package func revsDiff(_ revs: [String: [String]]) throws -> [String: RevsDiffEntry] {
         try checkLive()
         return try database.read { db in
+            // One statement for the whole batch: SQLite looks each ID up; only known ones come back.
+            var ids = JSONWriter(capacity: revs.count * 16)
+            ids.write(.array(revs.keys.map { .string($0) }))
+            let s = try SQLiteStatement(db.cachedStatement(sql: tables.selectTrees).sqliteStatement)
+            defer { s.reset() }
+            s.bind(1, utf8: ids.bytes)
+            var trees: [String: String] = [:]
+            while try s.step() { trees[s.text(0)] = s.text(1) }
             var out: [String: RevsDiffEntry] = [:]
             for (id, candidates) in revs {
-                let tree = try loadRow(db, id: id)?.tree() ?? RevisionTree()
+                let tree = try trees[id].map(RevisionTree.init(serialized:)) ?? RevisionTree()
                 let missing = candidates.filter { tree.index(of: $0) == nil }
                 guard !missing.isEmpty else { continue }
                 let maxGen = missing.compactMap(RevisionID.generation(of:)).max() ?? 0
