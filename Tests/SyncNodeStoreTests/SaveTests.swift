@@ -249,6 +249,56 @@ import Testing
     }
 }
 
+/// Inside a batch, a save right after a read of its document uses the row that read kept; a
+/// change in between (a save of another copy, of another document, a purge) reads it again.
+@Suite struct KeptRowTests {
+    @Test func aSaveAfterAReadInABatchSeesEveryChangeInBetween() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        try c.save(MutableDocument(id: "a", values: ["v": 0]))
+        try c.save(MutableDocument(id: "b", values: ["v": 0]))
+        try db.inBatch {
+            let first = try #require(try c.document(id: "a")).toMutable()
+            first.setInt(1, forKey: "v")
+            try c.save(first, concurrencyControl: .failOnConflict)
+            #expect(first.revisionID?.hasPrefix("2-") == true)
+
+            // Two copies read; the later one is saved first: the earlier one's save must see it.
+            let stale = try #require(try c.document(id: "a")).toMutable()
+            let fresh = try #require(try c.document(id: "a")).toMutable()
+            fresh.setInt(2, forKey: "v")
+            try c.save(fresh, concurrencyControl: .failOnConflict)
+            stale.setInt(3, forKey: "v")
+            #expect(throws: StoreError.conflict(documentID: "a")) { try c.save(stale, concurrencyControl: .failOnConflict) }
+
+            // A read of a, a purge of a (which reads no row), then a save of the copy: a is gone, so
+            // the save makes a new document rather than a child of the purged row.
+            let b = try #require(try c.document(id: "b")).toMutable()
+            let again = try #require(try c.document(id: "a")).toMutable()
+            try c.purge(id: "a")
+            again.setInt(4, forKey: "v")
+            try c.save(again)
+            b.setInt(1, forKey: "v")
+            try c.save(b, concurrencyControl: .failOnConflict)
+        }
+        #expect(try c.document(id: "a")?.revisionID?.hasPrefix("1-") == true)
+        #expect(try c.document(id: "a")?.int(forKey: "v") == 4)
+        #expect(try c.document(id: "b")?.revisionID?.hasPrefix("2-") == true)
+        #expect(try c.leafDocuments(id: "a").count == 1)
+        // Outside a batch nothing is kept: a read, another writer's save, then a save conflicts.
+        let outside = try #require(try c.document(id: "b")).toMutable()
+        let other = try dir.open()
+        defer { try? other.close() }
+        let theirs = try #require(try other.defaultCollection().document(id: "b")).toMutable()
+        theirs.setInt(9, forKey: "v")
+        try other.defaultCollection().save(theirs)
+        outside.setInt(5, forKey: "v")
+        #expect(throws: StoreError.conflict(documentID: "b")) { try c.save(outside, concurrencyControl: .failOnConflict) }
+    }
+}
+
 @Suite struct ExternalChangeTests {
     /// Another process (here: another connection to the same files) writes;
     /// this process's listeners hear of it, also when an own commit comes right

@@ -22,6 +22,18 @@ enum PendingBody {
     }
 }
 
+/// The row ``DocumentCollection/document(id:)`` read last inside a batch, for the save that
+/// usually follows (read, edit, save): that save's own read of the row is skipped. It holds
+/// while the same transaction, on the same connection, has taken no sequence in the collection
+/// since, for every change to a document takes one before it touches the row. Used once.
+struct LastRowRead {
+    let connection: ObjectIdentifier
+    let transaction: Int
+    let lastSequence: Int64?
+    let id: String
+    let row: StoredRow
+}
+
 /// A document's row: the winning revision's body and the revision tree.
 struct StoredRow {
     let key: Int64
@@ -36,11 +48,28 @@ struct StoredRow {
 
 extension DocumentCollection {
     func loadRow(_ db: GRDB.Database, id: String) throws -> StoredRow? {
+        if let kept = lastRowRead.withLock({ last -> StoredRow? in
+            defer { last = nil }
+            guard let kept = last, kept.id == id, kept.connection == ObjectIdentifier(db),
+                  ThreadConnection.writer(for: database) === db, kept.transaction == database.sequences.transaction,
+                  kept.lastSequence == database.sequences.last(collectionID: tableID) else { return nil }
+            return kept.row
+        }) {
+            return kept
+        }
         let s = try raw(db, tables.selectRow)
         defer { s.reset() }
         s.bind(1, id)
         guard try s.step() else { return nil }
         return StoredRow(key: s.int64(0), rev: s.text(1), sequence: s.int64(2), deleted: s.int64(3) != 0, body: s.text(4), treeText: s.text(5))
+    }
+
+    /// Keeps `row`, just read on the writer's connection `db`, for the next ``loadRow(_:id:)``.
+    func remember(_ row: StoredRow, id: String, on db: GRDB.Database) {
+        let kept = LastRowRead(
+            connection: ObjectIdentifier(db), transaction: database.sequences.transaction,
+            lastSequence: database.sequences.last(collectionID: tableID), id: id, row: row)
+        lastRowRead.withLock { $0 = kept }
     }
 
     /// A cached statement for binding and stepping directly: the save path's

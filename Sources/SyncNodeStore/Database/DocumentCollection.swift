@@ -22,6 +22,8 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
     let validatorSlot = Mutex<DocumentValidator?>(nil)
     /// Recent `changeCount(since:)` answers, which later pages' counts follow from.
     let changeCounts = ChangeCounts()
+    /// The row ``document(id:)`` last read inside a batch (see ``LastRowRead``).
+    let lastRowRead = Mutex<LastRowRead?>(nil)
 
     init(database: Database, scope: String, name: String, tableID: Int64) {
         self.database = database
@@ -81,11 +83,13 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
             return Document(id: id, revisionID: s.text(0), sequence: s.int64(1), isDeleted: false, json: s.text(3), blobStore: self.database.blobStore)
         }
         if let db = ThreadConnection.writer(for: database) {
-            // Inside a batch: read through the writer to see the batch's own writes.
+            // Inside a batch: read through the writer to see the batch's own writes, and keep the
+            // row for the save that usually follows.
             return try database.mappingErrors {
-                let statement = try db.cachedStatement(sql: sql)
-                defer { sqlite3_reset(statement.sqliteStatement) }
-                return try read(SQLiteStatement(statement.sqliteStatement))
+                guard let row = try loadRow(db, id: id) else { return nil }
+                remember(row, id: id, on: db)
+                return row.deleted ? nil : Document(
+                    id: id, revisionID: row.rev, sequence: row.sequence, isDeleted: false, json: row.body, blobStore: database.blobStore)
             }
         }
         try database.checkOpen()

@@ -9,6 +9,7 @@ import Synchronization
 final class SequenceAllocator: Sendable {
     /// Per collection: the counter when the transaction began, and the last sequence handed out.
     private let counters = Mutex<[Int64: Allocated]>([:])
+    private let transactions = Atomic(0)
 
     /// The sequences one transaction took in a collection: `before + 1 ... last`.
     struct Allocated: Equatable {
@@ -19,6 +20,15 @@ final class SequenceAllocator: Sendable {
     /// Forgets counters from an earlier transaction (committed or rolled back).
     func beginTransaction() {
         counters.withLock { $0.removeAll(keepingCapacity: true) }
+        transactions.add(1, ordering: .relaxed)
+    }
+
+    /// Numbers the write transactions of this database in this process.
+    var transaction: Int { transactions.load(ordering: .relaxed) }
+
+    /// The last sequence the current transaction took in a collection; nil before its first.
+    func last(collectionID: Int64) -> Int64? {
+        counters.withLock { $0[collectionID]?.last }
     }
 
     func next(_ db: GRDB.Database, collectionID: Int64) throws -> Int64 {
