@@ -106,27 +106,21 @@ struct SQLiteStatement {
 
     func bind(_ index: Int32, _ text: String) {
         var text = text
-        text.withUTF8 { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { chars in
-                if let base = chars.baseAddress, !chars.isEmpty {
-                    _ = sqlite3_bind_text(handle, index, base, Int32(chars.count), Self.transient)
-                } else {
-                    // A nil pointer would bind NULL, not the empty string.
-                    _ = sqlite3_bind_text(handle, index, "", 0, Self.transient)
-                }
-            }
-        }
+        text.withUTF8 { bind(index, utf8: $0) }
     }
 
     /// Binds UTF-8 bytes as text (canonical JSON bodies: made valid, so not checked again).
     func bind(_ index: Int32, utf8 bytes: [UInt8]) {
-        bytes.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { chars in
-                if let base = chars.baseAddress, !chars.isEmpty {
-                    _ = sqlite3_bind_text(handle, index, base, Int32(chars.count), Self.transient)
-                } else {
-                    _ = sqlite3_bind_text(handle, index, "", 0, Self.transient)
-                }
+        bytes.withUnsafeBufferPointer { bind(index, utf8: $0) }
+    }
+
+    private func bind(_ index: Int32, utf8 buffer: UnsafeBufferPointer<UInt8>) {
+        buffer.withMemoryRebound(to: CChar.self) { chars in
+            if let base = chars.baseAddress, !chars.isEmpty {
+                _ = sqlite3_bind_text(handle, index, base, Int32(chars.count), Self.transient)
+            } else {
+                // A nil pointer would bind NULL, not the empty string.
+                _ = sqlite3_bind_text(handle, index, "", 0, Self.transient)
             }
         }
     }
