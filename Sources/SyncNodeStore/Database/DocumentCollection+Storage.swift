@@ -24,10 +24,10 @@ enum PendingBody {
 
 /// The row ``DocumentCollection/document(id:)`` read last inside a batch, for the save that
 /// usually follows (read, edit, save): that save's own read of the row is skipped. It holds
-/// while the same transaction, on the same connection, has taken no sequence in the collection
-/// since, for every change to a document takes one before it touches the row. Used once.
+/// while the same write transaction (so the same, writer, connection) has taken no sequence in
+/// the collection since, for every change to a document takes one before it touches the row.
+/// Used once.
 struct LastRowRead {
-    let connection: ObjectIdentifier
     let transaction: Int
     let lastSequence: Int64?
     let id: String
@@ -50,7 +50,7 @@ extension DocumentCollection {
     func loadRow(_ db: GRDB.Database, id: String) throws -> StoredRow? {
         if let kept = lastRowRead.withLock({ last -> StoredRow? in
             defer { last = nil }
-            guard let kept = last, kept.id == id, kept.connection == ObjectIdentifier(db),
+            guard let kept = last, kept.id == id,
                   ThreadConnection.writer(for: database) === db, kept.transaction == database.sequences.transaction,
                   kept.lastSequence == database.sequences.last(collectionID: tableID) else { return nil }
             return kept.row
@@ -64,10 +64,10 @@ extension DocumentCollection {
         return StoredRow(key: s.int64(0), rev: s.text(1), sequence: s.int64(2), deleted: s.int64(3) != 0, body: s.text(4), treeText: s.text(5))
     }
 
-    /// Keeps `row`, just read on the writer's connection `db`, for the next ``loadRow(_:id:)``.
-    func remember(_ row: StoredRow, id: String, on db: GRDB.Database) {
+    /// Keeps `row`, just read inside the current write transaction, for the next ``loadRow(_:id:)``.
+    func remember(_ row: StoredRow, id: String) {
         let kept = LastRowRead(
-            connection: ObjectIdentifier(db), transaction: database.sequences.transaction,
+            transaction: database.sequences.transaction,
             lastSequence: database.sequences.last(collectionID: tableID), id: id, row: row)
         lastRowRead.withLock { $0 = kept }
     }
@@ -75,7 +75,7 @@ extension DocumentCollection {
     /// A cached statement for binding and stepping directly: the save path's
     /// statements run once per document, where GRDB's argument arrays cost
     /// more than the SQL (measured with callgrind).
-    private func raw(_ db: GRDB.Database, _ sql: String) throws -> SQLiteStatement {
+    func raw(_ db: GRDB.Database, _ sql: String) throws -> SQLiteStatement {
         let statement = try db.cachedStatement(sql: sql)
         return SQLiteStatement(statement.sqliteStatement, owner: statement)
     }

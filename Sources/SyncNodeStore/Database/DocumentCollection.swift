@@ -87,7 +87,7 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
             // row for the save that usually follows.
             return try database.mappingErrors {
                 guard let row = try loadRow(db, id: id) else { return nil }
-                remember(row, id: id, on: db)
+                remember(row, id: id)
                 return row.deleted ? nil : Document(
                     id: id, revisionID: row.rev, sequence: row.sequence, isDeleted: false, json: row.body, blobStore: database.blobStore)
             }
