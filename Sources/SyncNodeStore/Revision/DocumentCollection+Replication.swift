@@ -114,7 +114,7 @@ extension DocumentCollection {
             // One statement for the whole batch: SQLite looks each ID up; only known ones come back.
             var ids = JSONWriter(capacity: revs.count * 16)
             ids.write(.array(revs.keys.map { .string($0) }))
-            let s = try SQLiteStatement(db.cachedStatement(sql: tables.selectTrees).sqliteStatement)
+            let s = try raw(db, tables.selectTrees)
             defer { s.reset() }
             s.bind(1, utf8: ids.bytes)
             var trees: [String: String] = [:]
