@@ -205,12 +205,13 @@ public final class Database: Sendable {
         expiry.stop()
         externalChanges.stop()
         pointReader.close()
+        // After the pool (whose writer asks it for passes), whether or not the pool closes cleanly.
+        defer { checkpointer.close() }
         do {
             try pool.close()
         } catch {
             throw StoreError.storage("closing \(name): \(error)")
         }
-        checkpointer.close()
         logger.debug("closed database", metadata: ["name": "\(name)"])
     }
 
