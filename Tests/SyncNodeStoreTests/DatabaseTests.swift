@@ -47,8 +47,7 @@ import Testing
             try write(batch)
             try await Task.sleep(for: .milliseconds(5))
         }
-        let deadline = ContinuousClock.now.advanced(by: .seconds(5))
-        while db.checkpointer.passes < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        try await eventually { db.checkpointer.passes >= 2 }
         #expect(db.checkpointer.passes >= 2)
         // 60 batches of about 250 KB each went through a log that restarted from its beginning.
         #expect(walBytes() < 8_000_000, "log of \(walBytes()) bytes")

@@ -315,10 +315,7 @@ import Testing
         if ownFirst { try mine.defaultCollection().save(MutableDocument(id: "own")) }
         try other.defaultCollection().save(MutableDocument(id: "external"))
         if !ownFirst { try mine.defaultCollection().save(MutableDocument(id: "own")) }
-        let deadline = ContinuousClock.now.advanced(by: .seconds(5))
-        while !heard.values.joined().contains("external"), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await eventually { heard.values.joined().contains("external") }
         #expect(heard.values.joined().contains("external"), "\(heard.values)")
         if ownFirst { #expect(heard.values.first == ["own"], "in-process commits are told directly: \(heard.values)") }
         #expect(heard.values.joined().filter { $0 == "external" }.count == 1, "\(heard.values)")
@@ -334,8 +331,7 @@ import Testing
         try await Task.sleep(for: .milliseconds(600))  // two polls' worth of the old quarter-second timer
         #expect(mine.externalChanges.polls == 0)
         try other.defaultCollection().save(MutableDocument(id: "wake"))
-        let deadline = ContinuousClock.now.advanced(by: .seconds(5))
-        while mine.externalChanges.polls == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        try await eventually { mine.externalChanges.polls > 0 }
         #expect(mine.externalChanges.polls >= 1)
     }
 
@@ -363,14 +359,13 @@ import Testing
             let heardEarly = heard.values.joined().contains("external")
             #expect(!heardEarly, "announced before the bulk writes ended")
         }
-        let deadline = ContinuousClock.now.advanced(by: .seconds(5))
-        while !heard.values.joined().contains("external"), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        try await eventually { heard.values.joined().contains("external") }
         #expect(heard.values.joined().filter { $0 == "external" }.count == 1, "\(heard.values.suffix(3))")
         let wal = mine.path.appendingPathComponent("db.sqlite3-wal").path
         #expect(((try? FileManager.default.attributesOfItem(atPath: wal))?[.size] as? Int) == 0)
         // Watching again: a later external commit is heard as before.
         try other.defaultCollection().save(MutableDocument(id: "later"))
-        while !heard.values.joined().contains("later"), ContinuousClock.now < deadline.advanced(by: .seconds(5)) { try await Task.sleep(for: .milliseconds(20)) }
+        try await eventually { heard.values.joined().contains("later") }
         #expect(heard.values.joined().contains("later"))
     }
 
@@ -389,8 +384,7 @@ import Testing
         let token = try last.defaultCollection().addChangeListener { heard.append($0.documentIDs) }
         defer { token.remove() }
         try other.defaultCollection().save(MutableDocument(id: "external"))
-        let deadline = ContinuousClock.now.advanced(by: .seconds(5))
-        while !heard.values.joined().contains("external"), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        try await eventually { heard.values.joined().contains("external") }
         #expect(heard.values.joined().contains("external"))
     }
     #endif
