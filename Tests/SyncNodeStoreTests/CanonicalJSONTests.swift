@@ -61,6 +61,39 @@ import Testing
         #expect(fastPath > 1500)
     }
 
+    /// A replication answer's documents are canonicalized where they stand in it: the same
+    /// bytes and reserved members as each document's own text gives, fallbacks included.
+    @Test func documentsReadInsideAnAnswerMatchTheirOwnText() throws {
+        var gen = Generator(rng: SeededRandom(seed: 2027))
+        let texts = (0..<2000).map { _ in gen.object(depth: 0) }
+        // Shaped like a `_bulk_get` answer, with values on the path that are not objects.
+        let answer = #"{"results":["# + texts.map { #"{"id":"x","docs":[{"ok":\#($0)},{"ok":7}]}"# }.joined(separator: ",\n") + "]}"
+        let path: [JSONSkimmer.Step] = [.member("results"), .each, .member("docs"), .each, .member("ok")]
+        var scratch: [UInt8] = []
+        scratch.reserveCapacity(64 * 1024)  // as the replicator keeps it
+        let read = try JSONSkimmer.values(at: path, in: answer) { input, start throws(StoreError) -> ((CanonicalBody, [String: DocumentValue]), end: Int)? in
+            guard input[start] == UInt8(ascii: "{") else { return nil }
+            let (body, reserved, end) = try CanonicalBody.parse(objectIn: input, at: start, scratch: &scratch)
+            return ((body, reserved), end)
+        }
+        #expect(read.count == texts.count)
+        for (text, (body, reserved)) in zip(texts, read) {
+            let (expected, expectedReserved) = try CanonicalBody.parse(objectJSON: text)
+            #expect(body.bytes == expected.bytes, "input: \(text)")
+            // Not the 64 KiB scratch buffer (the value-tree path writes into a 1 KiB writer).
+            #expect(body.bytes.capacity < max(2 * body.bytes.count, 2048), "a body must not keep the scratch buffer")
+            #expect(reserved == expectedReserved, "input: \(text)")
+        }
+        // A malformed document fails the whole answer, as a malformed answer does.
+        for bad in [#"{"results":[{"docs":[{"ok":{"a":}}]}]}"#, #"{"results":[{"docs":[{"ok":{"a":1}]}]}"#] {
+            #expect(throws: StoreError.self, "\(bad)") {
+                try JSONSkimmer.values(at: path, in: bad) { input, start throws(StoreError) -> (Int, end: Int)? in
+                    (0, try CanonicalBody.parse(objectIn: input, at: start, scratch: &scratch).end)
+                }
+            }
+        }
+    }
+
     @Test func canonicalizerRejectsWhatTheParserRejects() {
         for text in ["{", "{\"a\":}", "{\"a\":1,}", "[1]", "{\"a\":1} x", "{\"a\":\"\u{1}\"}", "{\"a\":01}", "{a:1}", "{\"a\":tru}"] {
             #expect(throws: StoreError.self, "\(text)") { try JSONCanonicalizer.canonicalObject(text) }

@@ -29,13 +29,33 @@ struct JSONCanonicalizer: JSONScanning {
     static func canonicalObject(_ text: String) throws(StoreError) -> (bytes: [UInt8], reserved: [String: DocumentValue])? {
         try withBytes(of: text) { buffer throws(StoreError) in
             var c = JSONCanonicalizer(input: buffer, capacity: buffer.count)
-            c.skipWhitespace()
-            guard c.pos < buffer.count, buffer[c.pos] == UInt8(ascii: "{") else {
-                throw StoreError.invalidJSON("a document body must be a JSON object")
-            }
-            let reserved = try c.object(topLevel: true)
+            let reserved = try c.topLevelObject()
             return (c.fallback ? nil : (c.writer.bytes, reserved), c.pos)
         }
+    }
+
+    /// ``canonicalObject(_:)`` of the object at `start` inside a larger text (a document in a
+    /// replication answer), read where it stands; also returns where the object ends. `scratch`
+    /// is the output buffer, kept from one call to the next.
+    static func canonicalObject(
+        in input: UnsafeBufferPointer<UInt8>, at start: Int, scratch: inout [UInt8]
+    ) throws(StoreError) -> (canonical: (bytes: [UInt8], reserved: [String: DocumentValue])?, end: Int) {
+        var c = JSONCanonicalizer(input: input, capacity: 0)
+        c.pos = start
+        scratch.removeAll(keepingCapacity: true)
+        swap(&scratch, &c.writer.bytes)
+        defer { swap(&scratch, &c.writer.bytes) }
+        let reserved = try c.topLevelObject()
+        // A copy of its own, at its size (the scratch buffer goes on to the next document).
+        return (c.fallback ? nil : (c.writer.bytes.withUnsafeBufferPointer { Array($0) }, reserved), c.pos)
+    }
+
+    private mutating func topLevelObject() throws(StoreError) -> [String: DocumentValue] {
+        skipWhitespace()
+        guard pos < input.count, input[pos] == UInt8(ascii: "{") else {
+            throw StoreError.invalidJSON("a document body must be a JSON object")
+        }
+        return try object(topLevel: true)
     }
 
     private mutating func value() throws(StoreError) {
@@ -92,7 +112,7 @@ struct JSONCanonicalizer: JSONScanning {
         writer.bytes.append(UInt8(ascii: "{"))
         var members: [Member] = []
         members.reserveCapacity(16)  // one allocation for most objects, not one per doubling
-        var reserved: [String: DocumentValue] = [:]
+        var reserved = [String: DocumentValue](minimumCapacity: topLevel ? 4 : 0)
         skipWhitespace()
         if pos < input.count, input[pos] == UInt8(ascii: "}") {
             pos += 1
@@ -128,13 +148,12 @@ struct JSONCanonicalizer: JSONScanning {
         return reserved
     }
 
-    /// A reserved member's value, parsed (they are few and small: `_id`, `_rev`, ...).
+    /// A reserved member's value, parsed straight from the input (they are few and small: `_id`,
+    /// `_rev`, `_revisions`...); nothing is written for it.
     private mutating func reservedValue() throws(StoreError) -> DocumentValue {
-        let valueStart = writer.bytes.count
-        try value()
-        let text = String(decoding: writer.bytes[valueStart...], as: UTF8.self)
-        writer.bytes.removeSubrange(valueStart...)
-        return try JSONParser.parse(text)
+        let (value, end) = try JSONParser.parseValue(in: input, at: pos, depth: depth)
+        pos = end
+        return value
     }
 
     private static let blobTypeMember = Array(#""@type":"blob""#.utf8)

@@ -28,6 +28,14 @@ struct JSONParser: JSONScanning {
         }
     }
 
+    /// Parses the value at `start` inside a larger text, `depth` levels deep; returns it and where it ends.
+    static func parseValue(in input: UnsafeBufferPointer<UInt8>, at start: Int, depth: Int) throws(StoreError) -> (DocumentValue, end: Int) {
+        var parser = JSONParser(input: input, blobStore: nil)
+        parser.pos = start
+        parser.depth = depth
+        return (try parser.parseValue(), parser.pos)
+    }
+
     /// Parses a JSON object, as document bodies must be.
     static func parseObject(_ text: String, blobStore: BlobStore? = nil) throws(StoreError) -> [String: DocumentValue] {
         guard case .dictionary(let d) = try parse(text, blobStore: blobStore) else {

@@ -17,7 +17,7 @@ package struct JSONSkimmer: JSONScanning {
     let input: UnsafeBufferPointer<UInt8>
     var pos = 0
     var depth = 0
-    private var found: [String] = []
+    private var found: [Range<Int>] = []
 
     private init(input: UnsafeBufferPointer<UInt8>) {
         self.input = input
@@ -29,19 +29,45 @@ package struct JSONSkimmer: JSONScanning {
     package static func values(at path: [Step], in text: String) throws(StoreError) -> [String] {
         try withBytes(of: text) { buffer throws(StoreError) in
             var skimmer = JSONSkimmer(input: buffer)
-            try skimmer.walk(path[...])
-            return (skimmer.found, skimmer.pos)
+            try skimmer.walk(path[...]) { _, _ throws(StoreError) in nil }
+            return (skimmer.found.map { String(decoding: UnsafeBufferPointer(rebasing: buffer[$0]), as: UTF8.self) }, skimmer.pos)
+        }
+    }
+
+    /// The values at `path` as `read` makes them where they stand, in one pass over the text:
+    /// `read` gets the whole text's UTF-8 bytes and where a value starts, and returns what it
+    /// made of it with where the value ends, or nil to leave that value out.
+    package static func values<T>(
+        at path: [Step], in text: String, _ read: (UnsafeBufferPointer<UInt8>, Int) throws(StoreError) -> (T, end: Int)?
+    ) throws(StoreError) -> [T] {
+        try withBytes(of: text) { buffer throws(StoreError) in
+            var skimmer = JSONSkimmer(input: buffer)
+            var values: [T] = []
+            try skimmer.walk(path[...]) { input, start throws(StoreError) in
+                guard let (value, end) = try read(input, start) else { return nil }
+                values.append(value)
+                return end
+            }
+            return (values, skimmer.pos)
         }
     }
 
     /// Steps over one value; `path` says where the wanted values are inside it (nil: nowhere).
-    private mutating func walk(_ path: ArraySlice<Step>?) throws(StoreError) {
+    /// `visit` is offered each value found: it reads it and returns where it ends, or returns
+    /// nil for the skimmer to step over it and note where it stands in `found`.
+    private mutating func walk(
+        _ path: ArraySlice<Step>?, _ visit: (UnsafeBufferPointer<UInt8>, Int) throws(StoreError) -> Int?
+    ) throws(StoreError) {
         skipWhitespace()
         guard pos < input.count else { throw error("unexpected end of input") }
         if let path, path.isEmpty {
             let start = pos
-            try walk(nil)
-            found.append(String(decoding: UnsafeBufferPointer(rebasing: input[start..<pos]), as: UTF8.self))
+            if let end = try visit(input, start) {
+                pos = end
+            } else {
+                try walk(nil, visit)
+                found.append(start..<pos)
+            }
             return
         }
         switch input[pos] {
@@ -67,7 +93,7 @@ package struct JSONSkimmer: JSONScanning {
                     } else if case .each? = path?.first {
                         inner = path?.dropFirst()
                     }
-                    try walk(inner)
+                    try walk(inner, visit)
                 } while try !atEnd(of: container)
             }
             depth -= 1

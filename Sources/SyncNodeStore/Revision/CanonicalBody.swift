@@ -52,6 +52,25 @@ package struct CanonicalBody: Sendable {
         if let (bytes, reserved) = try JSONCanonicalizer.canonicalObject(text) {
             return (CanonicalBody(json: bytes, hashing: hashing), reserved)
         }
+        return try parseAsValues(text, hashing: hashing)
+    }
+
+    /// ``parse(objectJSON:hashing:)`` of the object at `start` inside a larger text (a document
+    /// in a replication answer), read where it stands; also returns where it ends. `scratch` is
+    /// a buffer kept from one call to the next.
+    package static func parse(
+        objectIn input: UnsafeBufferPointer<UInt8>, at start: Int, hashing: Bool = true, scratch: inout [UInt8]
+    ) throws(StoreError) -> (body: CanonicalBody, reserved: [String: DocumentValue], end: Int) {
+        let (canonical, end) = try JSONCanonicalizer.canonicalObject(in: input, at: start, scratch: &scratch)
+        if let (bytes, reserved) = canonical {
+            return (CanonicalBody(json: bytes, hashing: hashing), reserved, end)
+        }
+        let (body, reserved) = try parseAsValues(String(decoding: UnsafeBufferPointer(rebasing: input[start..<end]), as: UTF8.self), hashing: hashing)
+        return (body, reserved, end)
+    }
+
+    /// The value-tree path, for what the canonicalizer leaves to it (non-ASCII keys, blob metadata).
+    private static func parseAsValues(_ text: String, hashing: Bool) throws(StoreError) -> (body: CanonicalBody, reserved: [String: DocumentValue]) {
         var values = try JSONParser.parseObject(text)
         var reserved: [String: DocumentValue] = [:]
         for key in values.keys where key.hasPrefix("_") { reserved[key] = values.removeValue(forKey: key) }
