@@ -4,8 +4,10 @@ import SyncNodeStore
 /// wire document (`_id`, `_rev`, `_revisions`, `_deleted`, `_attachments`:
 /// few and small) parsed, and its body kept as canonical JSON text. A pulled
 /// body goes from the peer's answer to the store without a value tree, which
-/// is most of what receiving a document used to cost.
-struct WireRevision: Sendable {
+/// is most of what receiving a document used to cost. A class: batches of
+/// thousands are filtered and split, and a copy is then one reference, not
+/// one for each of its members.
+final class WireRevision: Sendable {
     /// The wire document's members whose names start with `_`.
     let meta: [String: DocumentValue]
     /// The other members, canonical.
@@ -14,24 +16,40 @@ struct WireRevision: Sendable {
     let files: [String: AttachmentFile]
     /// `meta` interpreted once; its error (an unknown `_` member) is the document's, thrown when read.
     private let interpreted: Swift.Result<WireDocument.Incoming, any Error>
+    /// `_id`, `_rev` and `_deleted` as text and flag, read once: a batch asks for them per document
+    /// several times (parts, outcomes, reports).
+    let id: String
+    let rev: String
+    let deleted: Bool
 
     init(meta: [String: DocumentValue], body: CanonicalBody, files: [String: AttachmentFile] = [:]) {
         self.meta = meta
         self.body = body
         self.files = files
         interpreted = Swift.Result { try WireDocument.decode(meta) }
+        id = meta["_id"].wireText
+        rev = meta["_rev"].wireText
+        deleted = meta["_deleted"] == .bool(true)
     }
 
     /// Splits a wire document given as JSON text.
     /// - Throws: `StoreError.invalidJSON` when it is not a JSON object.
-    init(json: String) throws {
+    convenience init(json: String) throws {
         // Most wire documents carry their revision: no hash until one is made.
         let (body, meta) = try CanonicalBody.parse(objectJSON: json, hashing: false)
         self.init(meta: meta, body: body)
     }
 
+    /// Splits the wire document at `start` inside a larger text (a `_bulk_get` answer), read
+    /// where it stands; also returns where it ends. `scratch` is a buffer kept between calls.
+    /// - Throws: `StoreError.invalidJSON` when it is not a JSON object.
+    static func read(in input: UnsafeBufferPointer<UInt8>, at start: Int, scratch: inout [UInt8]) throws(StoreError) -> (WireRevision, end: Int) {
+        let (body, meta, end) = try CanonicalBody.parse(objectIn: input, at: start, hashing: false, scratch: &scratch)
+        return (WireRevision(meta: meta, body: body), end)
+    }
+
     /// Splits a wire document already parsed (request bodies, `open_revs` answers).
-    init(object: [String: DocumentValue], files: [String: AttachmentFile] = [:]) {
+    convenience init(object: [String: DocumentValue], files: [String: AttachmentFile] = [:]) {
         var meta: [String: DocumentValue] = [:]
         var body: [String: DocumentValue] = [:]
         for (key, value) in object {
@@ -44,7 +62,7 @@ struct WireRevision: Sendable {
     /// attachments its stored body is used as it is (it is canonical already);
     /// with them, those the receiver lacks follow as files (`attachments` is
     /// ``WireDocument/AttachmentContent/files(known:)``) or inline.
-    init(stored revision: StoredRevision, attachments: WireDocument.AttachmentContent, collection: DocumentCollection) throws {
+    convenience init(stored revision: StoredRevision, attachments: WireDocument.AttachmentContent, collection: DocumentCollection) throws {
         let body = revision.body ?? "{}"
         guard WireDocument.hasBlobs(body) else {
             self.init(
@@ -64,10 +82,6 @@ struct WireRevision: Sendable {
     func replacing(meta: [String: DocumentValue], files: [String: AttachmentFile]) -> WireRevision {
         WireRevision(meta: meta, body: body, files: files)
     }
-
-    var id: String { meta["_id"].wireText }
-    var rev: String { meta["_rev"].wireText }
-    var deleted: Bool { meta["_deleted"] == .bool(true) }
 
     /// The base64 attachment data it carries inline, in bytes of JSON.
     var inlineAttachmentBytes: Int {
