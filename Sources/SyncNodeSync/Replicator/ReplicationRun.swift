@@ -101,11 +101,19 @@ struct ReplicationRun: Sendable {
         var asked: [String: [String]] = [:]
         for row in changes.rows { asked[row.id, default: []].append(contentsOf: row.revs) }
         let question = asked
-        let missing = try await replicator.withRetries { try await target.revsDiff(question) }
+        var missing = try await replicator.withRetries { try await target.revsDiff(question) }
         var docs: [WireRevision] = []
         if !missing.isEmpty {
-            let wanted = missing.map { WantedRevisions(id: $0.key, revs: $0.value.missing, attsSince: $0.value.possibleAncestors) }
-            docs = try await replicator.withRetries { try await source.fetch(wanted) }
+            // In the feed's order, not the dictionary's: the source reads its rows, and the target
+            // writes them, in the order they lie in (each page read once, not once per document).
+            var wanted: [WantedRevisions] = []
+            wanted.reserveCapacity(missing.count)
+            for row in changes.rows {
+                guard let diff = missing.removeValue(forKey: row.id) else { continue }
+                wanted.append(WantedRevisions(id: row.id, revs: diff.missing, attsSince: diff.possibleAncestors))
+            }
+            let asking = wanted
+            docs = try await replicator.withRetries { try await source.fetch(asking) }
         }
         if let filter = isPush ? config.pushFilter : config.pullFilter {
             docs = try docs.filter { doc in
@@ -119,6 +127,11 @@ struct ReplicationRun: Sendable {
     /// `docs` in order, cut where the next document would take a part past `maxBytes` of JSON
     /// (a document larger than that is a part of its own).
     static func parts(of docs: [WireRevision], maxBytes: Int) -> [[WireRevision]] {
+        // Most batches fit whole: no copy of them then.
+        if docs.count * 256 + docs.reduce(0, { $0 + $1.body.bytes.count }) <= maxBytes,
+           !docs.contains(where: { $0.meta[DocumentCollection.attachmentsKey] != nil }) {
+            return [docs]
+        }
         var parts: [[WireRevision]] = []
         var bytes = 0
         for doc in docs {
@@ -180,7 +193,7 @@ struct ReplicationRun: Sendable {
                 }
             }
         }
-        let written = batch.docs.count - batch.docs.filter { refusedIDs[$0.id] != nil }.count
+        let written = batch.docs.count - (refusedIDs.isEmpty ? 0 : batch.docs.filter { refusedIDs[$0.id] != nil }.count)
         replicator.update { status in
             status.progress.completed += batch.rows
             status.progress.total = max(status.progress.total, status.progress.completed + (batch.pending ?? 0))
