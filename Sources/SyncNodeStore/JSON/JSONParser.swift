@@ -6,7 +6,7 @@ import Foundation
 /// and doubles apart, turn blob metadata into ``Blob`` values bound to the
 /// database's blob store, bound nesting depth for hostile input, and it sits
 /// on the document read path where speed matters.
-struct JSONParser: JSONScanning {
+package struct JSONParser: JSONScanning {
     let input: UnsafeBufferPointer<UInt8>
     var pos = 0
     var depth = 0
@@ -20,6 +20,13 @@ struct JSONParser: JSONScanning {
         self.blobStore = blobStore
     }
 
+    /// A parser for a value inside a larger text, `depth` levels deep.
+    private init(inside input: UnsafeBufferPointer<UInt8>, at start: Int, depth: Int) {
+        self.init(input: input, blobStore: nil)
+        pos = start
+        self.depth = depth
+    }
+
     /// Parses one JSON value filling the whole text.
     static func parse(_ text: String, blobStore: BlobStore? = nil) throws(StoreError) -> DocumentValue {
         try withBytes(of: text) { buffer throws(StoreError) in
@@ -29,11 +36,69 @@ struct JSONParser: JSONScanning {
     }
 
     /// Parses the value at `start` inside a larger text, `depth` levels deep; returns it and where it ends.
-    static func parseValue(in input: UnsafeBufferPointer<UInt8>, at start: Int, depth: Int) throws(StoreError) -> (DocumentValue, end: Int) {
-        var parser = JSONParser(input: input, blobStore: nil)
-        parser.pos = start
-        parser.depth = depth
+    package static func parseValue(in input: UnsafeBufferPointer<UInt8>, at start: Int, depth: Int) throws(StoreError) -> (DocumentValue, end: Int) {
+        var parser = JSONParser(inside: input, at: start, depth: depth)
         return (try parser.parseValue(), parser.pos)
+    }
+
+    /// Runs `read` over the UTF-8 bytes of `text`, which must be one JSON value and nothing after
+    /// it: `read` is given where the value starts and returns what it made and where it ends.
+    package static func reading<T>(
+        _ text: String, _ read: (UnsafeBufferPointer<UInt8>, Int) throws(StoreError) -> (T, end: Int)
+    ) throws(StoreError) -> T {
+        try withBytes(of: text) { buffer throws(StoreError) in try read(buffer, 0) }
+    }
+
+    /// Reads the object at `start` one member at a time, without making it: `member` is given
+    /// each name and where its value starts, and returns where that value ends (having read it,
+    /// with ``parseValue(in:at:depth:)`` or these readers). Returns where the object ends.
+    package static func members(
+        ofObjectIn input: UnsafeBufferPointer<UInt8>, at start: Int, depth: Int, _ member: (String, Int) throws(StoreError) -> Int
+    ) throws(StoreError) -> Int {
+        var parser = JSONParser(inside: input, at: start, depth: depth)
+        try parser.container(.object) { parser throws(StoreError) in
+            parser.skipWhitespace()
+            guard parser.pos < input.count, input[parser.pos] == UInt8(ascii: "\"") else { throw parser.error("expected a property name") }
+            let name = try parser.parseString()
+            parser.skipWhitespace()
+            guard parser.pos < input.count, input[parser.pos] == UInt8(ascii: ":") else { throw parser.error("expected ':'") }
+            parser.pos += 1
+            parser.skipWhitespace()
+            parser.pos = try member(name, parser.pos)
+        }
+        return parser.pos
+    }
+
+    /// Reads the array at `start` one element at a time, as ``members(ofObjectIn:at:depth:_:)``
+    /// reads an object: `element` is given where each starts and returns where it ends.
+    package static func elements(
+        ofArrayIn input: UnsafeBufferPointer<UInt8>, at start: Int, depth: Int, _ element: (Int) throws(StoreError) -> Int
+    ) throws(StoreError) -> Int {
+        var parser = JSONParser(inside: input, at: start, depth: depth)
+        try parser.container(.array) { parser throws(StoreError) in
+            parser.skipWhitespace()
+            parser.pos = try element(parser.pos)
+        }
+        return parser.pos
+    }
+
+    /// Steps into the container at `pos`, calls `each` for every entry, and steps out of it.
+    private mutating func container(_ kind: JSONContainer, _ each: (inout JSONParser) throws(StoreError) -> Void) throws(StoreError) {
+        skipWhitespace()
+        guard pos < input.count, input[pos] == (kind == .object ? UInt8(ascii: "{") : UInt8(ascii: "[")) else {
+            throw error("expected an \(kind.name)")
+        }
+        try enter()
+        pos += 1
+        skipWhitespace()
+        if pos < input.count, input[pos] == kind.close {
+            pos += 1
+        } else {
+            repeat {
+                try each(&self)
+            } while try !atEnd(of: kind)
+        }
+        depth -= 1
     }
 
     /// Parses a JSON object, as document bodies must be.
