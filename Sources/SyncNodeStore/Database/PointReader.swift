@@ -145,6 +145,12 @@ struct SQLiteStatement {
 
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
 
+    /// Whether a text column holds `byte`, looked for in SQLite's own bytes (no String made).
+    func contains(_ byte: UInt8, inColumn column: Int32) -> Bool {
+        guard let bytes = sqlite3_column_text(handle, column) else { return false }
+        return memchr(bytes, Int32(byte), Int(sqlite3_column_bytes(handle, column))) != nil
+    }
+
     func reset() {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)

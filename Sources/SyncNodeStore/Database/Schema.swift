@@ -167,6 +167,9 @@ struct CollectionTables: Sendable {
     let dropBody: String
     /// ID and tree of the documents named in a JSON array of IDs (a batch's `_revs_diff`).
     let selectTrees: String
+    /// A page of changes after a sequence: id, rev, seq, deleted, tree (and body).
+    let selectChanges: String
+    let selectChangesWithBodies: String
 
     init(id: Int64) {
         self.id = id
@@ -180,5 +183,7 @@ struct CollectionTables: Sendable {
         keepBody = "INSERT OR REPLACE INTO \(revs)(doc_key, rev, body) VALUES(?1, ?2, ?3)"
         dropBody = "DELETE FROM \(revs) WHERE doc_key = ?1 AND rev = ?2"
         selectTrees = "SELECT d.id, d.tree FROM json_each(?1) AS j JOIN \(docs) AS d ON d.id = j.value"
+        selectChanges = "SELECT id, rev, seq, deleted, tree FROM \(docs) WHERE seq > ?1 ORDER BY seq LIMIT ?2"
+        selectChangesWithBodies = "SELECT id, rev, seq, deleted, tree, body FROM \(docs) WHERE seq > ?1 ORDER BY seq LIMIT ?2"
     }
 }

@@ -53,22 +53,24 @@ extension DocumentCollection {
     /// Documents changed after `since`, in sequence order, at most `limit`.
     package func changes(since: Int64, limit: Int? = nil, allLeaves: Bool = false, includeBodies: Bool = false) throws -> [ChangeEntry] {
         try checkLive()
-        let columns = includeBodies ? "id, rev, seq, deleted, tree, body" : "id, rev, seq, deleted, tree"
+        // Read raw, not through GRDB rows: a serving node reads every change of a pull here.
         return try database.readStatement { db in
-            let statement = try db.cachedStatement(
-                sql: "SELECT \(columns) FROM \(tables.docs) WHERE seq > ? ORDER BY seq LIMIT ?")
-            let rows = try Row.fetchCursor(statement, arguments: [since, limit ?? -1])
+            let s = try raw(db, includeBodies ? tables.selectChangesWithBodies : tables.selectChanges)
+            defer { s.reset() }
+            s.bind(1, since)
+            s.bind(2, Int64(limit ?? -1))
             var out: [ChangeEntry] = []
-            while let row = try rows.next() {
-                let rev: String = row[1]
+            while try s.step() {
+                let rev = s.text(1)
                 var leaves = [rev]
-                if allLeaves {
-                    let tree = try RevisionTree(serialized: row[4])
+                // A tree of one revision (one line) has it as its only leaf, and it is `rev`.
+                if allLeaves, s.contains(0x0A, inColumn: 4) {
+                    let tree = try RevisionTree(serialized: s.text(4))
                     leaves += tree.leaves.map { tree.nodes[$0].rev }.filter { $0 != rev }
                 }
                 out.append(ChangeEntry(
-                    sequence: row[2], id: row[0], rev: rev, deleted: row[3], leafRevs: leaves,
-                    body: includeBodies ? row[5] : nil))
+                    sequence: s.int64(2), id: s.text(0), rev: rev, deleted: s.int64(3) != 0, leafRevs: leaves,
+                    body: includeBodies ? s.text(5) : nil))
             }
             return out
         }
