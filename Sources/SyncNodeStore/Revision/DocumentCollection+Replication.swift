@@ -114,16 +114,26 @@ extension DocumentCollection {
         try checkLive()
         return try database.read { db in
             // One statement for the whole batch: SQLite looks each ID up; only known ones come back.
-            var ids = JSONWriter(capacity: revs.count * 16)
-            ids.write(.array(revs.keys.map { .string($0) }))
+            var ids = JSONWriter(capacity: revs.count * 24)
+            ids.writeRaw("[")
+            for (i, id) in revs.keys.enumerated() {
+                if i > 0 { ids.writeRaw(",") }
+                ids.writeString(id)
+            }
+            ids.writeRaw("]")
             let s = try raw(db, tables.selectTrees)
             defer { s.reset() }
             s.bind(1, utf8: ids.bytes)
             var trees: [String: String] = [:]
             while try s.step() { trees[s.text(0)] = s.text(1) }
-            var out: [String: RevsDiffEntry] = [:]
+            var out = [String: RevsDiffEntry](minimumCapacity: revs.count)
             for (id, candidates) in revs {
-                let tree = try trees[id].map(RevisionTree.init(serialized:)) ?? RevisionTree()
+                guard let known = trees[id] else {
+                    // Unknown here (what a first pull asks about): every revision is missing.
+                    if !candidates.isEmpty { out[id] = RevsDiffEntry(missing: candidates.count == 1 ? candidates : Array(Set(candidates)).sorted(), possibleAncestors: []) }
+                    continue
+                }
+                let tree = try RevisionTree(serialized: known)
                 let missing = candidates.filter { tree.index(of: $0) == nil }
                 guard !missing.isEmpty else { continue }
                 let maxGen = missing.compactMap(RevisionID.generation(of:)).max() ?? 0
