@@ -223,8 +223,10 @@ import Testing
 }
 
 @Suite struct ContinuousReplicationTests {
+    /// Waits for `condition`; the deadline is generous because the whole suite starts at once on
+    /// two cores, and a node's first answers can take tens of seconds then (it returns at once when met).
     static func eventually(_ condition: () throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now.advanced(by: .seconds(15))
+        let deadline = ContinuousClock.now.advanced(by: .seconds(60))
         while ContinuousClock.now < deadline {
             if try condition() { return true }
             try await Task.sleep(for: .milliseconds(50))
