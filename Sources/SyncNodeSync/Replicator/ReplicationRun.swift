@@ -127,11 +127,6 @@ struct ReplicationRun: Sendable {
     /// `docs` in order, cut where the next document would take a part past `maxBytes` of JSON
     /// (a document larger than that is a part of its own).
     static func parts(of docs: [WireRevision], maxBytes: Int) -> [[WireRevision]] {
-        // Most batches fit whole: no copy of them then.
-        if docs.count * 256 + docs.reduce(0, { $0 + $1.body.bytes.count }) <= maxBytes,
-           !docs.contains(where: { $0.meta[DocumentCollection.attachmentsKey] != nil }) {
-            return [docs]
-        }
         var parts: [[WireRevision]] = []
         var bytes = 0
         for doc in docs {
@@ -193,7 +188,7 @@ struct ReplicationRun: Sendable {
                 }
             }
         }
-        let written = batch.docs.count - (refusedIDs.isEmpty ? 0 : batch.docs.filter { refusedIDs[$0.id] != nil }.count)
+        let written = batch.docs.count - batch.docs.filter { refusedIDs[$0.id] != nil }.count
         replicator.update { status in
             status.progress.completed += batch.rows
             status.progress.total = max(status.progress.total, status.progress.completed + (batch.pending ?? 0))
