@@ -48,6 +48,57 @@ import Testing
         #expect(read.array(forKey: "int") == nil)
     }
 
+    /// A stored document's mutable copy keeps each member as its stored text until it is read:
+    /// what it reads, and what an edit of it saves, must be what a fully parsed copy gives.
+    @Test func aStoredDocumentEditsAsAParsedOneWould() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let json = #"{"a":"line\nbreak \"q\" \u0001 é 😀","b":0.1,"c":-1.5e300,"d":[1,{"x":null},[true,false]],"# +
+            #""e":{"inner":{"deep":"v"},"list":[1,2]},"f":12345678901234,"g":"","h":{},"i":[],"é":"non-ASCII key"}"#
+        try c.save(try MutableDocument(id: "stored", json: json))
+        let stored = try #require(try c.document(id: "stored"))
+        let expected = try JSONParser.parseObject(stored.toJSON())
+        #expect(stored.toMutable().snapshot() == expected)
+
+        // Reading: every member, keys and count, without having parsed the document.
+        let fresh = try #require(try c.document(id: "stored")).toMutable()
+        #expect(fresh.storage.values.allSatisfy { if case .stored = $0 { true } else { false } })
+        #expect(fresh.count == 10)
+        #expect(fresh.keys == stored.keys)
+        for key in stored.keys { #expect(fresh.documentValue(forKey: key) == expected[key]) }
+
+        // Editing one member, and nested containers live, saves what a parsed copy would.
+        let edited = try #require(try c.document(id: "stored")).toMutable()
+        let parsed = MutableDocument(id: "parsed", values: expected)
+        for doc in [edited, parsed] {
+            doc.setString("changed", forKey: "g")
+            doc.dictionary(forKey: "e")?.dictionary(forKey: "inner")?.setInt(7, forKey: "deep")
+            try doc.array(forKey: "d")?.append("appended")
+            doc.removeValue(forKey: "h")
+        }
+        try c.save(edited)
+        let saved = try #require(try c.document(id: "stored"))
+        #expect(saved.toJSON() == parsed.toJSON())
+        #expect(saved.int(forKey: "f") == 12345678901234)
+
+        // Untouched members are written back as they were stored.
+        let untouched = try #require(try c.document(id: "stored")).toMutable()
+        untouched.setBoolean(true, forKey: "new")
+        try c.save(untouched)
+        let after = try #require(try c.document(id: "stored"))
+        #expect(after.toJSON() == #"{"a":"line\nbreak \"q\" \u0001 é 😀","b":0.1,"c":-1.5e+300,"# +
+            #""d":[1,{"x":null},[true,false],"appended"],"e":{"inner":{"deep":7},"list":[1,2]},"f":12345678901234,"# +
+            #""g":"changed","i":[],"new":true,"é":"non-ASCII key"}"#)
+
+        // A copy of an edited copy, and a copy of a document whose values were read, agree.
+        let read = try #require(try c.document(id: "stored"))
+        _ = read.string(forKey: "a")
+        #expect(read.toMutable().toJSON() == after.toJSON())
+        #expect(untouched.toMutable().toJSON() == after.toJSON())
+    }
+
     @Test func nestedMutableContainersAreLive() throws {
         let doc = try MutableDocument(id: "n", json: #"{"address":{"city":"Oslo"},"tags":["a"]}"#)
         doc.dictionary(forKey: "address")?.setString("Bergen", forKey: "city")

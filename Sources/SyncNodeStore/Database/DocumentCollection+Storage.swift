@@ -234,6 +234,7 @@ extension DocumentCollection {
     private func storeBlobs(in slot: MutableSlot) throws {
         switch slot {
         case .value(let value): try storeBlobs(in: value)
+        case .stored: break  // made only of bodies without blobs (see LazyBody.slots)
         case .dictionary(let d): for s in d.storage.values { try storeBlobs(in: s) }
         case .array(let a): for s in a.storage { try storeBlobs(in: s) }
         }

@@ -48,7 +48,7 @@ public struct Document: DictionaryProtocol, Sendable {
     /// A mutable copy that remembers this revision, so a save with
     /// ``ConcurrencyControl/failOnConflict`` fails if the document changed since.
     public func toMutable() -> MutableDocument {
-        MutableDocument(id: id, revisionID: revisionID, sequence: sequence, values: body.values)
+        MutableDocument(id: id, revisionID: revisionID, sequence: sequence, storage: body.slots)
     }
 }
 
@@ -71,5 +71,14 @@ final class LazyBody: Sendable {
             cached = values
             return values
         }
+    }
+
+    /// The members for a mutable copy: the parsed values when they are at hand, otherwise each
+    /// member's text, so that reading a document to change one property parses nothing else.
+    /// A body holding blobs is parsed, for its blobs are bound to this database's blob store.
+    var slots: [String: MutableSlot] {
+        if let cached = parsed.withLock({ $0 }) { return cached.mapValues { .value($0) } }
+        if !Blob.appears(in: json), let slots = try? MutableDictionary.storedSlots(of: json) { return slots }
+        return values.mapValues { .value($0) }
     }
 }

@@ -5,12 +5,17 @@ import Foundation
 /// edits the document, as in Couchbase Lite.
 enum MutableSlot {
     case value(DocumentValue)
+    /// A member of a stored body, as its canonical JSON text, parsed only when read: saving an
+    /// edit of one property writes the others back byte for byte, unparsed.
+    case stored(Substring)
     case dictionary(MutableDictionary)
     case array(MutableArray)
 
     var snapshot: DocumentValue {
         switch self {
         case .value(let v): return v
+        // Stored bodies were checked when written; an unreadable member reads as null.
+        case .stored(let text): return (try? JSONParser.parse(String(text))) ?? .null
         case .dictionary(let d): return .dictionary(d.snapshot())
         case .array(let a): return .array(a.snapshot())
         }
@@ -22,6 +27,7 @@ extension JSONWriter {
     mutating func write(_ slot: MutableSlot) {
         switch slot {
         case .value(let v): write(v)
+        case .stored(let text): writeRaw(text)
         case .dictionary(let d): writeObject(d.storage) { writer, slot in writer.write(slot) }
         case .array(let a):
             bytes.append(UInt8(ascii: "["))
@@ -47,6 +53,34 @@ public class MutableDictionary: DictionaryProtocol {
         storage = values.mapValues { .value($0) }
     }
 
+    init(storage: [String: MutableSlot]) {
+        self.storage = storage
+    }
+
+    /// The members of the stored body `json` as ``MutableSlot/stored(_:)`` slots: each value's
+    /// extent is found, none is parsed.
+    /// - Throws: ``StoreError/invalidJSON(_:)`` when `json` is not a JSON object.
+    static func storedSlots(of json: String) throws(StoreError) -> [String: MutableSlot] {
+        try JSONParser.reading(json) { buffer, start throws(StoreError) in
+            var slots = [String: MutableSlot](minimumCapacity: 16)
+            let end = try JSONParser.members(ofObjectIn: buffer, at: start, depth: 0) { name, valueStart throws(StoreError) in
+                let valueEnd = try JSONSkimmer.end(ofValueIn: buffer, at: valueStart, depth: 1)
+                let utf8 = json.utf8
+                slots[name] = .stored(json[utf8.index(utf8.startIndex, offsetBy: valueStart)..<utf8.index(utf8.startIndex, offsetBy: valueEnd)])
+                return valueEnd
+            }
+            return (slots, end)
+        }
+    }
+
+    /// The slot of `key`, with a stored member parsed into a value (once: it replaces the text).
+    private func readSlot(forKey key: String) -> MutableSlot? {
+        guard case .stored(let text)? = storage[key] else { return storage[key] }
+        let slot = MutableSlot.value(MutableSlot.stored(text).snapshot)
+        storage[key] = slot
+        return slot
+    }
+
     /// A dictionary holding `data` (Foundation values: see ``DocumentValue/init(any:)``).
     /// - Throws: ``StoreError/invalidValue(_:)`` for a value with no JSON form.
     public convenience init(data: [String: Any]) throws {
@@ -58,11 +92,11 @@ public class MutableDictionary: DictionaryProtocol {
     /// The property names, in UTF-8 byte order.
     public var keys: [String] { storage.keys.sorted(by: JSONWriter.utf8Order) }
     /// The current value of property `key` (a snapshot of a nested container), or nil when it is absent.
-    public func documentValue(forKey key: String) -> DocumentValue? { storage[key]?.snapshot }
+    public func documentValue(forKey key: String) -> DocumentValue? { readSlot(forKey: key)?.snapshot }
 
     /// The nested dictionary, live: edits to it change this dictionary.
     public func dictionary(forKey key: String) -> MutableDictionary? {
-        switch storage[key] {
+        switch readSlot(forKey: key) {
         case .dictionary(let d)?: return d
         case .value(.dictionary(let values))?:
             let d = MutableDictionary(values)
@@ -74,7 +108,7 @@ public class MutableDictionary: DictionaryProtocol {
 
     /// The nested array, live: edits to it change this dictionary.
     public func array(forKey key: String) -> MutableArray? {
-        switch storage[key] {
+        switch readSlot(forKey: key) {
         case .array(let a)?: return a
         case .value(.array(let values))?:
             let a = MutableArray(values)

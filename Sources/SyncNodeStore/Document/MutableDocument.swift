@@ -42,11 +42,15 @@ public final class MutableDocument: MutableDictionary {
         try setJSON(json)
     }
 
-    init(id: String, revisionID: String?, sequence: Int64, values: [String: DocumentValue]) {
+    convenience init(id: String, revisionID: String?, sequence: Int64, values: [String: DocumentValue]) {
+        self.init(id: id, revisionID: revisionID, sequence: sequence, storage: values.mapValues { .value($0) })
+    }
+
+    init(id: String, revisionID: String?, sequence: Int64, storage: [String: MutableSlot]) {
         self.id = id
         self.revisionID = revisionID
         self.sequence = sequence
-        super.init(values)
+        super.init(storage: storage)
     }
 
     /// A copy to keep editing independently (same ID and base revision).

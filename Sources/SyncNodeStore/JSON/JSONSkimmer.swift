@@ -52,6 +52,15 @@ package struct JSONSkimmer: JSONScanning {
         }
     }
 
+    /// Where the value at `start` (`depth` levels deep) ends, its structure checked as `walk` checks it.
+    static func end(ofValueIn input: UnsafeBufferPointer<UInt8>, at start: Int, depth: Int) throws(StoreError) -> Int {
+        var skimmer = JSONSkimmer(input: input)
+        skimmer.pos = start
+        skimmer.depth = depth
+        try skimmer.walk(nil) { _, _ throws(StoreError) in nil }
+        return skimmer.pos
+    }
+
     /// Steps over one value; `path` says where the wanted values are inside it (nil: nowhere).
     /// `visit` is offered each value found: it reads it and returns where it ends, or returns
     /// nil for the skimmer to step over it and note where it stands in `found`.
