@@ -7,10 +7,12 @@ enum PendingBody {
     case new(CanonicalBody)
     case stored(String)
 
-    func bind(to statement: SQLiteStatement, at index: Int32) {
+    /// Steps `statement` once with the body bound at `index`, uncopied (see
+    /// ``SQLiteStatement/stepOnce(bindingInPlace:at:)``), and resets it.
+    func stepOnce(_ statement: SQLiteStatement, boundAt index: Int32) throws {
         switch self {
-        case .new(let body): statement.bind(index, utf8: body.bytes)
-        case .stored(let text): statement.bind(index, text)
+        case .new(let body): try body.bytes.withUnsafeBufferPointer { try statement.stepOnce(bindingInPlace: $0, at: index) }
+        case .stored(var text): try text.withUTF8 { try statement.stepOnce(bindingInPlace: $0, at: index) }
         }
     }
 
@@ -283,9 +285,8 @@ extension DocumentCollection {
         s.bind(1, winnerRev)
         s.bind(2, sequence)
         s.bind(3, tree.nodes[winner].deleted ? 1 : 0)
-        winnerBody.bind(to: s, at: 4)
         s.bind(5, tree.serialized)
-        _ = try s.step()
+        try winnerBody.stepOnce(s, boundAt: 4)
         let key = current?.key ?? db.lastInsertedRowID
         let keepsAncestors = database.config.keepsAncestorBodies
         for (rev, body) in spare {
@@ -295,8 +296,7 @@ extension DocumentCollection {
             defer { keep.reset() }
             keep.bind(1, key)
             keep.bind(2, rev)
-            body.bind(to: keep, at: 3)
-            _ = try keep.step()
+            try body.stepOnce(keep, boundAt: 3)
         }
         // A losing leaf that got a child (an edit resolving a conflict) has its body in the table.
         var dropped = removed

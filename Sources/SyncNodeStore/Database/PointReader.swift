@@ -127,6 +127,21 @@ struct SQLiteStatement {
 
     func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(handle, index, value) }
 
+    /// Steps once with the text `bytes` bound at `index` where they lie (SQLITE_STATIC: no copy,
+    /// which a body's kilobyte costs on every write), then resets the statement, which unbinds
+    /// them: they need only outlive this call.
+    func stepOnce(bindingInPlace bytes: UnsafeBufferPointer<UInt8>, at index: Int32) throws {
+        defer { reset() }
+        if let base = bytes.baseAddress, !bytes.isEmpty {
+            base.withMemoryRebound(to: CChar.self, capacity: bytes.count) { chars in
+                _ = sqlite3_bind_text(handle, index, chars, Int32(bytes.count), nil)
+            }
+        } else {
+            bind(index, "")
+        }
+        _ = try step()
+    }
+
     /// Steps once: true when a row is available.
     func step() throws -> Bool {
         switch sqlite3_step(handle) {
