@@ -71,6 +71,17 @@ import Testing
         #expect(winner(u) == "2-a")
     }
 
+    /// Pinned to values computed apart (Python's hashlib over the documented input), so the
+    /// same edit keeps its ID across versions of the node.
+    @Test func revisionIDsFollowTheirDefinition() {
+        let body = CanonicalBody(json: Array(#"{"a":1}"#.utf8))
+        #expect(RevisionID.make(parent: "1-abc", deleted: false, body: body) == "2-2ae0da8a64e73d249c73f3b878c99258")
+        #expect(RevisionID.make(parent: nil, deleted: true, body: body) == "1-2a6907becf1b28dc50a9658b5b4fd368")
+        #expect(RevisionID.make(parent: "9-abc", deleted: false, body: body) == "10-76dcf8b8776a73e0ca2835a4aab23ec0")
+        let unhashed = CanonicalBody(json: Array(#"{"a":1}"#.utf8), hashing: false)
+        #expect(RevisionID.make(parent: "1-abc", deleted: false, body: unhashed) == "2-2ae0da8a64e73d249c73f3b878c99258")
+    }
+
     @Test func newRevisionIDsHave32HexDigits() {
         let rev = RevisionID.make(parent: nil, deleted: false, body: CanonicalBody(json: Array(#"{"a":1}"#.utf8)))
         let suffix = rev.dropFirst(2)

@@ -46,24 +46,33 @@ package enum RevisionID {
             fresh.update(data: body.json)
             return fresh
         }()
-        var suffix: [UInt8] = [0, deleted ? UInt8(ascii: "1") : UInt8(ascii: "0"), 0]
-        suffix.append(contentsOf: (parent ?? "").utf8)
-        hasher.update(data: suffix)
-        let gen = (parent.flatMap(generation(of:)) ?? 0) + 1
-        return "\(gen)-" + hex(hasher.finalize().prefix(16))
+        withUnsafeBytes(of: (UInt8(0), deleted ? UInt8(ascii: "1") : UInt8(ascii: "0"), UInt8(0))) { hasher.update(bufferPointer: $0) }
+        if var parent {
+            parent.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        }
+        let generation = String((parent.flatMap(generation(of:)) ?? 0) + 1)
+        let digest = hasher.finalize()
+        // Written in place: the ID is made for every saved revision.
+        return String(unsafeUninitializedCapacity: generation.utf8.count + 33) { out in
+            var n = 0
+            for byte in generation.utf8 {
+                out[n] = byte
+                n += 1
+            }
+            out[n] = UInt8(ascii: "-")
+            n += 1
+            digest.withUnsafeBytes { bytes in
+                for byte in bytes.prefix(16) {
+                    out[n] = hexDigits[Int(byte >> 4)]
+                    out[n + 1] = hexDigits[Int(byte & 0xF)]
+                    n += 2
+                }
+            }
+            return n
+        }
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
-    private static func hex<D: Sequence>(_ bytes: D) -> String where D.Element == UInt8 {
-        var out = [UInt8]()
-        out.reserveCapacity(32)
-        for b in bytes {
-            out.append(hexDigits[Int(b >> 4)])
-            out.append(hexDigits[Int(b & 0xF)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
 
     /// The winner order, CouchDB's: a live revision beats a deleted one, then
     /// the higher generation, then the higher suffix in CouchDB's byte order
