@@ -57,13 +57,19 @@ package struct JSONWriter {
         var first = true
         // For ASCII keys Swift's `<` is byte order and much faster than a byte-wise comparator.
         let ascii = object.keys.allSatisfy { $0.utf8.allSatisfy { $0 < 0x80 } }
-        let sorted = ascii ? object.sorted { $0.key < $1.key } : object.sorted { Self.utf8Order($0.key, $1.key) }
-        for (key, value) in sorted {
+        // Sorting positions, not (key, value) pairs, copies no value (and retains none).
+        var order = Array(object.indices)
+        if ascii {
+            order.sort { object.keys[$0] < object.keys[$1] }
+        } else {
+            order.sort { Self.utf8Order(object.keys[$0], object.keys[$1]) }
+        }
+        for position in order {
             if !first { bytes.append(UInt8(ascii: ",")) }
             first = false
-            writeString(key)
+            writeString(object.keys[position])
             bytes.append(UInt8(ascii: ":"))
-            writeValue(&self, value)
+            writeValue(&self, object.values[position])
         }
         bytes.append(UInt8(ascii: "}"))
     }
