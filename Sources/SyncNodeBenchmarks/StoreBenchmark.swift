@@ -57,13 +57,18 @@ enum StoreBenchmark {
                 }
             }
         }
+        // Updates too are the best of three rounds, which set `type` to "item", back to
+        // "product", and to "item" again.
         let updatedTexts = texts.map { $0.replacingOccurrences(of: "\"type\":\"product\"", with: "\"type\":\"item\"") }
-        let rawUpdate = try Report.time {
+        var rawRound = 0
+        let rawUpdate = try Report.best(of: 3) {
+            let round = rawRound.isMultiple(of: 2) ? updatedTexts : texts
+            rawRound += 1
             for start in stride(from: 0, to: count, by: 1000) {
                 try raw.write { db in
                     let statement = try db.cachedStatement(sql: "UPDATE docs SET body = ? WHERE id = ?")
                     for i in start..<min(start + 1000, count) {
-                        try statement.execute(arguments: [updatedTexts[i], docs[i].id])
+                        try statement.execute(arguments: [round[i], docs[i].id])
                     }
                 }
             }
@@ -92,12 +97,15 @@ enum StoreBenchmark {
                 if try collection.document(id: docs[i].id)?.string(forKey: "name") != nil { names += 1 }
             }
         }
-        let update = try Report.time {
+        var round = 0
+        let update = try Report.best(of: 3) {
+            let type = round.isMultiple(of: 2) ? "item" : "product"
+            round += 1
             for start in stride(from: 0, to: count, by: 1000) {
                 try db.inBatch {
                     for i in start..<min(start + 1000, count) {
                         guard let doc = try collection.document(id: docs[i].id)?.toMutable() else { continue }
-                        doc.setString("item", forKey: "type")
+                        doc.setString(type, forKey: "type")
                         try collection.save(doc, concurrencyControl: .failOnConflict)
                     }
                 }
