@@ -40,8 +40,9 @@ final class ListenerHarness: @unchecked Sendable {
         guard let port = listener.port else { throw SyncError.listenerFailed("no port") }
         base = "\(tls ? "https" : "http")://127.0.0.1:\(port)"
         // The connect timeout also bounds the wait for a pooled connection: generous, since
-        // 100 concurrent clients share the pool while the rest of the suite loads the machine.
-        var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(20), read: .seconds(30)))
+        // 100 concurrent clients share the pool while the rest of the suite loads the machine
+        // (20 s was once too short for `hundredConcurrentClientsLoseNoWrite` beside the hostile suite).
+        var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(60), read: .seconds(30)))
         if tls { configuration.tlsConfiguration = try node.tlsIdentity().pinningClientConfiguration() }
         client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
     }
