@@ -39,7 +39,10 @@ import Testing
         let continuation: AsyncStream<PeerEvent>.Continuation
         init() { (stream, continuation) = AsyncStream.makeStream(of: PeerEvent.self) }
 
-        func next(within limit: Duration = .seconds(10)) async -> PeerEvent? {
+        /// The next event; waits returning nil are asked for with a short `limit`. The default is
+        /// long because a probe of a node can wait behind the whole suite on a 2-core machine
+        /// (10 s was once too short while the hostile-input campaign ran).
+        func next(within limit: Duration = .seconds(40)) async -> PeerEvent? {
             await withTaskGroup(of: PeerEvent?.self) { group in
                 group.addTask { var it = self.stream.makeAsyncIterator(); return await it.next() }
                 group.addTask { try? await Task.sleep(for: limit); return nil }
