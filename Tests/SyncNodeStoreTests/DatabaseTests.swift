@@ -24,6 +24,14 @@ import Testing
 
     /// The log is copied into the database file by the checkpointer beside the writer: it stays
     /// small while commits go on, even past a reader's old snapshot, and nothing is lost.
+    /// Opens the database in `dir` again: it holds `count` documents and passes SQLite's integrity check.
+    static func expectIntactAfterReopening(_ dir: TempDirectory, count: Int) throws {
+        let again = try dir.open()
+        defer { try? again.close() }
+        #expect(try again.defaultCollection().count == count)
+        #expect(try again.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") } == "ok")
+    }
+
     /// When the checkpointer falls behind a steady writer (here: held), the writer copies the log
     /// itself at 16 MiB, so the log restarts instead of growing with the data.
     @Test func theLogStaysBoundedWhenTheCheckpointerFallsBehind() throws {
@@ -46,10 +54,7 @@ import Testing
         #expect(largest < 20_000_000, "log of \(largest) bytes")
         #expect(try c.count == 30_000)
         try db.close()
-        let again = try dir.open()
-        defer { try? again.close() }
-        #expect(try again.defaultCollection().count == 30_000)
-        #expect(try again.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") } == "ok")
+        try Self.expectIntactAfterReopening(dir, count: 30_000)
     }
 
     @Test func theLogIsCheckpointedBesideTheWriter() async throws {
@@ -81,10 +86,7 @@ import Testing
         #expect(walBytes() < 8_000_000, "log of \(walBytes()) bytes")
         #expect(try c.count == 12_000)
         try db.close()
-        let again = try dir.open()
-        defer { try? again.close() }
-        #expect(try again.defaultCollection().count == 12_000)
-        #expect(try again.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") } == "ok")
+        try Self.expectIntactAfterReopening(dir, count: 12_000)
     }
 
     @Test(arguments: ["", "a.b", "a/b", "../x", "_x", ".hidden", String(repeating: "n", count: 201)])
