@@ -7,6 +7,20 @@ import Testing
         #expect(value.toJSON() == #"{"a":{"y":0,"z":"x"},"b":[1,2.5,true,null],"é":1}"#)
     }
 
+    /// Keys are written in UTF-8 byte order however they compare: tied on their first eight
+    /// bytes, one the start of another, holding NUL, DEL or non-ASCII bytes, and in objects
+    /// small and large (the writer sorts up to 32 members inline, more with the library).
+    @Test(arguments: [2, 13, 53]) func keysAreWrittenInByteOrder(count: Int) throws {
+        var keys = ["abcdefgh", "abcdefgh0", "abcdefgh\u{0}", "abcdefg", "abcdefgi", "abcdefgh\u{7F}", "abcdefghé",
+                    "é", "Z", "", "😀", "ﬀ", "abcdefgh😀"]
+        keys += (0..<40).map { "k\($0)" }
+        let chosen = Array(keys.prefix(count).reversed())
+        let object = Dictionary(uniqueKeysWithValues: chosen.map { ($0, DocumentValue.int(1)) })
+        let ordered = chosen.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        let expected = "{" + ordered.map { key in "\"" + String(key.flatMap { $0 == "\u{0}" ? Array("\\u0000") : [$0] }) + "\":1" }.joined(separator: ",") + "}"
+        #expect(JSONWriter.string(object: object) == expected)
+    }
+
     @Test func roundTripsEscapesAndUnicode() throws {
         let text = #"{"s":"quote \" backslash \\ newline \n tab \t ctrl \u0001 emoji 😀 \ud83d\ude00"}"#
         let value = try DocumentValue(json: text)

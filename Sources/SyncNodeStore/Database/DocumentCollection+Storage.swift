@@ -206,20 +206,20 @@ extension DocumentCollection {
     /// - Throws: ``StoreError/reservedProperty(_:)`` for a top-level key starting with `_` (but
     ///   `_attachments`); ``StoreError/invalidValue(_:)`` for `_attachments` that is not an object of blobs.
     func encodeBody(_ values: [String: DocumentValue]) throws -> CanonicalBody {
-        for (key, value) in values where key.hasPrefix("_") { try checkReserved(key, value) }
-        for value in values.values { try storeBlobs(in: value) }
+        for (key, value) in values where key.utf8.first == UInt8(ascii: "_") { try checkReserved(key, value) }
         var writer = JSONWriter()
         writer.writeObject(values)
+        if writer.wroteBlob { for value in values.values { try storeBlobs(in: value) } }
         return CanonicalBody(json: writer.bytes)
     }
 
     /// ``encodeBody(_:)-([String:DocumentValue])`` for a document being edited, written from
     /// its slots directly: no copy of the document as values on every save.
     func encodeBody(_ document: MutableDictionary) throws -> CanonicalBody {
-        for (key, slot) in document.storage where key.hasPrefix("_") { try checkReserved(key, slot.snapshot) }
-        for slot in document.storage.values { try storeBlobs(in: slot) }
+        for (key, slot) in document.storage where key.utf8.first == UInt8(ascii: "_") { try checkReserved(key, slot.snapshot) }
         var writer = JSONWriter()
         writer.writeObject(document.storage) { writer, slot in writer.write(slot) }
+        if writer.wroteBlob { for slot in document.storage.values { try storeBlobs(in: slot) } }
         return CanonicalBody(json: writer.bytes)
     }
 

@@ -8,6 +8,8 @@ import Foundation
 /// written on two nodes gives the same bytes and so the same digest.
 package struct JSONWriter {
     package var bytes: [UInt8] = []
+    /// Whether a blob was written: only then has a body blobs to store.
+    private(set) var wroteBlob = false
 
     package init(capacity: Int = 1024) {
         bytes.reserveCapacity(capacity)
@@ -42,7 +44,9 @@ package struct JSONWriter {
             }
             bytes.append(UInt8(ascii: "]"))
         case .dictionary(let d): writeObject(d)
-        case .blob(let b): writeObject(b.metadata)
+        case .blob(let b):
+            wroteBlob = true
+            writeObject(b.metadata)
         }
     }
 
@@ -54,24 +58,56 @@ package struct JSONWriter {
     /// one sorting rule for every kind of object the store encodes.
     mutating func writeObject<Value>(_ object: [String: Value], writeValue: (inout JSONWriter, Value) -> Void) {
         bytes.append(UInt8(ascii: "{"))
-        var first = true
-        // For ASCII keys Swift's `<` is byte order and much faster than a byte-wise comparator.
-        let ascii = object.keys.allSatisfy { $0.utf8.allSatisfy { $0 < 0x80 } }
-        // Sorting positions, not (key, value) pairs, copies no value (and retains none).
-        var order = Array(object.indices)
-        if ascii {
-            order.sort { object.keys[$0] < object.keys[$1] }
-        } else {
-            order.sort { Self.utf8Order(object.keys[$0], object.keys[$1]) }
-        }
-        for position in order {
-            if !first { bytes.append(UInt8(ascii: ",")) }
-            first = false
-            writeString(object.keys[position])
-            bytes.append(UInt8(ascii: ":"))
-            writeValue(&self, object.values[position])
+        // Positions sorted by each key's first eight bytes as one integer, the whole keys
+        // compared only on a tie: no value is copied, no key compared as a String, and
+        // the order lives on the stack.
+        withUnsafeTemporaryAllocation(of: (prefix: UInt64, position: Dictionary<String, Value>.Index).self, capacity: object.count) { order in
+            var count = 0
+            for position in object.indices {
+                order.initializeElement(at: count, to: (Self.sortPrefix(object.keys[position]), position))
+                count += 1
+            }
+            var sorted = UnsafeMutableBufferPointer(rebasing: order[..<count])
+            func precedes(_ a: (prefix: UInt64, position: Dictionary<String, Value>.Index), _ b: (prefix: UInt64, position: Dictionary<String, Value>.Index)) -> Bool {
+                a.prefix != b.prefix ? a.prefix < b.prefix : Self.utf8Order(object.keys[a.position], object.keys[b.position])
+            }
+            if count <= 32 {
+                // The usual object: an insertion sort inline costs a fraction of the generic sort's calls.
+                for i in sorted.indices.dropFirst() {
+                    var j = i
+                    while j > 0, precedes(sorted[j], sorted[j - 1]) {
+                        sorted.swapAt(j, j - 1)
+                        j -= 1
+                    }
+                }
+            } else {
+                sorted.sort(by: precedes)
+            }
+            for (n, entry) in sorted.enumerated() {
+                if n > 0 { bytes.append(UInt8(ascii: ",")) }
+                writeString(object.keys[entry.position])
+                bytes.append(UInt8(ascii: ":"))
+                writeValue(&self, object.values[entry.position])
+            }
+            _ = sorted.deinitialize()
         }
         bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// A key's first eight UTF-8 bytes, big-endian, zero-padded: comparing two of them
+    /// orders the keys as their bytes would, but for keys that tie on them.
+    @inline(__always)
+    private static func sortPrefix(_ key: String) -> UInt64 {
+        func prefix<C: Collection>(_ bytes: C) -> UInt64 where C.Element == UInt8 {
+            var value: UInt64 = 0
+            var shift: UInt64 = 56
+            for byte in bytes.prefix(8) {
+                value |= UInt64(byte) << shift
+                shift &-= 8
+            }
+            return value
+        }
+        return key.utf8.withContiguousStorageIfAvailable { prefix($0) } ?? prefix(key.utf8)
     }
 
     /// Byte order, not Swift's `<` (which compares Unicode-normalized scalars),
@@ -130,7 +166,9 @@ package struct JSONWriter {
     }
 
     package mutating func writeRaw(_ s: String) {
-        bytes.append(contentsOf: s.utf8)
+        if s.utf8.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {
+            bytes.append(contentsOf: s.utf8)
+        }
     }
 
     /// Appends a slice of a text that is already JSON, copied at once (appending a
@@ -145,14 +183,14 @@ package struct JSONWriter {
 
     package mutating func writeString(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
-        var s = s
-        // Fast path: nothing to escape, copy the bytes at once.
-        let plain = s.withUTF8 { buffer -> Bool in
+        // Fast path: nothing to escape, copy the bytes at once. (`withUTF8` would need a
+        // mutable copy of `s`, and so a retain and release per string.)
+        let plain = s.utf8.withContiguousStorageIfAvailable { buffer -> Bool in
             guard StringScan.firstSpecial(buffer, from: 0, to: buffer.count) == buffer.count else { return false }
             bytes.append(contentsOf: buffer)
             return true
         }
-        if plain {
+        if plain == true {
             bytes.append(UInt8(ascii: "\""))
             return
         }
