@@ -263,11 +263,12 @@ extension DocumentCollection {
         let removed = tree.prune(revsLimit: database.revsLimit)
         guard let winner = tree.winner else { throw StoreError.storage("empty revision tree for '\(id)'") }
         let winnerRev = tree.nodes[winner].rev
-        var spare: [String: PendingBody] = [newRev: .new(newBody)]
-        if let current { spare[current.rev] = .stored(current.body) }
+        // At most two bodies at hand (the new one and the row's): a list, not a dictionary.
+        var spare: [(rev: String, body: PendingBody)] = [(newRev, .new(newBody))]
+        if let current, current.rev != newRev { spare.append((current.rev, .stored(current.body))) }
         let winnerBody: PendingBody
-        if let body = spare.removeValue(forKey: winnerRev) {
-            winnerBody = body
+        if let taken = spare.firstIndex(where: { $0.rev == winnerRev }) {
+            winnerBody = spare.remove(at: taken).body
         } else if let current, let body = try takeRevisionBody(db, key: current.key, rev: winnerRev) {
             winnerBody = .stored(body)
         } else {
@@ -285,7 +286,7 @@ extension DocumentCollection {
         s.bind(1, winnerRev)
         s.bind(2, sequence)
         s.bind(3, tree.nodes[winner].deleted ? 1 : 0)
-        s.bind(5, tree.serialized)
+        s.bind(5, utf8: tree.serialized)
         try winnerBody.stepOnce(s, boundAt: 4)
         let key = current?.key ?? db.lastInsertedRowID
         let keepsAncestors = database.config.keepsAncestorBodies

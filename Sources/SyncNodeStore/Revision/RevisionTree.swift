@@ -19,8 +19,15 @@ struct RevisionTree: Equatable, Sendable {
 
     func index(of rev: String) -> Int? { nodes.firstIndex { $0.rev == rev } }
 
+    /// Whether the tree is one line of edits, each revision the child of the one before:
+    /// the usual tree, whose only leaf is the last revision (asked on every save).
+    private var isLine: Bool {
+        nodes.first?.parent == nil && nodes.indices.dropFirst().allSatisfy { nodes[$0].parent == $0 - 1 }
+    }
+
     /// Indices of revisions that have no child.
     var leaves: [Int] {
+        if isLine { return nodes.isEmpty ? [] : [nodes.count - 1] }
         var isParent = [Bool](repeating: false, count: nodes.count)
         for n in nodes { if let p = n.parent { isParent[p] = true } }
         return nodes.indices.filter { !isParent[$0] }
@@ -28,12 +35,13 @@ struct RevisionTree: Equatable, Sendable {
 
     /// Whether more than one leaf is live: a conflict. (Most trees are a single revision.)
     var hasConflict: Bool {
-        nodes.count > 1 && leaves.count(where: { !nodes[$0].deleted }) > 1
+        nodes.count > 1 && !isLine && leaves.count(where: { !nodes[$0].deleted }) > 1
     }
 
     /// The winning leaf (CouchDB's order, ``RevisionID/wins(_:over:)``); nil only for an empty tree.
     var winner: Int? {
-        leaves.max { a, b in
+        if isLine { return nodes.isEmpty ? nil : nodes.count - 1 }
+        return leaves.max { a, b in
             RevisionID.wins((nodes[b].rev, nodes[b].deleted), over: (nodes[a].rev, nodes[a].deleted))
         }
     }
@@ -117,18 +125,18 @@ struct RevisionTree: Equatable, Sendable {
     // One line per revision: `rev TAB parent TAB deleted TAB sequence`, with
     // parent -1 for roots. Revision IDs are validated to hold no whitespace.
 
-    var serialized: String {
-        var out = ""
-        out.reserveCapacity(nodes.count * 64)
+    /// The storage form as UTF-8, built as bytes: the tree is written on every save.
+    var serialized: [UInt8] {
+        var out = JSONWriter(capacity: nodes.count * 64)
         for (i, n) in nodes.enumerated() {
-            if i > 0 { out.append("\n") }
-            out.append(n.rev)
-            out.append("\t")
-            out.append(String(n.parent ?? -1))
-            out.append(n.deleted ? "\t1\t" : "\t0\t")
-            out.append(String(n.sequence))
+            if i > 0 { out.bytes.append(0x0A) }
+            out.writeRaw(n.rev)
+            out.bytes.append(0x09)
+            out.writeInteger(Int64(n.parent ?? -1))
+            out.writeRaw(n.deleted ? "\t1\t" as StaticString : "\t0\t")
+            out.writeInteger(n.sequence)
         }
-        return out
+        return out.bytes
     }
 
     init(serialized: String) throws(StoreError) {
