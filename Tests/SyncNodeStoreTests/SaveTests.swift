@@ -115,6 +115,44 @@ import Testing
         #expect(try c.changes(since: 0, limit: 1).map(\.id) == ["d0"])
     }
 
+    /// A new document's save writes without reading its row first. When the ID turns out to be
+    /// taken, the save must behave as one that had read it: over a live document, a conflict or
+    /// a child revision; over a tombstone, the next generation. No sequence may be skipped, in a
+    /// batch (where the sequence handed back is the batch's last) or alone.
+    @Test(arguments: [true, false]) func aNewDocumentOverATakenIDIsSavedAsBefore(inBatch: Bool) throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        try c.save(MutableDocument(id: "live", values: ["v": 1]))
+        try c.save(MutableDocument(id: "gone", values: ["v": 1]))
+        try c.delete(#require(try c.document(id: "gone")))
+        #expect(try c.lastSequence() == 3)
+
+        var saved: [MutableDocument] = []
+        let work = {
+            #expect(throws: StoreError.conflict(documentID: "live")) {
+                try c.save(MutableDocument(id: "live", values: ["v": 2]), concurrencyControl: .failOnConflict)
+            }
+            for id in ["live", "gone", "fresh"] {
+                let doc = MutableDocument(id: id, values: ["v": 3])
+                try c.save(doc)
+                saved.append(doc)
+            }
+        }
+        if inBatch { try db.inBatch(work) } else { try work() }
+
+        #expect(saved.map(\.sequence) == [4, 5, 6])
+        #expect(try c.lastSequence() == 6)
+        #expect(try c.changes(since: 3).map(\.id) == ["live", "gone", "fresh"])
+        #expect(try c.document(id: "live")?.generation == 2)
+        #expect(try c.document(id: "gone")?.generation == 3)
+        #expect(try c.document(id: "fresh")?.generation == 1)
+        #expect(try ["live", "gone", "fresh"].map { try c.document(id: $0)?.int(forKey: "v") } == [3, 3, 3])
+        #expect(try c.conflictingRevisions(id: "live").isEmpty)
+        #expect(try c.count == 3)
+    }
+
     @Test func batchCommitsAtomicallyAndNotifiesAfterCommit() async throws {
         let dir = try TempDirectory()
         let db = try dir.open()

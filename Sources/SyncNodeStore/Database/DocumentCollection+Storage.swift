@@ -119,6 +119,10 @@ extension DocumentCollection {
         try checkLive()
         try Names.validateDocumentID(id)
         return try database.write { db in
+            if case .revision(nil) = base, !deleting, !validatesLocalSaves,
+               let saved = try insertFirstRevision(db, id: id, body: try body(nil)) {
+                return saved
+            }
             let current = try loadRow(db, id: id)
             if deleting, current == nil || current?.deleted == true {
                 throw StoreError.notFound(.document, "document '\(id)' in \(fullName)")
@@ -186,6 +190,23 @@ extension DocumentCollection {
         }
     }
 
+    /// Saves a new document's first revision without reading its row first: a save of a new
+    /// document (a bulk load's every one) then runs one statement instead of two. Returns nil,
+    /// having written nothing, when the ID is taken (by a live document or a tombstone): the
+    /// caller then reads the row and goes the usual way. Only when no validator sees local
+    /// saves, for it must be shown what the save replaces.
+    private func insertFirstRevision(_ db: GRDB.Database, id: String, body: CanonicalBody) throws -> (rev: String, sequence: Int64)? {
+        let rev = RevisionID.make(parent: nil, deleted: false, body: body)
+        let sequence = try nextSequence(db)
+        var tree = RevisionTree()
+        tree.add(rev: rev, parent: nil, deleted: false, sequence: sequence)
+        guard try persist(db, id: id, current: nil, tree: tree, newRev: rev, newBody: body, sequence: sequence, author: .local) else {
+            database.sequences.giveBack(sequence, collectionID: tableID)
+            return nil
+        }
+        return (rev, sequence)
+    }
+
     /// Adds a local revision as a child of `parentRev` (default: the current winner).
     private func commitChild(
         _ db: GRDB.Database, id: String, of current: StoredRow?, parentRev: String? = nil, body: CanonicalBody, deleting: Bool,
@@ -198,7 +219,9 @@ extension DocumentCollection {
         try validate(id: id, rev: rev, deleted: deleting, body: body, replacing: current, author: author)
         let sequence = try nextSequence(db)
         tree.add(rev: rev, parent: parentRev.flatMap { tree.index(of: $0) }, deleted: deleting, sequence: sequence)
-        try persist(db, id: id, current: current, tree: tree, newRev: rev, newBody: body, sequence: sequence, author: author)
+        guard try persist(db, id: id, current: current, tree: tree, newRev: rev, newBody: body, sequence: sequence, author: author) else {
+            throw StoreError.storage("document '\(id)' has a row its save did not find")
+        }
         return (rev, sequence)
     }
 
@@ -255,10 +278,11 @@ extension DocumentCollection {
     /// prunes history, puts the winner's body in the row and every other kept
     /// body in the revision-body table (the other leaves'; ancestors' too with
     /// ``DatabaseConfiguration/keepsAncestorBodies``), and records the change as `author`'s.
+    /// Returns false, having written nothing, when `current` is nil but the ID has a row.
     func persist(
         _ db: GRDB.Database, id: String, current: StoredRow?, tree: RevisionTree,
         newRev: String, newBody: CanonicalBody, sequence: Int64, author: WriteAuthor
-    ) throws {
+    ) throws -> Bool {
         var tree = tree
         let removed = tree.prune(revsLimit: database.revsLimit)
         guard let winner = tree.winner else { throw StoreError.storage("empty revision tree for '\(id)'") }
@@ -288,6 +312,7 @@ extension DocumentCollection {
         s.bind(3, tree.nodes[winner].deleted ? 1 : 0)
         s.bind(5, utf8: tree.serialized)
         try winnerBody.stepOnce(s, boundAt: 4)
+        if current == nil, db.changesCount == 0 { return false }
         let key = current?.key ?? db.lastInsertedRowID
         let keepsAncestors = database.config.keepsAncestorBodies
         for (rev, body) in spare {
@@ -316,6 +341,7 @@ extension DocumentCollection {
         database.notifier.record(db, collectionID: tableID, change: ChangedDocument(
             id: id, revisionID: winnerRev, isDeleted: tree.nodes[winner].deleted,
             isConflicted: tree.hasConflict, origin: author.origin))
+        return true
     }
 
     func revisionBody(_ db: GRDB.Database, key: Int64, rev: String) throws -> String? {

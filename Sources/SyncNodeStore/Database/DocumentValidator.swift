@@ -66,6 +66,9 @@ extension DocumentCollection {
         validatorSlot.withLock { $0 = validator }
     }
 
+    /// Whether the validator sees the app's own saves: then a save must read what it replaces first.
+    var validatesLocalSaves: Bool { validatorSlot.withLock { $0?.appliesToLocalSaves ?? false } }
+
     /// Checks a revision about to be written (inside the write transaction).
     func validate(id: String, rev: String, deleted: Bool, body: CanonicalBody, replacing current: StoredRow?, author: WriteAuthor) throws {
         guard let validator = validatorSlot.withLock({ $0 }), author.origin != .local || validator.appliesToLocalSaves else { return }

@@ -179,7 +179,9 @@ struct CollectionTables: Sendable {
         selectRow = "SELECT key, rev, seq, deleted, body, tree FROM \(docs) WHERE id = ?"
         selectDocument = "SELECT rev, seq, deleted, body FROM \(docs) WHERE id = ?"
         updateRow = "UPDATE \(docs) SET rev = ?1, seq = ?2, deleted = ?3, body = ?4, tree = ?5 WHERE key = ?6"
-        insertRow = "INSERT INTO \(docs)(rev, seq, deleted, body, tree, id) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"
+        // Doing nothing when the ID is taken lets a new document's save skip looking first (see
+        // `DocumentCollection.insertFirstRevision`); every other caller has looked.
+        insertRow = "INSERT INTO \(docs)(rev, seq, deleted, body, tree, id) VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(id) DO NOTHING"
         keepBody = "INSERT OR REPLACE INTO \(revs)(doc_key, rev, body) VALUES(?1, ?2, ?3)"
         dropBody = "DELETE FROM \(revs) WHERE doc_key = ?1 AND rev = ?2"
         selectTrees = "SELECT d.id, d.tree FROM json_each(?1) AS j JOIN \(docs) AS d ON d.id = j.value"

@@ -46,6 +46,13 @@ final class SequenceAllocator: Sendable {
         return last + 1
     }
 
+    /// Hands back `sequence`, the last one taken, unused: the write it was for wrote nothing.
+    func giveBack(_ sequence: Int64, collectionID: Int64) {
+        counters.withLock { c in
+            if c[collectionID]?.last == sequence { c[collectionID]?.last -= 1 }
+        }
+    }
+
     /// Writes the counters back; call last in the transaction. Returns what it took.
     @discardableResult
     func flush(_ db: GRDB.Database) throws -> [Int64: Allocated] {

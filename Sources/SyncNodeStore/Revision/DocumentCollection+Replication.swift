@@ -229,7 +229,9 @@ extension DocumentCollection {
             try validate(id: id, rev: newest, deleted: deleted, body: body, replacing: current, author: author)
             let sequence = try nextSequence(db)
             guard tree.graft(history: history, deleted: deleted, sequence: sequence) != nil else { return .known }
-            try persist(db, id: id, current: current, tree: tree, newRev: newest, newBody: body, sequence: sequence, author: author)
+            guard try persist(db, id: id, current: current, tree: tree, newRev: newest, newBody: body, sequence: sequence, author: author) else {
+                throw StoreError.storage("document '\(id)' has a row its replicated revision did not find")
+            }
             return tree.leaves.count > 1 ? .branched : .inserted
         }
     }
