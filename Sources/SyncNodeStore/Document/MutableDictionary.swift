@@ -7,18 +7,31 @@ enum MutableSlot {
     case value(DocumentValue)
     /// A member of a stored body, as its canonical JSON text, parsed only when read: saving an
     /// edit of one property writes the others back byte for byte, unparsed.
-    case stored(Substring)
+    case stored(StoredMember)
     case dictionary(MutableDictionary)
     case array(MutableArray)
 
     var snapshot: DocumentValue {
         switch self {
         case .value(let v): return v
-        // Stored bodies were checked when written; an unreadable member reads as null.
-        case .stored(let text): return (try? JSONParser.parse(String(text))) ?? .null
+        case .stored(let member): return member.value
         case .dictionary(let d): return .dictionary(d.snapshot())
         case .array(let a): return .array(a.snapshot())
         }
+    }
+}
+
+/// A member's value left as text where it stands in a stored body: the body and the value's
+/// byte range (no Substring is made: finding its bounds as String indices cost more than
+/// finding the value's end).
+struct StoredMember {
+    let body: String
+    let range: Range<Int>
+
+    /// The value parsed. Stored bodies were checked when written; an unreadable member reads as null.
+    var value: DocumentValue {
+        var body = body
+        return body.withUTF8 { buffer in try? JSONParser.parseValue(in: buffer, at: range.lowerBound, depth: 1).0 } ?? .null
     }
 }
 
@@ -27,7 +40,11 @@ extension JSONWriter {
     mutating func write(_ slot: MutableSlot) {
         switch slot {
         case .value(let v): write(v)
-        case .stored(let text): writeRaw(text)
+        case .stored(let member):
+            // The body's bytes are contiguous (a String read from SQLite); the fallback copies.
+            if member.body.utf8.withContiguousStorageIfAvailable({ bytes.append(contentsOf: UnsafeBufferPointer(rebasing: $0[member.range])) }) == nil {
+                bytes.append(contentsOf: Array(member.body.utf8)[member.range])
+            }
         case .dictionary(let d): writeObject(d.storage) { writer, slot in writer.write(slot) }
         case .array(let a):
             bytes.append(UInt8(ascii: "["))
@@ -65,8 +82,7 @@ public class MutableDictionary: DictionaryProtocol {
             var slots = [String: MutableSlot](minimumCapacity: 16)
             let end = try JSONParser.members(ofObjectIn: buffer, at: start, depth: 0) { name, valueStart throws(StoreError) in
                 let valueEnd = try JSONSkimmer.end(ofValueIn: buffer, at: valueStart, depth: 1)
-                let utf8 = json.utf8
-                slots[name] = .stored(json[utf8.index(utf8.startIndex, offsetBy: valueStart)..<utf8.index(utf8.startIndex, offsetBy: valueEnd)])
+                slots[name] = .stored(StoredMember(body: json, range: valueStart..<valueEnd))
                 return valueEnd
             }
             return (slots, end)
@@ -75,8 +91,8 @@ public class MutableDictionary: DictionaryProtocol {
 
     /// The slot of `key`, with a stored member parsed into a value (once: it replaces the text).
     private func readSlot(forKey key: String) -> MutableSlot? {
-        guard case .stored(let text)? = storage[key] else { return storage[key] }
-        let slot = MutableSlot.value(MutableSlot.stored(text).snapshot)
+        guard case .stored(let member)? = storage[key] else { return storage[key] }
+        let slot = MutableSlot.value(member.value)
         storage[key] = slot
         return slot
     }

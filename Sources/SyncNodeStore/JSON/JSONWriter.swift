@@ -171,14 +171,6 @@ package struct JSONWriter {
         }
     }
 
-    /// Appends a slice of a text that is already JSON, copied at once (appending a
-    /// `Substring.UTF8View` goes byte by byte).
-    mutating func writeRaw(_ s: Substring) {
-        if s.utf8.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {
-            bytes.append(contentsOf: Array(s.utf8))
-        }
-    }
-
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
     package mutating func writeString(_ s: String) {
