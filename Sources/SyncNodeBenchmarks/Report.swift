@@ -23,6 +23,20 @@ enum Report {
         return best
     }
 
+    /// The fastest of `rounds` timings of each of two pieces of work, timed back to back in
+    /// every round: this machine's speed drifts over tens of seconds, and a baseline timed
+    /// half a minute before the work it is compared with swung the ratio by a half.
+    static func bestInterleaved(
+        of rounds: Int, baseline: () throws -> Void, ours: () throws -> Void
+    ) rethrows -> (ours: Double, baseline: Double) {
+        var best = (ours: Double.infinity, baseline: Double.infinity)
+        for _ in 0..<rounds {
+            best.baseline = min(best.baseline, try time(baseline))
+            best.ours = min(best.ours, try time(ours))
+        }
+        return best
+    }
+
     static func best(of runs: Int, _ body: () async throws -> Void) async rethrows -> Double {
         var best = Double.infinity
         for _ in 0..<runs { best = min(best, try await timeAsync(body)) }
