@@ -61,17 +61,15 @@ package struct JSONWriter {
         // Positions sorted by each key's first eight bytes as one integer, the whole keys
         // compared only on a tie: no value is copied, no key compared as a String, and
         // the order lives on the stack.
-        withUnsafeTemporaryAllocation(of: (prefix: UInt64, position: Dictionary<String, Value>.Index).self, capacity: object.count) { order in
-            var count = 0
-            for position in object.indices {
-                order.initializeElement(at: count, to: (Self.sortPrefix(object.keys[position]), position))
-                count += 1
+        withUnsafeTemporaryAllocation(of: (prefix: UInt64, position: Dictionary<String, Value>.Index).self, capacity: object.count) { buffer in
+            var sorted = buffer  // `sort` is mutating; the buffer holds exactly object.count
+            for (n, position) in object.indices.enumerated() {
+                sorted.initializeElement(at: n, to: (Self.sortPrefix(object.keys[position]), position))
             }
-            var sorted = UnsafeMutableBufferPointer(rebasing: order[..<count])
             func precedes(_ a: (prefix: UInt64, position: Dictionary<String, Value>.Index), _ b: (prefix: UInt64, position: Dictionary<String, Value>.Index)) -> Bool {
                 a.prefix != b.prefix ? a.prefix < b.prefix : Self.utf8Order(object.keys[a.position], object.keys[b.position])
             }
-            if count <= 32 {
+            if sorted.count <= 32 {
                 // The usual object: an insertion sort inline costs a fraction of the generic sort's calls.
                 for i in sorted.indices.dropFirst() {
                     var j = i
