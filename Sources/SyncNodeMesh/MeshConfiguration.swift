@@ -70,9 +70,11 @@ public struct MeshConfiguration: Sendable {
     /// The credential sent to peers that ask for a password (and to probe them), besides the
     /// node's client certificate, which trusted peers accept instead.
     public var peerCredential: BasicAuthenticator?
-    /// The credential ``MeshNode/pairingURL`` carries, so that the peer it is handed to gets in
-    /// before it is trusted by certificate; nil for none.
-    public var pairingCredential: BasicAuthenticator?
+    /// How long the invitation made at ``MeshNode/start()`` is honoured (any number of peers
+    /// may redeem it meanwhile); ``MeshNode/pairingURL`` carries it. Nil makes none: the
+    /// pairing URL then admits only peers trusted already, and ``MeshNode/invite(scope:lifetime:uses:note:)``
+    /// makes invitations on demand.
+    public var startInvitation: Duration? = .seconds(15 * 60)
     /// The keyspace the pairing URL names; the first shared one by default.
     public var pairingDatabase: String?
     /// How replications end conflicts: the default picks each conflict's winner alike on every
@@ -86,9 +88,9 @@ public struct MeshConfiguration: Sendable {
     public var logger = Logger(label: "syncnode.mesh")
 
     /// A node on `directory`, secure by default: HTTPS with the node's identity on a free port,
-    /// peers in the directory's trusted-peers file signing in by certificate, and everyone else
-    /// by the directory's own generated credential (or a user made with `syncnode user add`),
-    /// which the pairing URL carries.
+    /// peers in the directory's trusted-peers file (and those that redeem its invitations)
+    /// signing in by certificate, and people by the directory's own generated credential (or a
+    /// user made with `syncnode user add`), which no pairing URL carries.
     /// - Throws: ``SyncError`` when the credential cannot be made; what
     ///   ``TrustStore/init(directory:trusted:trustOnFirstUse:)`` throws for a malformed
     ///   trusted-peers file.
@@ -99,7 +101,6 @@ public struct MeshConfiguration: Sendable {
         let trust = try trust ?? TrustStore(directory: directory)
         self.listener = ListenerConfiguration(directory: directory, authenticator: authenticator, trustedPeers: trust)
         self.trust = trust
-        pairingCredential = BasicAuthenticator(username: own.user, password: own.password)
     }
 
     /// A node serving databases the app has open, all in one directory (the node's: its
@@ -117,7 +118,7 @@ public struct MeshConfiguration: Sendable {
     }
 
     /// A node on `directory` with exactly this listener configuration (its authentication,
-    /// TLS and limits as given) and trust policy; no pairing credential.
+    /// TLS and limits as given) and trust policy.
     public init(directory: NodeDirectory, listener: ListenerConfiguration, trust: TrustStore) {
         self.directory = directory
         self.listener = listener

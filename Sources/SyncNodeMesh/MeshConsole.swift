@@ -12,13 +12,19 @@ final class MeshConsole: NodeConsole {
     private let replications: PeerReplications
     private let pairing = Mutex<(url: String, qr: String?)?>(nil)
     private let pairer: @Sendable (PairingURL) async throws -> Void
+    private let inviter: @Sendable (PeerScope, Duration, Int?, String) async throws -> (invitation: Invitation, url: PairingURL)
+    private let revoker: @Sendable (String) async throws -> Invitation?
 
     init(configuration: MeshConfiguration, board: PresenceBoard, replications: PeerReplications,
-         pair: @escaping @Sendable (PairingURL) async throws -> Void) {
+         pair: @escaping @Sendable (PairingURL) async throws -> Void,
+         invite: @escaping @Sendable (PeerScope, Duration, Int?, String) async throws -> (invitation: Invitation, url: PairingURL),
+         revoke: @escaping @Sendable (String) async throws -> Invitation?) {
         self.configuration = configuration
         self.board = board
         self.replications = replications
         pairer = pair
+        inviter = invite
+        revoker = revoke
     }
 
     /// The node started with this pairing URL (nil: it stopped).
@@ -36,12 +42,20 @@ final class MeshConsole: NodeConsole {
 
     func trust(fingerprint: String) async throws {
         try configuration.trust.add(fingerprint: fingerprint, note: "trusted from the dashboard")
+        configuration.listener.auditLog.record(.peerTrusted, "peer \(fingerprint) trusted from the dashboard", ["fingerprint": fingerprint])
         await replications.trustChanged(fingerprint: fingerprint)
     }
 
     func untrust(fingerprint: String) async throws -> Bool {
         guard try configuration.trust.remove(fingerprint: fingerprint) else { return false }
+        configuration.listener.auditLog.record(.peerUntrusted, "peer \(fingerprint) untrusted from the dashboard", ["fingerprint": fingerprint])
         await replications.trustChanged(fingerprint: fingerprint)
         return true
     }
+
+    func invite(scope: PeerScope, lifetime: Duration, uses: Int?, note: String) async throws -> (invitation: Invitation, url: PairingURL) {
+        try await inviter(scope, lifetime, uses, note)
+    }
+
+    func revokeInvitation(id: String) async throws -> Invitation? { try await revoker(id) }
 }

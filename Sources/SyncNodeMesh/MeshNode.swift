@@ -28,9 +28,16 @@ public final class MeshNode: Sendable {
     private let board = PresenceBoard()
     let replications: PeerReplications
     private let console: MeshConsole
-    private let running = Mutex<Running?>(nil)
+    /// Shared with the console's and listener's callbacks, made before the node is whole.
+    private let running: RunningState
+
+    private final class RunningState: Sendable {
+        private let state = Mutex<Running?>(nil)
+        func withLock<T>(_ body: (inout Running?) -> T) -> T { state.withLock { body(&$0) } }
+    }
 
     private struct Running: Sendable {
+        var node: RunningNode
         var pairingURL: PairingURL
         var advertiser: Advertiser?
         var browser: Browser?
@@ -43,10 +50,28 @@ public final class MeshNode: Sendable {
         var listenerConfig = configuration.listener
         listenerConfig.directory = configuration.directory
         replications = PeerReplications(configuration: configuration, board: board)
-        console = MeshConsole(configuration: configuration, board: board, replications: replications) { [configuration, replications] url in
-            try await Self.pair(with: url, configuration: configuration, replications: replications)
-        }
+        let running = RunningState()
+        self.running = running
+        console = MeshConsole(configuration: configuration, board: board, replications: replications, pair: { [configuration, replications] url in
+            try await Self.pair(with: url, configuration: configuration, replications: replications, port: running.withLock { $0?.node.port })
+        }, invite: { [configuration] scope, lifetime, uses, note in
+            guard let node = running.withLock({ $0?.node }) else { throw SyncError.invalidConfiguration("the node is not started") }
+            return try Self.invite(node: node, configuration: configuration, scope: scope, lifetime: lifetime, uses: uses, note: note)
+        }, revoke: { [configuration, replications] id in
+            try await Self.revokeInvitation(id: id, configuration: configuration, replications: replications)
+        })
         listenerConfig.console = console
+        listenerConfig.onPeerAdmitted = { [configuration, replications, running] admitted in
+            // The peer that redeemed an invitation is synced with at the address it came from,
+            // pinned to the certificate it presented: both sides sync, not only the one that scanned.
+            guard let port = admitted.port, let uuid = admitted.uuid, let database = running.withLock({ $0?.node.database }),
+                  let base = URL(string: "https://\(admitted.address.contains(":") ? "[\(admitted.address)]" : admitted.address):\(port)/") else { return }
+            let url = PairingURL(base: base, database: database, uuid: uuid, fingerprint: admitted.fingerprint)
+            Task {
+                try? PairedPeers(directory: configuration.directory).save(url)
+                await Self.syncPaired(url, fingerprint: admitted.fingerprint, with: replications)
+            }
+        }
         listenerConfig.offeredKeyspaces = { [configuration] in Self.keyspaces(configuration) }
         if let onEvent = configuration.onEvent {
             let previous = listenerConfig.onUntrustedPeer
@@ -74,10 +99,56 @@ public final class MeshNode: Sendable {
         return out
     }
 
-    /// The URL a peer pairs with (``pair(with:)``, `syncnode sync`): this node's address,
-    /// database, UUID, certificate fingerprint and, when configured, its credential. Nil until
-    /// ``start()``.
+    /// The URL a peer pairs with (``pair(with:)``, `syncnode pair`): this node's addresses,
+    /// database, UUID, certificate fingerprint and the invitation made at start
+    /// (``MeshConfiguration/startInvitation``), never a password. Nil until ``start()``.
     public var pairingURL: PairingURL? { running.withLock { $0?.pairingURL } }
+
+    /// Makes an invitation and returns it with the pairing URL that carries its token: the
+    /// peer that redeems it (``pair(with:)`` on its side) is trusted by its certificate with
+    /// `scope`.
+    /// - Parameters:
+    ///   - scope: what the peer may reach (default: write access to every keyspace).
+    ///   - lifetime: how long it is honoured (default 15 minutes).
+    ///   - uses: how many peers may redeem it; nil for any number (default 1).
+    ///   - note: kept beside it.
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` before ``start()``, or what
+    ///   ``InvitationStore/create(scope:lifetime:uses:note:)`` throws.
+    public func invite(scope: PeerScope = .everything, lifetime: Duration = .seconds(15 * 60), uses: Int? = 1, note: String = "") throws -> (invitation: Invitation, url: PairingURL) {
+        guard let node = running.withLock({ $0?.node }) else { throw SyncError.invalidConfiguration("the node is not started: it has no address to invite to") }
+        return try Self.invite(node: node, configuration: configuration, scope: scope, lifetime: lifetime, uses: uses, note: note)
+    }
+
+    private static func invite(node: RunningNode, configuration: MeshConfiguration, scope: PeerScope, lifetime: Duration, uses: Int?,
+                               note: String) throws -> (invitation: Invitation, url: PairingURL) {
+        let (invitation, token) = try InvitationStore(directory: configuration.directory).create(scope: scope, lifetime: lifetime, uses: uses, note: note)
+        configuration.listener.auditLog.record(.invitationMade, "invitation \(invitation.id) made: \(scope), \(uses.map { "\($0) use\($0 == 1 ? "" : "s")" } ?? "any number of uses"), until \(ISO8601DateFormatter().string(from: invitation.expires))", [
+            "invitation": invitation.id, "scope": scope.description,
+        ])
+        return (invitation, node.pairingURL(uuid: configuration.directory.uuid, invitation: token, keyspace: scope.keyspaces?.first))
+    }
+
+    /// Revokes invitation `id` (or a unique prefix): it is honoured no more, and the peers that
+    /// redeemed it are trusted no more (their replications stop). Nil when there is no such invitation.
+    /// - Throws: what ``InvitationStore/revoke(id:)`` and ``TrustStore/remove(fingerprint:)`` throw.
+    public func revokeInvitation(id: String) async throws -> Invitation? {
+        try await Self.revokeInvitation(id: id, configuration: configuration, replications: replications)
+    }
+
+    static func revokeInvitation(id: String, configuration: MeshConfiguration, replications: PeerReplications) async throws -> Invitation? {
+        guard let invitation = try InvitationStore(directory: configuration.directory).revoke(id: id) else { return nil }
+        let peers = try configuration.trust.fingerprints(admittedBy: invitation.id)
+        configuration.listener.auditLog.record(.invitationRevoked, "invitation \(invitation.id) revoked; \(peers.count) peer(s) that redeemed it untrusted", [
+            "invitation": invitation.id,
+        ])
+        for fingerprint in peers where try configuration.trust.remove(fingerprint: fingerprint) {
+            configuration.listener.auditLog.record(.peerUntrusted, "peer \(fingerprint) untrusted: its invitation \(invitation.id) was revoked", [
+                "fingerprint": fingerprint, "invitation": invitation.id,
+            ])
+            await replications.trustChanged(fingerprint: fingerprint)
+        }
+        return invitation
+    }
 
     /// Every peer known: found through DNS-SD or paired, with each shared collection's
     /// replication state. Also served as JSON at `GET /_node/peers`.
@@ -113,10 +184,20 @@ public final class MeshNode: Sendable {
         }
         let shared = sharedKeyspaces
         let fingerprint = listener.tlsIdentity?.fingerprint
-        let pairing = PairingURL(
-            base: base, database: configuration.pairingDatabase ?? shared.first ?? "default",
-            user: configuration.pairingCredential?.username, password: configuration.pairingCredential?.password,
-            uuid: configuration.directory.uuid, fingerprint: fingerprint)
+        let node = RunningNode(
+            pid: getpid(), port: port, scheme: base.scheme ?? "https", host: configuration.listener.host, fingerprint: fingerprint,
+            database: configuration.pairingDatabase ?? shared.first ?? "default")
+        var pairing = node.pairingURL(uuid: configuration.directory.uuid)
+        do {
+            // `syncnode invite` on this directory reads where the node listens.
+            try node.write(directory: configuration.directory)
+            if let lifetime = configuration.startInvitation, fingerprint != nil, configuration.listener.authenticator != nil {
+                pairing = try Self.invite(node: node, configuration: configuration, scope: .everything, lifetime: lifetime, uses: nil, note: "made at start").url
+            }
+        } catch {
+            await listener.stop()
+            throw error
+        }
         let onStatus = DiscoveryStatusRelay(configuration.onEvent)
         let record = ServiceRecord(
             name: configuration.name, port: port, uuid: configuration.directory.uuid, databases: shared,
@@ -134,8 +215,11 @@ public final class MeshNode: Sendable {
         let refreshing = Task { [configuration, replications] in
             // Databases clients create or open up (an event), collections made here or by another
             // process (looked for every few seconds): advertised, and synced with the peers that share them.
-            // Peers paired before a restart.
-            for url in PairedPeers(directory: configuration.directory).load() {
+            // Peers paired before a restart, and (looked for at each tick) by `syncnode pair` meanwhile.
+            let paired = PairedPeers(directory: configuration.directory)
+            var pairedStamp = FileStamp.of(paired.file)
+            var pairedKnown = paired.load()
+            for url in pairedKnown {
                 guard let fingerprint = url.fingerprint, !Task.isCancelled else { continue }
                 await Self.syncPaired(url, fingerprint: fingerprint, with: replications)
             }
@@ -155,6 +239,15 @@ public final class MeshNode: Sendable {
                     tick.finish()
                 }
                 for await _ in ticks {
+                    if FileStamp.of(paired.file) != pairedStamp {
+                        pairedStamp = FileStamp.of(paired.file)
+                        let now = paired.load()
+                        for url in now where !pairedKnown.contains(url) {
+                            guard let fingerprint = url.fingerprint else { continue }
+                            await Self.syncPaired(url, fingerprint: fingerprint, with: replications)
+                        }
+                        pairedKnown = now
+                    }
                     await replications.refreshAsked()
                     // `syncnode trust remove` edits the file under a running node.
                     await replications.recheckTrust()
@@ -168,28 +261,31 @@ public final class MeshNode: Sendable {
             }
         }
         console.started(pairing)
-        running.withLock { $0 = Running(pairingURL: pairing, advertiser: advertiser, browser: browser, watching: watching, refreshing: refreshing) }
+        running.withLock { $0 = Running(node: node, pairingURL: pairing, advertiser: advertiser, browser: browser, watching: watching, refreshing: refreshing) }
     }
 
     /// Replicates with the node a pairing URL names, across subnets where DNS-SD cannot see
-    /// it: its certificate fingerprint is added to the trusted peers (so it also signs in here
-    /// by certificate), the URL is kept in `.node/paired-peers.json` (so a restarted node syncs
-    /// with it again), and its keyspaces are synced from now on. If it later appears through
-    /// DNS-SD it is the same peer (its UUID), not a second replication.
+    /// it. When the URL carries an invitation, it is redeemed first (``InvitationClient``),
+    /// trying each of the URL's addresses: the other node then trusts this one's certificate.
+    /// The other node's fingerprint is added to the trusted peers here (so it also signs in
+    /// by certificate), the URL (without its invitation) is kept in `.node/paired-peers.json`
+    /// (so a restarted node syncs with it again), and its keyspaces are synced from now on. If
+    /// it later appears through DNS-SD it is the same peer (its UUID), not a second replication.
+    /// No password is sent or kept.
     /// - Throws: ``SyncError/invalidConfiguration(_:)`` for a URL without a fingerprint (plain
-    ///   HTTP cannot be pinned) or when the URL cannot be saved; what
-    ///   ``TrustStore/add(fingerprint:uuid:note:)`` throws.
+    ///   HTTP cannot be pinned) or when the URL cannot be saved; what ``InvitationClient/redeem(_:identity:uuid:name:port:timeout:)``
+    ///   throws (the other node's refusal, no address answering); what
+    ///   ``TrustStore/add(fingerprint:uuid:note:scope:invitation:)`` throws.
     public func pair(with url: PairingURL) async throws {
-        try await Self.pair(with: url, configuration: configuration, replications: replications)
+        try await Self.pair(with: url, configuration: configuration, replications: replications, port: listener.port)
     }
 
-    private static func pair(with url: PairingURL, configuration: MeshConfiguration, replications: PeerReplications) async throws {
-        guard let fingerprint = url.fingerprint else {
-            throw SyncError.invalidConfiguration("the pairing URL has no certificate fingerprint (fp=): only an HTTPS node can be paired with")
-        }
-        try configuration.trust.add(fingerprint: fingerprint, uuid: url.uuid, note: "paired \(url.host):\(url.port)")
-        try PairedPeers(directory: configuration.directory).save(url)
-        await syncPaired(url, fingerprint: fingerprint, with: replications)
+    private static func pair(with url: PairingURL, configuration: MeshConfiguration, replications: PeerReplications, port: Int?) async throws {
+        let kept = try await Pairing.record(
+            url, directory: configuration.directory, trust: configuration.trust, name: configuration.name, port: port,
+            clientIdentity: try configuration.clientIdentity(), audit: configuration.listener.auditLog)
+        guard let fingerprint = kept.fingerprint else { return }
+        await syncPaired(kept, fingerprint: fingerprint, with: replications)
     }
 
     private static func syncPaired(_ url: PairingURL, fingerprint: String, with replications: PeerReplications) async {
@@ -212,6 +308,7 @@ public final class MeshNode: Sendable {
     /// finish). Replications end after the batch in flight, their checkpoints saved.
     public func stop() async {
         guard let state = running.withLock({ r in defer { r = nil }; return r }) else { return }
+        RunningNode.remove(directory: configuration.directory)
         console.started(nil)
         state.refreshing.cancel()
         await state.refreshing.value

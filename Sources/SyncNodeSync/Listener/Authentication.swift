@@ -54,8 +54,8 @@ struct Authentication: Sendable {
             return login(user, refreshedCookie: refreshed)
         }
         if let trustedPeers, let fingerprint = await context.clientFingerprint() {
-            if let peer = trustedPeers.principal(clientFingerprint: fingerprint) {
-                return Login(principal: Principal(name: peer, roles: ["peer"]))
+            if let peer = trustedPeers.peer(clientFingerprint: fingerprint) {
+                return Login(principal: Principal(name: peer.name, roles: ["peer"], scope: peer.scope))
             }
             onUntrustedPeer?(fingerprint, remoteAddress)
             throw CouchError(status: 401, error: "unauthorized", reason: "This node does not trust certificate \(fingerprint); its operator can admit it with `\(TrustStore.addCommand(fingerprint))`.")

@@ -6,7 +6,8 @@ import ServiceLifecycle
 import SyncNodeStore
 
 /// `/_node/...`: what a node tells its administrators beyond CouchDB's API (the dashboard's
-/// data). All but `keyspaces`, which peers ask, are for server admins.
+/// data). All but `keyspaces`, which peers ask, and `redeem` (``InvitationRedemption``, asked
+/// before sign-in), are for server admins.
 extension Handlers {
     func node(_ request: Request, rest: [String], principal: Principal) async throws -> Response {
         if rest == ["keyspaces"] {
@@ -19,7 +20,7 @@ extension Handlers {
         switch (rest.first, rest.count) {
         case ("info", 1):
             guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            // The pairing URL may carry a password: not for any cache.
+            // The pairing URL carries an invitation: not for any cache.
             return HTTP.json(nodeInfo, headers: [.cacheControl: "no-store"])
         case ("qr.svg", 1):
             guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
@@ -45,6 +46,14 @@ extension Handlers {
             return HTTP.json(HTTP.ok)
         case ("trust", 2):
             return try await trust(request, fingerprint: rest[1])
+        case ("invitations", 1):
+            return try await invitations(request)
+        case ("invitations", 2):
+            guard request.method == .delete else { throw Self.methodNotAllowed("DELETE") }
+            guard let console = config.console else { throw CouchError.notFound("This node keeps no peers.") }
+            try checkWritable()
+            guard let revoked = try await console.revokeInvitation(id: rest[1]) else { throw CouchError.notFound("No invitation has that ID.") }
+            return HTTP.json(["ok": true, "invitation": revoked.json])
         case ("databases", 1):
             guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
             return HTTP.json(try databasesJSON())
@@ -82,12 +91,15 @@ extension Handlers {
     /// `text/event-stream`: `peers` and `tasks` events, each sent at once and again when it
     /// changes (looked at every second), with a comment line every 15 s to keep proxies open.
     private func events() -> Response {
-        let console = config.console, tasks = replications.tasks
+        let console = config.console, tasks = replications.tasks, audit = config.auditLog
         let body = ResponseBody { writer in
             var sent: [String: String] = [:]
             var lastWrite = ContinuousClock.now
             while !Task.isShuttingDownGracefully, !Task.isCancelled {
-                var current = ["tasks": DocumentValue.array(tasks.running.map(\.json)).toJSON()]
+                var current = [
+                    "tasks": DocumentValue.array(tasks.running.map(\.json)).toJSON(),
+                    "audit": DocumentValue.array(audit.events.suffix(50).map(\.json)).toJSON(),
+                ]
                 if let console { current["peers"] = console.peers.toJSON() }
                 for (event, data) in current.sorted(by: { $0.key < $1.key }) where sent[event] != data {
                     try await writer.write(ByteBuffer(string: "event: \(event)\ndata: \(data)\n\n"))
@@ -103,6 +115,47 @@ extension Handlers {
             try await writer.finish(nil)
         }
         return Response(status: .ok, headers: [.contentType: "text/event-stream"], body: body)
+    }
+
+    /// `GET /_node/invitations` lists the invitations kept; `POST` `{"keyspaces", "access",
+    /// "expires" (seconds), "uses" (null: any number), "note"}` makes one and answers with it and
+    /// its pairing URL (shown this once: only the token's hash is kept).
+    private func invitations(_ request: Request) async throws -> Response {
+        switch request.method {
+        case .get, .head:
+            let all = try InvitationStore(directory: directory).list()
+            return HTTP.json(.array(all.map(\.json)), headers: [.cacheControl: "no-store"])
+        case .post:
+            guard let console = config.console else { throw CouchError.notFound("This node keeps no peers.") }
+            try checkWritable()
+            let body = try await request.jsonObject(limit: 64 * 1024)
+            var scope = PeerScope.everything
+            if case .array(let names)? = body["keyspaces"] { scope.keyspaces = names.compactMap(\.stringValue) }
+            if let access = body["access"]?.stringValue {
+                guard let parsed = PeerScope.Access(rawValue: access) else { throw CouchError.badRequest("access must be read or write") }
+                scope.access = parsed
+            }
+            var lifetime = Duration.seconds(15 * 60)
+            if case .int(let seconds)? = body["expires"] { lifetime = .seconds(seconds) }
+            var uses: Int? = 1
+            if let given = body["uses"] {
+                switch given {
+                case .null: uses = nil
+                case .int(let n): uses = Int(n)
+                default: throw CouchError.badRequest("uses must be a number, or null for any number")
+                }
+            }
+            let made: (invitation: Invitation, url: PairingURL)
+            do {
+                made = try await console.invite(scope: scope, lifetime: lifetime, uses: uses, note: body["note"]?.stringValue ?? "")
+            } catch let error as SyncError {
+                throw CouchError.badRequest("\(error)")
+            }
+            return HTTP.json(["ok": true, "invitation": made.invitation.json, "url": .string(made.url.url.absoluteString)],
+                             status: .created, headers: [.cacheControl: "no-store"])
+        default:
+            throw Self.methodNotAllowed("GET,HEAD,POST")
+        }
     }
 
     /// `PUT /_node/trust/{fingerprint}` trusts a peer's certificate, `DELETE` withdraws it.

@@ -9,6 +9,8 @@ extension Handlers {
     /// answer at once with `_local_id`, and `cancel: true` stops them.
     func replicate(_ request: Request, principal: Principal) async throws -> Response {
         guard request.method == .post else { throw Self.methodNotAllowed("POST") }
+        // A peer may sync its scope, not make this node reach out to any URL it names.
+        if principal.isPeer { throw CouchError.forbidden("Peers may not start replications here; \(principal.description) signed in by certificate.") }
         let body = try await request.jsonObject(limit: bodyLimit)
         let source = local(try Self.endpoint(body["source"], name: "source"))
         let target = local(try Self.endpoint(body["target"], name: "target"))

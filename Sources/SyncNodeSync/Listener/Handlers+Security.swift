@@ -10,6 +10,7 @@ extension Handlers {
     /// What `principal` may do with database `name` (a missing database is open, as a new one would be).
     func access(of principal: Principal, to name: String) throws -> DatabaseAccess {
         if principal.isServerAdmin { return .admin }
+        if let scope = principal.scope, !scope.allows(database: name) { return .none }
         guard isServed(name), let db = try directory.database(name) else { return DatabaseSecurity().access(of: principal) }
         return try DatabaseSecurity.of(db).access(of: principal)
     }
@@ -17,6 +18,9 @@ extension Handlers {
     /// Throws 403 `forbidden` unless `principal` may make `request` on `keyspace` (`rest`: the path after it).
     func authorize(_ request: Request, keyspace: String, rest: [String], principal: Principal) throws {
         let database = try Self.parse(keyspace: keyspace).database
+        if let scope = principal.scope, !scope.allows(keyspace: keyspace) {
+            throw CouchError.forbidden("\(principal.description) may reach \(scope), not '\(keyspace)'.")
+        }
         let needed = Self.accessNeeded(request.method, rest: rest)
         if needed == .serverAdmin {
             guard principal.isServerAdmin else {
@@ -28,6 +32,7 @@ extension Handlers {
         guard granted < needed.access else { return }
         switch granted {
         case .none: throw CouchError.forbidden("You are not allowed to access this db: \(principal.description) is not a member of '\(database)'.")
+        case .reader where principal.scope?.access == .read: throw CouchError.forbidden("\(principal.description) may read '\(database)' but not write it (its scope is \(principal.scope?.description ?? "")).")
         case .reader: throw CouchError.forbidden("\(principal.description) may read '\(database)' but not write it (a reader in its _security).")
         case .writer, .admin: throw CouchError.forbidden("Only admins of '\(database)' may do this; \(principal.description) is not one.")
         }

@@ -69,15 +69,22 @@ public final class Listener: Sendable {
     public func start() async throws {
         guard state.withLock({ $0.task == nil }) else { return }
         let identity = config.disableTLS ? nil : try (config.tlsIdentity ?? config.directory.tlsIdentity())
+        let rateLimiter = AuthRateLimiter(limit: config.authFailuresPerMinute)
         let authentication = Authentication(
             authenticator: config.authenticator, trustedPeers: config.trustedPeers, onUntrustedPeer: config.onUntrustedPeer,
             cookies: SessionCookies(secret: try config.directory.sessionSecret(), timeout: config.sessionTimeout),
-            rateLimiter: AuthRateLimiter(limit: config.authFailuresPerMinute), secure: identity != nil, logger: logger)
+            rateLimiter: rateLimiter, secure: identity != nil, logger: logger)
+        // Only a node that asks for passwords and speaks TLS admits peers by certificate.
+        let redemption = InvitationRedemption(
+            invitations: InvitationStore(directory: config.directory),
+            trust: config.authenticator != nil && identity != nil ? config.trustedPeers : nil,
+            uuid: config.directory.uuid, name: config.console?.name, rateLimiter: rateLimiter, audit: config.auditLog,
+            onAdmitted: config.onPeerAdmitted)
         let responder = ListenerResponder(
             handlers: Handlers(config: config, replications: replications, compactions: compactions, metrics: metrics,
                                port: { [weak self] in self?.port }, status: { [weak self] in self?.status ?? ListenerStatus() },
                                tlsIdentity: { [weak self] in self?.tlsIdentity }, logger: logger),
-            authentication: authentication,
+            authentication: authentication, redemption: redemption,
             allowedOrigins: config.allowedOrigins, stats: stats, faultInjector: config.faultInjector, logger: logger)
         let stats = self.stats
         let limits = ConnectionLimits(total: config.maxConnections, perAddress: config.maxConnectionsPerAddress)
@@ -145,9 +152,10 @@ extension Listener: Service {
     }
 }
 
-/// The machine's IPv4 addresses, loopback last.
-enum LocalAddresses {
-    static func ipv4() -> [String] {
+/// The machine's addresses: what a certificate names and a pairing URL lists.
+package enum LocalAddresses {
+    /// The IPv4 addresses, loopback last.
+    package static func ipv4() -> [String] {
         var out: [String] = []
         var loopback: [String] = []
         guard let interfaces = try? System.enumerateDevices() else { return ["127.0.0.1"] }
@@ -156,5 +164,32 @@ enum LocalAddresses {
             if ip.hasPrefix("127.") { loopback.append(ip) } else if !out.contains(ip) { out.append(ip) }
         }
         return out + (loopback.isEmpty ? ["127.0.0.1"] : loopback)
+    }
+
+    /// The IPv6 addresses a peer elsewhere on the network can reach: no loopback, and no
+    /// link-local ones (they need the peer's interface name, which a URL cannot know).
+    package static func ipv6() -> [String] {
+        guard let interfaces = try? System.enumerateDevices() else { return [] }
+        var out: [String] = []
+        for device in interfaces {
+            guard let address = device.address, case .v6 = address, let ip = address.ipAddress?.split(separator: "%").first.map(String.init),
+                  ip != "::1", !ip.lowercased().hasPrefix("fe80"), !out.contains(ip) else { continue }
+            out.append(ip)
+        }
+        return out
+    }
+
+    /// Every way a peer might reach a listener bound to `host`: for a wildcard, the IPv4
+    /// addresses (loopback last), then the IPv6 ones (when it listens on them), then the
+    /// machine's `.local` name; otherwise `host` alone.
+    package static func reachable(boundTo host: String) -> [String] {
+        guard host == "0.0.0.0" || host == "::" else { return [host] }
+        var out = ipv4()
+        let loopback = out.filter { $0.hasPrefix("127.") }
+        out.removeAll { $0.hasPrefix("127.") }
+        if host == "::" { out += ipv6() }
+        let name = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? ""
+        if !name.isEmpty, name != "localhost" { out.append(name + ".local") }
+        return out + loopback
     }
 }

@@ -128,6 +128,10 @@ public struct ListenerConfiguration: Sendable {
     /// URL, peers, trust): the dashboard's data at `/_node/...`. A mesh node provides one; nil
     /// answers those endpoints with 404.
     public var console: (any NodeConsole)?
+    /// Who was invited, admitted, refused and untrusted: logged and kept for `GET /_node/events`.
+    public var auditLog = AuditLog()
+    /// Called when a peer redeems an invitation and is trusted (a mesh node then syncs with it too).
+    public var onPeerAdmitted: (@Sendable (AdmittedPeer) -> Void)?
     /// Tests only: answers chosen requests with an error status instead of serving them.
     package var faultInjector: FaultInjector?
 

@@ -15,6 +15,7 @@ struct ListenerResponder: HTTPResponder {
 
     let handlers: Handlers
     let authentication: Authentication
+    let redemption: InvitationRedemption
     let allowedOrigins: [String]
     let stats: ListenerStats
     let faultInjector: FaultInjector?
@@ -69,6 +70,7 @@ struct ListenerResponder: HTTPResponder {
         if request.uri.path == "/_session" || request.uri.path == "/_session/" {
             return try await authentication.session(request, context: context)
         }
+        if request.uri.path == InvitationRedemption.path { return try await redemption.redeem(request, context: context) }
         let login = try await authentication.check(request, context: context)
         let segments = try Self.segments(request.uri.path)
         var response = try await handlers.handle(request, segments: segments, principal: login.principal)

@@ -8,7 +8,7 @@ import SyncNodeStore
 public protocol NodeConsole: Sendable {
     /// The node's name (its DNS-SD instance name).
     var name: String { get }
-    /// The URL peers pair with; nil before the node has started.
+    /// The URL peers pair with (an invitation, never a password); nil before the node has started.
     var pairingURL: String? { get }
     /// The pairing URL as an SVG QR code; nil before the node has started.
     var pairingQRCode: String? { get }
@@ -24,4 +24,10 @@ public protocol NodeConsole: Sendable {
     /// Withdraws trust in `fingerprint` and stops syncing with its peer; false when it was not trusted.
     /// - Throws: when the trust file cannot be written.
     func untrust(fingerprint: String) async throws -> Bool
+    /// Makes an invitation; returns it and the pairing URL that carries its token.
+    /// - Throws: when the node is not started, or the invitation is invalid or cannot be saved.
+    func invite(scope: PeerScope, lifetime: Duration, uses: Int?, note: String) async throws -> (invitation: Invitation, url: PairingURL)
+    /// Revokes invitation `id` and untrusts the peers that redeemed it; nil when there is none.
+    /// - Throws: when the files cannot be written.
+    func revokeInvitation(id: String) async throws -> Invitation?
 }

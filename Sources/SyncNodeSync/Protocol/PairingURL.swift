@@ -1,7 +1,10 @@
 import Foundation
 
-/// A pairing URL: `https://[user:password@]host:port/db?uuid=<node UUID>&fp=<fingerprint>`.
-/// Giving it to a replicator pins the certificate and keys checkpoints on the UUID.
+/// A pairing URL: `https://host:port/db?uuid=<node UUID>&fp=<fingerprint>`, and for an
+/// invitation `&invite=<token>&addr=<other addresses>`. Giving it to a replicator pins the
+/// certificate and keys checkpoints on the UUID; a node redeems its invitation
+/// (``InvitationClient``) to be trusted by certificate. It may also carry a Basic credential
+/// in its user info (`https://user:password@host...`), for peers that sign in by password.
 ///
 /// ```swift
 /// let pairing = try PairingURL(string: scannedText)
@@ -24,15 +27,22 @@ public struct PairingURL: Sendable, Equatable {
     public let uuid: String
     /// The base64url SHA-256 fingerprint of the node's certificate (`fp=`); nil for plain HTTP.
     public let fingerprint: String?
+    /// The invitation token (`invite=`); nil when the URL carries none.
+    public let invitation: String?
+    /// The node's other addresses and names (`addr=`, comma-separated), to try when ``host`` does not answer.
+    public let addresses: [String]
 
     /// Builds the URL for a listener's base URL and database.
-    public init(base: URL, database: String, user: String?, password: String?, uuid: String, fingerprint: String?) {
+    public init(base: URL, database: String, user: String? = nil, password: String? = nil, uuid: String, fingerprint: String?,
+                invitation: String? = nil, addresses: [String] = []) {
         var components = URLComponents(url: base, resolvingAgainstBaseURL: false) ?? URLComponents()
         components.percentEncodedUser = user.map(Self.encodeUserInfo)
         components.percentEncodedPassword = password.map(Self.encodeUserInfo)
         components.percentEncodedPath = "/" + Self.encodeUserInfo(database)
         var items = [URLQueryItem(name: "uuid", value: uuid)]
         if let fingerprint { items.append(URLQueryItem(name: "fp", value: fingerprint)) }
+        if let invitation { items.append(URLQueryItem(name: "invite", value: invitation)) }
+        if !addresses.isEmpty { items.append(URLQueryItem(name: "addr", value: addresses.joined(separator: ","))) }
         components.queryItems = items
         url = components.url ?? base
         host = components.host.map(Self.unbracket) ?? ""
@@ -42,6 +52,8 @@ public struct PairingURL: Sendable, Equatable {
         self.password = password
         self.uuid = uuid
         self.fingerprint = fingerprint
+        self.invitation = invitation
+        self.addresses = addresses
     }
 
     /// Parses a pairing URL (surrounding whitespace is ignored).
@@ -76,13 +88,35 @@ public struct PairingURL: Sendable, Equatable {
         self.password = components.password
         self.uuid = uuid
         self.fingerprint = fingerprint
+        invitation = items.first(where: { $0.name == "invite" })?.value.flatMap { $0.isEmpty ? nil : $0 }
+        addresses = items.first(where: { $0.name == "addr" })?.value?.split(separator: ",").map { Self.unbracket(String($0)) } ?? []
+    }
+
+    /// The hosts to try, in order: ``host``, then each of ``addresses`` not already tried.
+    public var hosts: [String] {
+        var out = [host]
+        for address in addresses where !out.contains(address) { out.append(address) }
+        return out
+    }
+
+    /// The URL without its invitation, naming `host` (one of ``hosts``): what a replicator is given.
+    public func replicationURL(host: String? = nil) -> URL {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }
+        if let host { components.host = host.contains(":") ? "[\(host)]" : host }
+        components.queryItems = components.queryItems?.filter { $0.name != "invite" && $0.name != "addr" }
+        return components.url ?? url
+    }
+
+    /// This URL without its invitation token or address list (what is kept for a paired peer), naming `host`.
+    public func withoutInvitation(host: String? = nil) -> PairingURL {
+        (try? PairingURL(string: replicationURL(host: host).absoluteString)) ?? self
     }
 
     private static func unbracket(_ host: String) -> String {
         host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
 
-    /// `text` without its password and query, for messages and logs.
+    /// `text` without its password, invitation and query, for messages and logs.
     public static func redacted(_ text: String) -> String {
         URL(string: text).map(WireURL.redacted) ?? "(not a URL)"
     }

@@ -5,9 +5,20 @@ import SyncNodeStore
 struct Principal: Sendable, Equatable {
     let name: String?
     let roles: [String]
+    /// What a peer signed in by certificate may reach; nil for everyone else.
+    var scope: PeerScope?
 
-    /// Server admins may do everything on every database.
-    var isServerAdmin: Bool { roles.contains("_admin") }
+    init(name: String?, roles: [String], scope: PeerScope? = nil) {
+        self.name = name
+        self.roles = roles
+        self.scope = scope
+    }
+
+    /// Server admins may do everything on every database. A peer never is one.
+    var isServerAdmin: Bool { scope == nil && roles.contains("_admin") }
+
+    /// A peer signed in by its certificate.
+    var isPeer: Bool { scope != nil }
 
     /// Everyone on a node that serves without authentication.
     static let anonymousNode = Principal(name: nil, roles: ["_admin"])
@@ -47,7 +58,14 @@ struct DatabaseSecurity: Sendable, Equatable {
     var isOpen: Bool { members.isEmpty && readers.isEmpty }
 
     func access(of principal: Principal) -> DatabaseAccess {
-        if principal.isServerAdmin || admins.contains(principal) { return .admin }
+        if principal.isServerAdmin { return .admin }
+        // A peer's scope caps what `_security` grants: reading or writing, never administering.
+        if let scope = principal.scope {
+            let granted = admins.contains(principal) || isOpen || members.contains(principal) ? DatabaseAccess.writer
+                : readers.contains(principal) ? .reader : .none
+            return scope.access == .read ? min(granted, .reader) : granted
+        }
+        if admins.contains(principal) { return .admin }
         if isOpen || members.contains(principal) { return .writer }
         return readers.contains(principal) ? .reader : .none
     }

@@ -2,8 +2,8 @@ import Foundation
 
 /// What `stat` says of a file, to tell when to read it again: a new inode when
 /// it is replaced, a new time or size when it is edited in place.
-enum FileStamp {
-    static func of(_ file: URL) -> [Int] {
+package enum FileStamp {
+    package static func of(_ file: URL) -> [Int] {
         var info = stat()
         guard stat(file.path, &info) == 0 else { return [-1] }
         #if canImport(Darwin)

@@ -3,7 +3,9 @@ import Synchronization
 
 /// The peers a node trusts, by certificate fingerprint: those given at start
 /// (`--trust`) and those in the data directory's `.node/trusted-peers` (one
-/// `FINGERPRINT [UUID]` per line, `#` comments; `!FINGERPRINT` marks one revoked).
+/// `FINGERPRINT [UUID] [access=read|write] [keyspaces=K,K] [invitation=ID]` per line, `#`
+/// comments; `!FINGERPRINT` marks one revoked). A line without `access` or `keyspaces` grants
+/// write access to every keyspace (``PeerScope/everything``), as lines did before scopes.
 ///
 /// Trust works both ways. A node replicates with the discovered peers it
 /// trusts, and its listener admits a client that presents a trusted
@@ -32,6 +34,7 @@ public final class TrustStore: Sendable {
         var fingerprints: Set<String> = []
         var revoked: Set<String> = []
         var byUUID: [String: String] = [:]
+        var scopes: [String: PeerScope] = [:]
         /// Learned by trust on first use when the file could not be written: kept until the process ends.
         var remembered: [Entry] = []
     }
@@ -41,11 +44,33 @@ public final class TrustStore: Sendable {
         /// The certificate fingerprint, or `-` for a plain-HTTP peer.
         public let fingerprint: String
         /// The peer's UUID, when known.
-        public let uuid: String?
+        public var uuid: String?
         /// The comment after `#`.
         public let note: String
         /// A line `!FINGERPRINT`: removed, and never to be trusted on first use again.
         public var revoked = false
+        /// What the peer may reach.
+        public var scope = PeerScope.everything
+        /// The invitation the peer redeemed to be trusted; nil when it was trusted otherwise.
+        public var invitation: String?
+
+        /// An entry; see each property.
+        public init(fingerprint: String, uuid: String?, note: String, revoked: Bool = false, scope: PeerScope = .everything, invitation: String? = nil) {
+            self.fingerprint = fingerprint
+            self.uuid = uuid
+            self.note = note
+            self.revoked = revoked
+            self.scope = scope
+            self.invitation = invitation
+        }
+    }
+
+    /// A peer signed in by its certificate.
+    public struct TrustedPeer: Sendable, Equatable {
+        /// `peer:<uuid>`, or `peer:` and the fingerprint's first 12 characters when no UUID is recorded.
+        public let name: String
+        /// What it may reach.
+        public let scope: PeerScope
     }
 
     /// A trust store reading `.node/trusted-peers` of `directory` (a missing file trusts no one but `trusted`).
@@ -100,22 +125,38 @@ public final class TrustStore: Sendable {
     /// `peer:` and the fingerprint's first 12 characters when no UUID is recorded for it;
     /// nil when it is not trusted.
     public func principal(clientFingerprint fingerprint: String) -> String? {
-        guard let known = try? current(), known.fingerprints.contains(fingerprint) else { return nil }
-        let uuid = known.byUUID.first { $0.value == fingerprint }?.key
-        return "peer:" + (uuid ?? String(fingerprint.prefix(12)))
+        peer(clientFingerprint: fingerprint)?.name
     }
 
-    /// Trusts `fingerprint` (with the peer's UUID, when known) from now on, revoked or not before.
-    /// - Throws: ``SyncError/invalidConfiguration(_:)`` for a malformed fingerprint or UUID, or when the file
-    ///   cannot be locked or written.
-    public func add(fingerprint: String, uuid: String? = nil, note: String = "") throws {
+    /// The peer a client presenting this certificate signs in as, with its scope; nil when it is not trusted.
+    public func peer(clientFingerprint fingerprint: String) -> TrustedPeer? {
+        guard let known = try? current(), known.fingerprints.contains(fingerprint) else { return nil }
+        let uuid = known.byUUID.first { $0.value == fingerprint }?.key
+        return TrustedPeer(name: "peer:" + (uuid ?? String(fingerprint.prefix(12))), scope: known.scopes[fingerprint] ?? .everything)
+    }
+
+    /// The fingerprints trusted because they redeemed invitation `id`.
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the file cannot be read.
+    public func fingerprints(admittedBy id: String) throws -> [String] {
+        try entries().filter { !$0.revoked && $0.invitation == id }.map(\.fingerprint)
+    }
+
+    /// Trusts `fingerprint` (with the peer's UUID, when known) from now on, with `scope`, revoked
+    /// or not before. An earlier line of the same fingerprint is replaced (its UUID kept when
+    /// none is given).
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` for a malformed fingerprint, UUID or scope, or when
+    ///   the file cannot be locked or written.
+    public func add(fingerprint: String, uuid: String? = nil, note: String = "", scope: PeerScope = .everything, invitation: String? = nil) throws {
         guard TLSIdentity.isFingerprint(fingerprint) else {
             throw SyncError.invalidConfiguration("'\(fingerprint)' is not a certificate fingerprint (base64url SHA-256, as `syncnode identity` prints)")
         }
         if let uuid, UUID(uuidString: uuid) == nil { throw SyncError.invalidConfiguration("'\(uuid)' is not a UUID") }
+        try scope.validate()
         try FileLock.withLock(beside: file) {
-            var lines = Self.lines(file).filter { Self.firstField($0) != "!" + fingerprint }
-            lines.append(Self.line(Entry(fingerprint: fingerprint, uuid: uuid, note: note.isEmpty ? "added \(Self.now())" : note)))
+            let earlier = try Self.parse(file).last { $0.fingerprint == fingerprint && !$0.revoked }
+            var lines = Self.lines(file).filter { ![fingerprint, "!" + fingerprint].contains(Self.firstField($0)) }
+            lines.append(Self.line(Entry(fingerprint: fingerprint, uuid: uuid ?? earlier?.uuid, note: note.isEmpty ? "added \(Self.now())" : note,
+                                         scope: scope, invitation: invitation)))
             try Self.replace(file, with: lines)
         }
     }
@@ -154,10 +195,15 @@ public final class TrustStore: Sendable {
                     fresh.revoked.insert(entry.fingerprint)
                     continue
                 }
-                if entry.fingerprint != Self.noCertificate { fresh.fingerprints.insert(entry.fingerprint) }
+                if entry.fingerprint != Self.noCertificate {
+                    fresh.fingerprints.insert(entry.fingerprint)
+                    fresh.scopes[entry.fingerprint] = entry.scope
+                }
                 if let uuid = entry.uuid { fresh.byUUID[uuid] = entry.fingerprint }
             }
             fresh.fingerprints.subtract(fresh.revoked.subtracting(given))
+            // Given at start (--trust): trusted as before scopes, whatever a line says.
+            for fingerprint in given { fresh.scopes[fingerprint] = .everything }
             s = fresh
             return fresh
         }
@@ -188,7 +234,30 @@ public final class TrustStore: Sendable {
                 throw SyncError.invalidConfiguration("\(file.path):\(number + 1): '\(fingerprint)' is not a certificate fingerprint (base64url SHA-256, as `syncnode identity` prints)")
             }
             let note = line.firstIndex(of: "#").map { line[line.index(after: $0)...].trimmingCharacters(in: .whitespaces) } ?? ""
-            entries.append(Entry(fingerprint: fingerprint, uuid: fields.count > 1 ? fields[1] : nil, note: note, revoked: revoked))
+            var entry = Entry(fingerprint: fingerprint, uuid: nil, note: note, revoked: revoked)
+            for field in fields.dropFirst() {
+                let parts = field.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                let place = "\(file.path):\(number + 1)"
+                switch (parts[0], parts.count) {
+                case ("access", 2):
+                    guard let access = PeerScope.Access(rawValue: parts[1]) else {
+                        throw SyncError.invalidConfiguration("\(place): access must be read or write, not '\(parts[1])'")
+                    }
+                    entry.scope.access = access
+                case ("keyspaces", 2):
+                    entry.scope.keyspaces = parts[1].split(separator: ",").map(String.init)
+                    if let bad = entry.scope.keyspaces?.first(where: { Keyspace($0) == nil }) {
+                        throw SyncError.invalidConfiguration("\(place): '\(bad)' is not a keyspace (db or db.scope.collection)")
+                    }
+                case ("invitation", 2):
+                    entry.invitation = parts[1]
+                case (_, 1) where entry.uuid == nil:
+                    entry.uuid = field
+                default:
+                    throw SyncError.invalidConfiguration("\(place): unknown field '\(field)' (expected a UUID, access=, keyspaces= or invitation=)")
+                }
+            }
+            entries.append(entry)
         }
         return entries
     }
@@ -205,7 +274,13 @@ public final class TrustStore: Sendable {
     private static func line(_ entry: Entry) -> String {
         // The note may come from a peer (its name): no line breaks into the file.
         let note = entry.note.filter { !$0.isNewline }
-        return [(entry.revoked ? "!" : "") + entry.fingerprint, entry.uuid].compactMap { $0 }.joined(separator: " ") + (note.isEmpty ? "" : " # \(note)")
+        var fields = [(entry.revoked ? "!" : "") + entry.fingerprint, entry.uuid].compactMap { $0 }
+        if !entry.revoked {
+            if entry.scope.access != .write { fields.append("access=\(entry.scope.access.rawValue)") }
+            if let keyspaces = entry.scope.keyspaces { fields.append("keyspaces=" + keyspaces.joined(separator: ",")) }
+            if let invitation = entry.invitation { fields.append("invitation=\(invitation)") }
+        }
+        return fields.joined(separator: " ") + (note.isEmpty ? "" : " # \(note)")
     }
 
     private static func replace(_ file: URL, with lines: [String]) throws {

@@ -21,7 +21,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The port; 0 picks a free one.") var port: Int = 0
     @Option(help: "The address to listen on (default: 0.0.0.0, every IPv4 interface; 127.0.0.1 with --anonymous).")
     var host: String?
-    @Option(help: "HTTP Basic user name; its password comes from $SYNCNODE_PASSWORD (or --password). Also used with auto-synced peers. Without --user, --users or users made with `syncnode user add`, the node makes a credential of its own (DIR/.node/credential.json) and prints it in its pairing URL.")
+    @Option(help: "HTTP Basic user name; its password comes from $SYNCNODE_PASSWORD (or --password). Also used with auto-synced peers. Without --user, --users or users made with `syncnode user add`, the node makes an admin credential of its own (DIR/.node/credential.json; `syncnode credential` prints it).")
     var user: String?
     @Option(help: "The password of --user. Every user of this machine can read it in `ps`: prefer $SYNCNODE_PASSWORD.")
     var password: String?
@@ -41,7 +41,7 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Do not look for peers through DNS-SD.") var noBrowse = false
     @Option(name: .customLong("sync-with"), help: "Keep a continuous push/pull replication with this peer URL (repeatable).")
     var syncWith: [String] = []
-    @Option(name: .customLong("pair"), help: "Pair with the node of this pairing URL (repeatable), as with one DNS-SD cannot see: its fingerprint is trusted, the URL kept for restarts (DIR/.node/paired-peers.json), and every keyspace both share is pulled from it.")
+    @Option(name: .customLong("pair"), help: "Pair with the node of this pairing URL (repeatable), as with one DNS-SD cannot see: its invitation is redeemed, its fingerprint trusted, the URL kept for restarts (DIR/.node/paired-peers.json), and every keyspace both share synced with it.")
     var pairWith: [String] = []
     @Flag(name: .customLong("auto-sync"), help: "Keep every keyspace both nodes share pulled from every discovered peer that is trusted.")
     var autoSync = false
@@ -56,7 +56,7 @@ struct Serve: AsyncParsableCommand {
     var corsOrigins: [String] = []
     @Option(name: .customLong("idle-timeout"), help: "Seconds a connection may stay silent (TLS handshake, headers, a body that stops, idle keep-alive) before it is closed; feeds with heartbeats stay open.")
     var idleTimeout: Int = 60
-    @Option(help: "How to draw the pairing QR code on stdout: light-on-dark (dark terminals), dark-on-light, or none.")
+    @Option(help: "How to draw the pairing QR code on stdout: light-on-dark (dark terminals), dark-on-light, or none. Never drawn when stdout is not a terminal.")
     var qr: QRStyle = .lightOnDark
 
     enum QRStyle: String, ExpressibleByArgument, CaseIterable {
@@ -104,7 +104,7 @@ struct Serve: AsyncParsableCommand {
         if self.password != nil {
             Output.error("warning: --password can be read by every user of this machine (ps, /proc); pass it in SYNCNODE_PASSWORD instead")
         }
-        let (authenticator, shown) = try authentication(directory: directory, password: password)
+        let authenticator = try authentication(directory: directory, password: password)
         if anonymous, let host, !["127.0.0.1", "::1", "localhost"].contains(host) {
             Output.error("warning: --anonymous on \(host): whoever can reach this address may read, write and delete every database")
         }
@@ -125,10 +125,11 @@ struct Serve: AsyncParsableCommand {
         config.browse = !noBrowse
         config.autoSync = autoSync
         config.peerCredential = BasicAuthenticator(user: user, password: password)
-        config.pairingCredential = shown.map { BasicAuthenticator(username: $0.user, password: $0.password) }
         config.pairingDatabase = served[0]
         config.conflictResolver = conflicts.resolver
         config.onEvent = MeshEventPrinter(directory: directory.url).print
+        // Who was invited, admitted, refused or untrusted: one line each.
+        config.listener.auditLog.onEvent { Output.progress("syncnode: \($0.message)") }
         let mesh = MeshNode(configuration: config)
         let explicit = try syncWith.map { text in
             let url = try PeerURL.parse(text, option: "--sync-with")
@@ -154,9 +155,14 @@ struct Serve: AsyncParsableCommand {
                 throw error
             }
             // Written straight to the file descriptor, once the signals are the group's: scripts wait for this line.
+            // No QR art for a log (a service's journal): the URL line is what is read there.
+            let art = qr == .none || isatty(STDOUT_FILENO) == 0 ? nil : try? QRCode(pairing.url.absoluteString)
             Output.write("syncnode: listening on \(pairing.url.absoluteString)\n"
-                + (qr == .none ? "" : (try? QRCode(pairing.url.absoluteString)).map { $0.text(style: qr == .darkOnLight ? .darkOnLight : .lightOnDark) + "\n" } ?? ""),
+                + (art.map { $0.text(style: qr == .darkOnLight ? .darkOnLight : .lightOnDark) + "\n" } ?? ""),
                 to: .standardOutput)
+            if pairing.invitation != nil {
+                Output.progress("syncnode: that URL is an invitation: for 15 minutes, any device that pairs with it (`syncnode pair URL`) is trusted by its certificate; `syncnode invite` makes one-time ones, `syncnode credential` prints the admin credential for curl and CouchDB")
+            }
             return { await mesh.stop() }
         }
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
@@ -193,23 +199,21 @@ struct Serve: AsyncParsableCommand {
         ProcessInfo.processInfo.environment["SYNCNODE_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    /// Who may sign in (nil: anyone, with --anonymous), and the credential the pairing URL
-    /// shows: the node's own when it is given none, else --user's (a pairing URL is for handing
-    /// to a peer, which signs in with what it carries until it is trusted by certificate).
-    private func authentication(directory: NodeDirectory, password: String?) throws -> (ListenerAuthenticator?, (user: String, password: String)?) {
-        guard !anonymous else { return (nil, nil) }
+    /// Who may sign in (nil: anyone, with --anonymous): --user or --users, the users of `syncnode
+    /// user add`, and, when there are none, the node's own admin credential (which no pairing URL
+    /// carries: `syncnode credential` prints it).
+    private func authentication(directory: NodeDirectory, password: String?) throws -> ListenerAuthenticator? {
+        guard !anonymous else { return nil }
         var credentials = try readCredentials(password: password)
         let store = UserStore(directory: directory)
         let stored: [String]
         do { stored = try store.names() } catch { throw CLIError.user("\(error)") }
-        var shown = user.flatMap { name in password.map { (user: name, password: $0) } }
         if credentials.isEmpty && stored.isEmpty {
             let own = try directory.generatedCredential()
             credentials[own.user] = own.password
-            shown = own
         }
         // Users added with `syncnode user add` while the node runs can sign in too.
-        return (ListenerAuthenticator.users(credentials).fallingBack(to: store.authenticator()), credentials.count == 1 ? shown : nil)
+        return ListenerAuthenticator.users(credentials).fallingBack(to: store.authenticator())
     }
 
     private func readCredentials(password: String?) throws -> [String: String] {

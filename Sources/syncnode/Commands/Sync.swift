@@ -7,11 +7,11 @@ import SyncNodeSync
 struct Sync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Replicate a local keyspace with a peer (a pairing URL pins its certificate); prints {\"pushed\",\"pulled\",\"seconds\"}.",
-        discussion: "Example:\n  syncnode sync 'https://admin:PASSWORD@192.168.1.20:41234/default?uuid=...&fp=...' --continuous")
+        discussion: "A URL with an invitation (invite=, as `syncnode invite` prints) is redeemed first: this node is then trusted by its certificate, and the same URL keeps working for it.\n\nExample:\n  syncnode sync 'https://192.168.1.20:41234/default?uuid=...&fp=...&invite=...' --continuous")
 
     @ParentCommand var syncnode: SyncNodeCommand
     var node: NodeOptions { syncnode.node }
-    @Argument(help: "The peer's URL, e.g. a pairing URL https://user:pass@host:port/db?uuid=...&fp=...") var url: String
+    @Argument(help: "The peer's URL: a pairing URL https://host:port/db?uuid=...&fp=...[&invite=...], or https://user:pass@host:port/db for a CouchDB.") var url: String
     @Flag(help: "Only send local changes.") var push = false
     @Flag(help: "Only receive the peer's changes.") var pull = false
     @Flag(help: "Keep replicating until SIGINT/SIGTERM (progress on stderr).") var continuous = false
@@ -27,7 +27,20 @@ struct Sync: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let target = try PeerURL.parse(url, option: "URL")
+        var target = try PeerURL.parse(url, option: "URL")
+        let identity = try NodeDirectory(url: node.directoryURL).tlsIdentity()
+        if let pairing = try? PairingURL(string: url), pairing.invitation != nil {
+            let directory = try NodeDirectory(url: node.directoryURL)
+            do {
+                let answer = try await InvitationClient.redeem(pairing, identity: identity, uuid: directory.uuid, name: ProcessInfo.processInfo.hostName)
+                target = pairing.replicationURL(host: answer.host)
+            } catch let error as CouchError {
+                throw CLIError.user("the peer refused the invitation: \(error.reason)")
+            } catch let error as SyncError {
+                if case .connectionFailed = error { throw CLIError.network("\(error)") }
+                throw CLIError.user("\(error)")
+            }
+        }
         let (db, collection) = try node.collection(keyspace, create: true)
         defer { try? db.close() }
         var config = ReplicatorConfiguration(collection: collection, target: .url(target))
@@ -36,7 +49,7 @@ struct Sync: AsyncParsableCommand {
         config.continuous = continuous
         config.conflictResolver = conflicts.resolver
         // The node signs in with its certificate too: a peer that trusts it needs no password.
-        config.clientIdentity = try NodeDirectory(url: node.directoryURL).tlsIdentity()
+        config.clientIdentity = identity
         let replicator = Replicator(config: config)
         let reporter = ProgressReporter(label: "sync")
         let token = reporter.attach(to: replicator)

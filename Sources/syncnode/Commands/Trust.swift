@@ -18,10 +18,14 @@ struct Trust: ParsableCommand {
         @Argument(help: "The fingerprint; write --  before one that starts with '-'.") var fingerprint: String
         @Option(help: "The peer's UUID: the node then refuses that UUID with any other certificate.") var uuid: String?
         @Option(help: "A note kept beside it (e.g. the machine's name).") var note: String = ""
+        @Option(name: .customLong("keyspace"), help: "A keyspace the peer may reach (db, or db.scope.collection; repeatable). Default: every one.")
+        var keyspaces: [String] = []
+        @Option(help: "read or write.") var access: PeerScope.Access = .write
 
         func run() throws {
-            do { try Trust.store(node).add(fingerprint: fingerprint, uuid: uuid, note: note) } catch { throw CLIError.user("\(error)") }
-            Output.line(["ok": true, "fingerprint": .string(fingerprint)])
+            let scope = PeerScope(keyspaces: keyspaces.isEmpty ? nil : keyspaces, access: access)
+            do { try Trust.store(node).add(fingerprint: fingerprint, uuid: uuid, note: note, scope: scope) } catch { throw CLIError.user("\(error)") }
+            Output.line(["ok": true, "fingerprint": .string(fingerprint), "scope": .string(scope.description)])
         }
     }
 
@@ -41,7 +45,7 @@ struct Trust: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the trusted peers as JSON lines {\"fingerprint\",\"uuid\",\"note\"}.", discussion: "Example:\n  syncnode trust list")
+        static let configuration = CommandConfiguration(abstract: "Print the trusted peers as JSON lines {\"fingerprint\",\"uuid\",\"access\",\"keyspaces\",\"invitation\",\"note\"}.", discussion: "Example:\n  syncnode trust list")
 
         @ParentCommand var syncnode: SyncNodeCommand
         var node: NodeOptions { syncnode.node }
@@ -49,8 +53,12 @@ struct Trust: ParsableCommand {
         func run() throws {
             let entries: [TrustStore.Entry]
             do { entries = try Trust.store(node).entries() } catch { throw CLIError.user("\(error)") }
-            for entry in entries {
-                Output.line(["fingerprint": .string(entry.fingerprint), "uuid": entry.uuid.map { .string($0) } ?? .null, "note": .string(entry.note)])
+            for entry in entries where !entry.revoked {
+                Output.line([
+                    "fingerprint": .string(entry.fingerprint), "uuid": entry.uuid.map { .string($0) } ?? .null, "note": .string(entry.note),
+                    "access": .string(entry.scope.access.rawValue), "keyspaces": entry.scope.keyspaces.map { .array($0.map { .string($0) }) } ?? .null,
+                    "invitation": entry.invitation.map { .string($0) } ?? .null,
+                ])
             }
         }
     }

@@ -1,0 +1,56 @@
+/// What a peer admitted by its certificate may reach: read or write access to some keyspaces,
+/// or to all of them. A peer is never a server admin, whatever its scope: it cannot create or
+/// delete databases, change `_security`, start `_replicate` jobs or administer the node.
+///
+/// Within its scope, a database's `_security` still applies: a scope widens nothing.
+public struct PeerScope: Sendable, Equatable, CustomStringConvertible {
+    /// Reading only, or reading and writing.
+    public enum Access: String, Sendable, CaseIterable {
+        case read, write
+    }
+
+    /// The keyspaces (`db`, which covers every collection of `db`, or `db.scope.collection`);
+    /// nil for every keyspace the node serves.
+    public var keyspaces: [String]?
+    /// What the peer may do there.
+    public var access: Access
+
+    /// Write access to every keyspace: what a peer trusted without a scope gets.
+    public static let everything = PeerScope(keyspaces: nil, access: .write)
+
+    /// A scope of `access` to `keyspaces` (nil: all of them).
+    public init(keyspaces: [String]? = nil, access: Access = .write) {
+        self.keyspaces = keyspaces
+        self.access = access
+    }
+
+    /// Whether the keyspace written `text` is in the scope.
+    public func allows(keyspace text: String) -> Bool {
+        guard let keyspaces else { return true }
+        guard let asked = Keyspace(text) else { return false }
+        return keyspaces.contains { entry in
+            guard let granted = Keyspace(entry) else { return false }
+            // A database name grants all its collections; a full keyspace, that collection alone
+            // (compared as keyspaces: `db._default._default` is `db`).
+            return granted.scope == nil ? granted.database == asked.database : granted.description == asked.description
+        }
+    }
+
+    /// Whether some keyspace of database `name` is in the scope (it may be listed to the peer).
+    public func allows(database name: String) -> Bool {
+        keyspaces?.contains { Keyspace($0)?.database == name } ?? true
+    }
+
+    /// `write to every keyspace`, `read to a, b.s.c`.
+    public var description: String {
+        "\(access.rawValue) to " + (keyspaces.map { $0.joined(separator: ", ") } ?? "every keyspace")
+    }
+
+    /// Checks each keyspace's form.
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` naming one that is neither `db` nor `db.scope.collection`.
+    public func validate() throws {
+        for keyspace in keyspaces ?? [] where Keyspace(keyspace) == nil || keyspace.contains(",") {
+            throw SyncError.invalidConfiguration("'\(keyspace)' is not a keyspace (db or db.scope.collection)")
+        }
+    }
+}
