@@ -16,7 +16,9 @@ actor PeerReplications {
     /// whose DNS-SD record does not list them all: those paired by URL, and those whose record
     /// says `more=1`.
     private var asking: [String: NodeProbe] = [:]
-    /// The credential each paired peer's URL carried, which it signs us in with.
+    /// The peers paired by URL (by UUID), and the credential each one's URL carried, if any
+    /// (an invitation's URL carries none: they sign each other in by certificate).
+    private var paired: Set<String> = []
     private var pairedCredentials: [String: BasicAuthenticator] = [:]
     /// Every peer on the board, as last seen, so a change of trust can be applied to it.
     private var seen: [String: (peer: Peer, discovered: Bool)] = [:]
@@ -32,20 +34,18 @@ actor PeerReplications {
     func run(_ events: AsyncStream<PeerEvent>) async {
         for await event in events {
             switch event {
-            case .appeared(let peer):
-                emit(.peerAppeared(peer))
-                await start(peer, discovered: true)
-            case .updated(let peer):
-                emit(.peerUpdated(peer))
+            case .appeared(let peer), .updated(let peer):
+                if case .appeared = event { emit(.peerAppeared(peer)) } else { emit(.peerUpdated(peer)) }
                 if let running = syncs[peer.uuid], running.peer.host != peer.host || running.peer.port != peer.port {
-                    // Moved: its replications and its keyspace probe point at the old address.
+                    // Moved (a paired peer that restarted elsewhere appears anew): its replications
+                    // and its keyspace probe point at the old address.
                     await stop(peer.uuid)
-                    if pairedCredentials[peer.uuid] == nil { await asking.removeValue(forKey: peer.uuid)?.shutdown() }
+                    await asking.removeValue(forKey: peer.uuid)?.shutdown()
                 }
                 await start(peer, discovered: true)
             case .disappeared(let peer):
                 emit(.peerLost(peer))
-                if pairedCredentials[peer.uuid] != nil {
+                if paired.contains(peer.uuid) {
                     // Paired by URL: DNS-SD no longer sees it, but its address may still answer.
                     board.update(peer.uuid, make: { nil }) { $0?.discovered = false }
                 } else {
@@ -169,6 +169,7 @@ actor PeerReplications {
     /// Replicates with a node that paired by URL, its keyspaces asked of it now and on each
     /// ``refreshAsked()``.
     func pair(_ peer: Peer, credential: BasicAuthenticator?) async {
+        paired.insert(peer.uuid)
         pairedCredentials[peer.uuid] = credential
         var peer = peer
         if let keyspaces = await ask(peer, credential: credential) { peer.record.databases = keyspaces }
