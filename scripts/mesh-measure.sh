@@ -67,7 +67,7 @@ start_node() {  # I
   until grep -q "listening on" "$WORK/out$i"; do
     tries=$((tries + 1)); [ $tries -lt 400 ] || fail "node $i did not start"; sleep 0.05
   done
-  PORT[$i]=$(sed -n 's/.*listening on https:\/\/[^@]*@[^:]*:\([0-9]*\)\/.*/\1/p' "$WORK/out$i" | head -1)
+  PORT[$i]=$(sed -n 's/.*listening on https:\/\/[^/]*:\([0-9][0-9]*\)\/.*/\1/p' "$WORK/out$i" | head -1)
 }
 
 # HOST:PORT:USER:PASSWORD of the given nodes (each node's own generated credential).

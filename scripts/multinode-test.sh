@@ -4,7 +4,8 @@
 # an independent DNS-SD stack (Python zeroconf):
 #   - no daemon on a host: one error line, the listener works, and discovery starts by itself with the daemon;
 #   - every node discovers the other two within 5 s; zeroconf sees our TXT and we see a zeroconf service;
-#   - no shared password: the nodes admit each other by certificate fingerprint (mutual TLS, --trust);
+#   - no shared password: the nodes pair by invitation URL only (`syncnode pair`), then admit each
+#     other by certificate (mutual TLS); nothing a node prints carries its admin password;
 #   - documents written on each host reach all others;
 #   - partition (a host's link down), writes on both sides, heal: identical documents and revisions;
 #   - a node killed -9 and restarted (on another port): converges again;
@@ -33,7 +34,7 @@ export SYNCNODE_LAB="$WORK/lab"
 LAB="bash scripts/lab.sh"
 # Discovery's debug lines go to the nodes' stderr files, shown if the test fails.
 export SYNCNODE_LOG=debug
-declare -A PID PORT
+declare -A PID PORT INVITE
 
 say() { echo "multinode: $*" >&2; }
 now() { date +%s.%N; }
@@ -74,12 +75,13 @@ more_than() { [ "$(count "$1" "$2")" -gt "$3" ]; }
 start_node() {  # I [extra serve options]
   local i=$1; shift
   : > "$WORK/out$i"
-  # No --user anywhere: the nodes admit each other by certificate fingerprint (--trust) alone.
+  # No --user and no --trust anywhere: the nodes pair by invitation and admit each other by certificate.
   $LAB exec "$i" env -u SWIFT_DETERMINISTIC_HASHING "$BIN" --dir "$WORK/n$i" serve --name "node-$i" --auto-sync \
-    $TRUST --qr none "$@" >> "$WORK/out$i" 2>> "$WORK/err$i" &
+    --qr none "$@" >> "$WORK/out$i" 2>> "$WORK/err$i" &
   PID[$i]=$!
   wait_until 20 grep -q "listening on" "$WORK/out$i" || fail "node $i did not start"
-  PORT[$i]=$(sed -n 's/.*listening on https:\/\/[^@]*@[^:]*:\([0-9]*\)\/.*/\1/p' "$WORK/out$i" | head -1)
+  PORT[$i]=$(sed -n 's/.*listening on https:\/\/[^/]*:\([0-9][0-9]*\)\/.*/\1/p' "$WORK/out$i" | tail -1)
+  INVITE[$i]=$(sed -n 's/.*listening on \(https:.*\)/\1/p' "$WORK/out$i" | tail -1)
 }
 
 # The credential node I made itself (user:password), for the script's own requests.
@@ -109,11 +111,6 @@ converged() {
 
 say "lab of 3 hosts"
 $LAB up 3
-TRUST=""
-for i in 1 2 3; do
-  fp=$("$BIN" --dir "$WORK/n$i" identity | sed -n 's/.*"fingerprint":"\([^"]*\)".*/\1/p')
-  TRUST="$TRUST --trust=$fp"   # =: a fingerprint may start with "-"
-done
 
 # --- 1. No daemon on host 3: one clear line, a working listener, discovery starting by itself.
 $LAB avahi 3 stop
@@ -141,6 +138,23 @@ for i in 1 2 3; do
 done
 late=$(elapsed "$t3" "$(now)")
 say "ok: every node discovers the other two (node 2 seen by node 1 ${discovered}s after its start; node 3 by all ${late}s after its daemon started)"
+
+# --- 2b. Pairing by invitation only: node 2 redeems node 1's, node 3 redeems nodes 1's and 2's
+# (each `serve` prints an invitation as its pairing URL). A node scanned once is trusted both ways.
+for pair in "2 1" "3 1" "3 2"; do
+  set -- $pair
+  $LAB exec "$1" "$BIN" --dir "$WORK/n$1" pair "${INVITE[$2]}" > "$WORK/pair$1$2" 2>&1 || fail "node $1 could not pair with node $2: $(cat "$WORK/pair$1$2")"
+done
+# A URL that is not an invitation of node 1 (a forged token) is refused with a reason and changes nothing.
+forged=$(sed 's/invite=[^&]*/invite=forged-token-0123456789abcdefghijklmnopqrstu/' <<< "${INVITE[1]}")
+$LAB exec 2 "$BIN" --dir "$WORK/n2" pair "$forged" > "$WORK/forged" 2>&1 && fail "a forged invitation was accepted"
+grep -q "not known here" "$WORK/forged" || fail "a forged invitation was refused without its reason: $(cat "$WORK/forged")"
+for i in 1 2 3; do
+  password=$($PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["password"])' "$WORK/n$i/.node/credential.json")
+  grep -qF -- "$password" "$WORK/out$i" "$WORK/err$i" && fail "node $i printed its admin password"
+  grep -q "invitation" "$WORK/n$i/.node/trusted-peers" 2>/dev/null || [ "$i" = 3 ] || fail "node $i trusts no peer by invitation: $(cat "$WORK/n$i/.node/trusted-peers")"
+done
+say "ok: the nodes paired by invitation URL alone (no --trust, no password printed); a forged token is refused"
 
 # --- 3. An independent DNS-SD stack both ways.
 zc=$($LAB exec 3 $PY scripts/lab/zeroconf_peer.py browse 2)

@@ -66,7 +66,9 @@ enum NodeProcess {
     /// A `syncnode serve` child, running until ``stop()``.
     final class Server {
         let process: Process
-        /// The URL it printed (`listening on URL`): with credentials and pinned fingerprint.
+        /// A replication URL of it: the pinned fingerprint of the URL it printed (`listening on
+        /// URL`, an invitation), and the admin credential of its directory, so that the figures
+        /// time replication, not pairing.
         let url: String
 
         /// Starts `syncnode --dir DIR serve ARGUMENTS` on loopback, without DNS-SD.
@@ -89,7 +91,17 @@ enum NodeProcess {
                 process.terminate()
                 throw SyncError.listenerFailed("serve printed \(text.debugDescription)")
             }
-            url = text[start.upperBound...].trimmingCharacters(in: .whitespaces)
+            let printed = try PairingURL(string: String(text[start.upperBound...]))
+            var components = URLComponents(url: printed.replicationURL(), resolvingAgainstBaseURL: false) ?? URLComponents()
+            if let i = arguments.firstIndex(of: "--user"), i + 3 < arguments.count, arguments[i + 2] == "--password" {
+                components.user = arguments[i + 1]
+                components.password = arguments[i + 3]
+            } else {
+                let credential = try NodeDirectory(url: dir).generatedCredential()
+                components.user = credential.user
+                components.password = credential.password
+            }
+            url = components.string ?? printed.url.absoluteString
         }
 
         var peakRSS: Double { Report.peakRSSMegabytes(pid: process.processIdentifier) }

@@ -71,6 +71,35 @@ import SyncNodeSync
         await a.mesh.stop()
     }
 
+    /// A one-time invitation pairs exactly one node, both ways, and leaves no secret on either
+    /// side; revoking it untrusts that node.
+    @Test func aOneTimeInvitationPairsOneNodeAndItsRevocationUntrustsIt() async throws {
+        let a = try Node(name: "a"), b = try Node(name: "b"), c = try Node(name: "c")
+        for node in [a, b, c] { try await node.mesh.start() }
+        let (invitation, url) = try a.mesh.invite(scope: PeerScope(keyspaces: ["default"], access: .write), uses: 1, note: "for b")
+        #expect(url.invitation != nil && url.user == nil && url.password == nil)
+        try await b.mesh.pair(with: url)
+        await #expect(throws: CouchError.self) { try await c.mesh.pair(with: url) }
+        let bFingerprint = try b.directory.tlsIdentity().fingerprint
+        #expect(try TrustStore(directory: a.directory).peer(clientFingerprint: bFingerprint)?.scope == PeerScope(keyspaces: ["default"], access: .write))
+        #expect(try TrustStore(directory: a.directory).peer(clientFingerprint: try c.directory.tlsIdentity().fingerprint) == nil)
+        // What B keeps names A and pins its certificate: no token, no password.
+        let kept = try String(contentsOf: b.url.appendingPathComponent(".node/paired-peers.json"), encoding: .utf8)
+        #expect(kept.contains(a.directory.uuid) && !kept.contains("invite=") && !kept.contains("@"))
+
+        // Both ways: A syncs back with the node that redeemed its invitation.
+        try a.collection().save(try MutableDocument(id: "from-a", data: ["n": 1]))
+        try b.collection().save(try MutableDocument(id: "from-b", data: ["n": 2]))
+        #expect(try await eventually { try b.collection().document(id: "from-a") != nil })
+        #expect(try await eventually { try a.collection().document(id: "from-b") != nil })
+
+        // Revoked: B is trusted no more, and A stops pulling from it.
+        #expect(try await a.mesh.revokeInvitation(id: invitation.id)?.revoked == true)
+        #expect(try TrustStore(directory: a.directory).peer(clientFingerprint: bFingerprint) == nil)
+        #expect(try await eventually { a.mesh.peers.first { $0.uuid == b.directory.uuid }?.trusted == false })
+        for node in [c, b, a] { await node.mesh.stop() }
+    }
+
     @Test func aPairedNodeSyncsEveryCollectionBothWaysWithPresence() async throws {
         let a = try Node(name: "a"), b = try Node(name: "b")
         try a.collection().save(try MutableDocument(id: "hello", data: ["from": "a"]))
@@ -78,7 +107,8 @@ import SyncNodeSync
         try await a.mesh.start()
         try await b.mesh.start()
         let pairing = try #require(a.mesh.pairingURL)
-        #expect(pairing.fingerprint != nil && pairing.user != nil)
+        // An invitation, no password.
+        #expect(pairing.fingerprint != nil && pairing.invitation != nil && pairing.user == nil && pairing.password == nil)
         try await b.mesh.pair(with: pairing)
         try await a.mesh.pair(with: try #require(b.mesh.pairingURL))
 
@@ -95,11 +125,12 @@ import SyncNodeSync
         #expect(b.mesh.peers.count == 1 && peer.uuid == a.directory.uuid && peer.trusted && !peer.discovered)
         #expect(Set(peer.collections.keys) == ["default", "default.app.notes", "default.app.later"])
         #expect(try await eventually { b.mesh.peers.first?.collections["default.app.notes"]?.lastSync != nil })
-        // The same over HTTP, for tools: curl against B with B's own pairing credential.
+        // The same over HTTP, for tools: curl against B with B's own admin credential.
         let own = try #require(b.mesh.pairingURL)
+        let credential = try b.directory.generatedCredential()
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        curl.arguments = ["-sk", "-u", "\(own.user ?? ""):\(own.password ?? "")", "https://127.0.0.1:\(own.port)/_node/peers"]
+        curl.arguments = ["-sk", "-u", "\(credential.user):\(credential.password)", "https://127.0.0.1:\(own.port)/_node/peers"]
         let out = Pipe()
         curl.standardOutput = out
         try curl.run()

@@ -38,12 +38,24 @@ import Testing
         try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int)
     }
 
+    /// The node's own admin credential: made once, kept 0600, printed by `syncnode credential`, and
+    /// never in what serve prints (its pairing URL is an invitation).
+    static func credential(_ directory: URL) throws -> (user: String, password: String) {
+        let printed = try ChildProcess.run(try syncnodeExecutable(), ["--dir", directory.path, "credential"])
+        let json = try DocumentValue(json: printed.1)
+        return (try #require(json["user"]?.string), try #require(json["password"]?.string))
+    }
+
     @Test func aNodeGivenNoCredentialMakesItsOwnAndKeepsIt() async throws {
         let first = try ServeProcess(arguments: ["--host", "127.0.0.1"] + Self.quiet)
         let directory = first.directory
         defer { try? FileManager.default.removeItem(at: directory) }
-        let user = try #require(first.url.user), password = try #require(first.url.password)
+        let (user, password) = try Self.credential(directory)
         #expect(user == "admin" && password.count >= 24)
+        // Nothing serve printed carries the password: its URL is an invitation.
+        #expect(first.url.user == nil && first.url.password == nil)
+        #expect(first.url.queryItems?.contains { $0.name == "invite" } == true)
+        #expect(!first.url.string!.contains(password) && !first.errors.contains(password))
         #expect(try await Self.status(first, "/default") == 401)
         #expect(try await Self.status(first, "/_all_dbs") == 401)
         #expect(try await Self.status(first, "/default", user: user, password: password + "x") == 401)
@@ -52,7 +64,7 @@ import Testing
         #expect(first.stop(keepingDirectory: true) == 0)
 
         let again = try ServeProcess(arguments: ["--host", "127.0.0.1"] + Self.quiet, directory: directory)
-        #expect(again.url.user == user && again.url.password == password)
+        #expect(try Self.credential(directory).password == password)
         #expect(try await Self.status(again, "/default", user: user, password: password) == 200)
         #expect(again.stop(keepingDirectory: true) == 0)
     }

@@ -13,7 +13,8 @@ Runs alternate the two importers; 3 runs (median shown) at N <= 200000, else 1. 
 faster than Python (ratio < 1.0), pull <= 2.0x import, and peak RSS flat as N grows (printed per N).
 Each case checks that all N documents arrived.
 """
-import json, os, shutil, statistics, subprocess, sys, tempfile, time
+import json
+import urllib.parse, os, shutil, statistics, subprocess, sys, tempfile, time
 
 bin_dir = sys.argv[1]
 sizes = [int(n) for n in sys.argv[2:]] or [100000]
@@ -93,7 +94,10 @@ def main():
             try:
                 line = serve.stdout.readline().decode()
                 assert line.startswith("syncnode: listening on "), line
-                url = line.split("listening on ", 1)[1].strip()
+                # The printed URL is an invitation; the pulls sign in with the password, so they time replication alone.
+                printed = urllib.parse.urlsplit(line.split("listening on ", 1)[1].strip())
+                query = "&".join(p for p in printed.query.split("&") if not p.startswith(("invite=", "addr=")))
+                url = f"https://{user}:{password}@{printed.hostname}:{printed.port}{printed.path}?{query}"
                 pull_times, pull_rss = [], []
                 for i in range(runs):
                     target = os.path.join(work, f"pull{n}-{i}")
