@@ -212,7 +212,7 @@ public final class MeshNode: Sendable {
             watching = Task { [replications] in await replications.run(made.events) }
             browser = made
         }
-        let refreshing = Task { [configuration, replications] in
+        let refreshing = Task { [configuration, replications, listener] in
             // Databases clients create or open up (an event), collections made here or by another
             // process (looked for every few seconds): advertised, and synced with the peers that share them.
             // Peers paired before a restart, and (looked for at each tick) by `syncnode pair` meanwhile.
@@ -225,7 +225,13 @@ public final class MeshNode: Sendable {
             }
             var advertised = shared
             let names = configuration.directory.databaseNameUpdates()
+            let accessChanges = listener.accessChanges()
             await withTaskGroup(of: Void.self) { group in
+                // A peer untrusted (here, or by `syncnode trust remove` or `invite --revoke`
+                // elsewhere) is no longer synced with, within the listener's 200 ms look.
+                group.addTask {
+                    for await _ in accessChanges { await replications.recheckTrust() }
+                }
                 let (ticks, tick) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
                 group.addTask {
                     for await _ in names { tick.yield() }

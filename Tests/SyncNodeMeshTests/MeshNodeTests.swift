@@ -63,7 +63,9 @@ import SyncNodeSync
         #expect(try await eventually { try b.collection().document(id: "before") != nil })
 
         #expect(try TrustStore(directory: b.directory).remove(fingerprint: try #require(pairing.fingerprint)))
+        let start = ContinuousClock.now
         #expect(try await eventually { b.mesh.peers.first?.trusted == false })
+        print("revocation: trust remove (the file edited under a running node): its mesh replications stopped \(ContinuousClock.now - start) after (target: within 1 s)")
         try a.collection().save(try MutableDocument(id: "after", data: ["n": 2]))
         try await Task.sleep(for: .seconds(2))
         #expect(try b.collection().document(id: "after") == nil, "B pulls no more from a peer it does not trust")
@@ -98,6 +100,39 @@ import SyncNodeSync
         #expect(try TrustStore(directory: a.directory).peer(clientFingerprint: bFingerprint) == nil)
         #expect(try await eventually { a.mesh.peers.first { $0.uuid == b.directory.uuid }?.trusted == false })
         for node in [c, b, a] { await node.mesh.stop() }
+    }
+
+    /// Untrust in the dashboard (`DELETE /_node/trust/FP`) stops this node's replications with
+    /// the peer within a second, and the peer's own pulls from here are refused.
+    @Test func untrustingInTheDashboardStopsTheMeshReplicationsAtOnce() async throws {
+        let a = try Node(name: "a"), b = try Node(name: "b")
+        try await a.mesh.start()
+        try await b.mesh.start()
+        try await b.mesh.pair(with: try #require(a.mesh.pairingURL))
+        try b.collection().save(try MutableDocument(id: "from-b", data: ["n": 1]))
+        #expect(try await eventually { try a.collection().document(id: "from-b") != nil })
+        let bFingerprint = try b.directory.tlsIdentity().fingerprint
+        let credential = try a.directory.generatedCredential()
+        let port = try #require(a.mesh.listener.port)
+        let start = ContinuousClock.now
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments = ["-sk", "-o", "/dev/null", "-w", "%{http_code}", "-X", "DELETE", "-u", "\(credential.user):\(credential.password)",
+                          "https://127.0.0.1:\(port)/_node/trust/\(bFingerprint)"]
+        let out = Pipe()
+        curl.standardOutput = out
+        try curl.run()
+        let status = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        curl.waitUntilExit()
+        #expect(status == "200")
+        #expect(try await eventually { a.mesh.peers.first { $0.uuid == b.directory.uuid }?.trusted == false })
+        print("revocation: dashboard Untrust: the mesh replications stopped \(ContinuousClock.now - start) after the request (target: within 1 s)")
+        // B still trusts A, but A refuses B's pulls from now on (its open feed ended): a write on A
+        // no longer reaches B, whose replication reports the refusal.
+        try a.collection().save(try MutableDocument(id: "after", data: ["n": 2]))
+        #expect(try await eventually { b.mesh.peers.first?.collections["default"]?.lastError != nil })
+        #expect(try b.collection().document(id: "after") == nil)
+        for node in [b, a] { await node.mesh.stop() }
     }
 
     @Test func aPairedNodeSyncsEveryCollectionBothWaysWithPresence() async throws {

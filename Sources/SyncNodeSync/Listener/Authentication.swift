@@ -22,25 +22,38 @@ struct Authentication: Sendable {
     let logger: Logger
 
     /// A request's authenticated principal.
-    struct Login {
+    struct Login: Sendable {
         var principal: Principal
         /// A fresh cookie to send back, when the request's own is past a tenth of its life.
         var refreshedCookie: String?
+        /// The principal as it would sign in now; nil once it no longer can (its certificate
+        /// untrusted, its user removed, its password changed). What outlives the request checks it.
+        var current: @Sendable () -> Principal?
 
         var user: String? { principal.name }
     }
 
+    /// The sign-in of the request being handled, for the answers that outlive it (feeds, jobs).
+    @TaskLocal static var ofRequest: (@Sendable () -> Principal?)?
+
     /// Nobody signed in (on a node with authentication).
-    static let nobody = Login(principal: Principal(name: nil, roles: []))
+    static let nobody = Login(principal: Principal(name: nil, roles: []), current: { Principal(name: nil, roles: []) })
 
     private func login(_ user: String, refreshedCookie: String? = nil) -> Login {
-        Login(principal: Principal(name: user, roles: authenticator?.roles(user) ?? []), refreshedCookie: refreshedCookie)
+        let authenticator = authenticator
+        // The key changes when the user's password does, and is gone with the user.
+        let key = authenticator?.sessionKey(user)
+        return Login(principal: Principal(name: user, roles: authenticator?.roles(user) ?? []), refreshedCookie: refreshedCookie) {
+            guard let authenticator else { return Principal(name: user, roles: []) }
+            guard let now = authenticator.sessionKey(user), now == key else { return nil }
+            return Principal(name: user, roles: authenticator.roles(user))
+        }
     }
 
     /// The user a request authenticates as: by password, session cookie or, for a peer,
     /// its client certificate; throws 401 (after a delay, past too many failures).
     func check(_ request: Request, context: ListenerContext) async throws -> Login {
-        guard authenticator != nil else { return Login(principal: .anonymousNode) }
+        guard authenticator != nil else { return Login(principal: .anonymousNode, current: { .anonymousNode }) }
         let remoteAddress = context.remoteAddress
         if let (user, password) = Self.basicCredentials(request) {
             try await checkPassword(user, password, remoteAddress: remoteAddress)
@@ -55,7 +68,9 @@ struct Authentication: Sendable {
         }
         if let trustedPeers, let fingerprint = await context.clientFingerprint() {
             if let peer = trustedPeers.peer(clientFingerprint: fingerprint) {
-                return Login(principal: Principal(name: peer.name, roles: ["peer"], scope: peer.scope))
+                return Login(principal: Principal(name: peer.name, roles: ["peer"], scope: peer.scope)) {
+                    trustedPeers.peer(clientFingerprint: fingerprint).map { Principal(name: $0.name, roles: ["peer"], scope: $0.scope) }
+                }
             }
             onUntrustedPeer?(fingerprint, remoteAddress)
             throw CouchError(status: 401, error: "unauthorized", reason: "This node does not trust certificate \(fingerprint); its operator can admit it with `\(TrustStore.addCommand(fingerprint))`.")

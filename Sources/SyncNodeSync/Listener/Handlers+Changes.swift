@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import ServiceLifecycle
+import Synchronization
 import SyncNodeStore
 
 extension Handlers {
@@ -28,15 +29,24 @@ extension Handlers {
         let spec = try await parseChanges(request, collection: collection)
         let signal = ChangeSignal()
         let token = collection.addChangeListener { _ in signal.fire() }
+        // A waiting feed outlives its request's sign-in check: it wakes when access changes, and
+        // ends when its asker may read this keyspace no more.
+        let revocation = FeedRevocation(handlers: self, current: Authentication.ofRequest, keyspace: Keyspace(collection).name, signal: signal)
         switch spec.feed {
         case .normal, .longpoll:
-            defer { token.remove() }
+            defer {
+                token.remove()
+                revocation.end()
+            }
             if spec.feed == .longpoll {
                 let deadline = ContinuousClock.now.advanced(by: .milliseconds(spec.timeout ?? 60_000))
                 // In one-second slices, so a graceful stop is not held up by a long poll.
                 while try collection.changes(since: spec.since, limit: 1).isEmpty, !Task.isShuttingDownGracefully,
                       ContinuousClock.now < deadline {
                     _ = await signal.wait(timeout: min(.seconds(1), ContinuousClock.now.duration(to: deadline)))
+                    if revocation.isRevoked() {
+                        throw CouchError.forbidden("Access to '\(Keyspace(collection).name)' was withdrawn while this feed waited.")
+                    }
                 }
             }
             // Descending needs the whole range first; ascending feeds are read page by page.
@@ -45,12 +55,21 @@ extension Handlers {
         case .continuous, .eventsource:
             let contentType = spec.feed == .eventsource ? "text/event-stream" : HTTP.json
             let body = ResponseBody { [self] writer in
-                defer { token.remove() }
+                defer {
+                    token.remove()
+                    revocation.end()
+                }
                 var since = spec.since
                 var sent = 0
                 var idleSince = ContinuousClock.now
                 var lastWrite = ContinuousClock.now
                 while !Task.isShuttingDownGracefully {
+                    // Access withdrawn: the feed ends here (its client's next request is refused).
+                    if revocation.isRevoked() {
+                        logger.notice("a feed ends: its asker's access was withdrawn", metadata: ["keyspace": "\(Keyspace(collection).name)"])
+                        try await writer.finish(nil)
+                        return
+                    }
                     // In pages, so a feed from the start of a large database does not read it all at once.
                     let (entries, last, more) = try page(collection, spec, since: since, pageSize: 1000, sent: sent)
                     for entry in entries {
@@ -255,4 +274,32 @@ extension Handlers {
             descending: try query.bool("descending"), docIDs: docIDs, heartbeat: heartbeat,
             timeout: try query.int("timeout").map { min($0, 600_000) } ?? (heartbeat == nil || feed != .continuous ? 60_000 : nil))
     }
+}
+
+/// Ends a waiting feed when its asker's access is withdrawn: the ``AccessWatch`` wakes it, and
+/// it checks its asker again only then.
+final class FeedRevocation: Sendable {
+    private let handlers: Handlers
+    private let current: (@Sendable () -> Principal?)?
+    private let keyspace: String
+    private let token: Int
+    private let checked: Mutex<Int>
+
+    init(handlers: Handlers, current: (@Sendable () -> Principal?)?, keyspace: String, signal: ChangeSignal) {
+        self.handlers = handlers
+        self.current = current
+        self.keyspace = keyspace
+        checked = Mutex(handlers.accessWatch.generation)
+        token = handlers.accessWatch.onChange { signal.fire() }
+    }
+
+    /// True once the asker may no longer read the keyspace (checked only after a change).
+    func isRevoked() -> Bool {
+        let now = handlers.accessWatch.generation
+        guard checked.withLock({ c in defer { c = now }; return c != now }) else { return false }
+        return !handlers.stillAllowed(current, keyspace: keyspace)
+    }
+
+    /// Stops listening for changes.
+    func end() { handlers.accessWatch.remove(token) }
 }

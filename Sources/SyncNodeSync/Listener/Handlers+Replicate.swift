@@ -48,7 +48,16 @@ extension Handlers {
         if !continuous { config.maxAttempts = 3 }
         let replicator = Replicator(config: config, logger: logger)
         if continuous {
-            _ = replications.start(replicator, id: id)
+            // It runs on after this request: it ends when its asker may no longer read its local
+            // source or write its local target.
+            let current = Authentication.ofRequest
+            let localSource: String? = if case .local(let name) = source { name } else { nil }
+            let localTarget: String? = if case .local(let name) = target { name } else { nil }
+            _ = replications.start(replicator, id: id) { [self] in
+                if let current, current() == nil { return false }
+                return localSource.map { stillAllowed(current, keyspace: $0) } ?? true
+                    && localTarget.map { stillAllowed(current, keyspace: $0, needed: .writer) } ?? true
+            }
             return HTTP.json(["ok": true, "_local_id": .string(id)], status: .accepted)
         }
         let started = Date()

@@ -38,6 +38,15 @@ extension Handlers {
         }
     }
 
+    /// Whether the asker of an answer that outlives its request (`current`: its sign-in as it
+    /// would be now) may still have `needed` access to `keyspace`. Nil `current`: no sign-in to lose.
+    func stillAllowed(_ current: (@Sendable () -> Principal?)?, keyspace: String, needed: DatabaseAccess = .reader) -> Bool {
+        guard let current else { return true }
+        guard let principal = current(), let database = Keyspace(keyspace)?.database else { return false }
+        if let scope = principal.scope, !scope.allows(keyspace: keyspace) { return false }
+        return ((try? access(of: principal, to: database)) ?? DatabaseAccess.none) >= needed
+    }
+
     enum Needed: Equatable {
         case database(DatabaseAccess)
         case serverAdmin
@@ -79,6 +88,8 @@ extension Handlers {
             try checkWritable()
             let security = try DatabaseSecurity(json: .dictionary(try await request.jsonObject(limit: bodyLimit)))
             try security.save(to: db)
+            // Feeds and jobs of someone it drops end now.
+            accessWatch.changed()
             // Whether it is advertised on the LAN may have changed.
             directory.databasesChanged()
             return HTTP.json(HTTP.ok)

@@ -18,6 +18,8 @@ struct Handlers: Sendable {
     let status: @Sendable () -> ListenerStatus
     /// The identity the listener serves (nil without TLS), for `/_node/info`.
     let tlsIdentity: @Sendable () -> TLSIdentity?
+    /// Tells feeds and jobs that who may do what changed.
+    let accessWatch: AccessWatch
     let logger: Logger
 
     var directory: NodeDirectory { config.directory }

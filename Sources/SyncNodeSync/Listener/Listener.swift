@@ -26,6 +26,7 @@ public final class Listener: Sendable {
     private let replications: ServerReplications
     private let compactions = Compactions()
     private let metrics = NodeMetrics()
+    private let accessWatch: AccessWatch
     private let state = Mutex<State>(State())
 
     private struct State {
@@ -40,6 +41,17 @@ public final class Listener: Sendable {
         self.config = config
         self.logger = logger
         replications = ServerReplications(tasks: config.replicationTasks)
+        accessWatch = AccessWatch(files: [config.trustedPeers?.file, UserStore(directory: config.directory).file].compactMap { $0 })
+    }
+
+    /// Each time who may do what may have changed: a `_security` change here, or the trusted
+    /// peers or users edited (by this process or another, looked at every 200 ms). A mesh node
+    /// checks its replications' peers again at each.
+    public func accessChanges() -> AsyncStream<Void> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let token = accessWatch.onChange { continuation.yield() }
+        continuation.onTermination = { [accessWatch] _ in accessWatch.remove(token) }
+        return stream
     }
 
     /// The bound port once started.
@@ -83,7 +95,7 @@ public final class Listener: Sendable {
         let responder = ListenerResponder(
             handlers: Handlers(config: config, replications: replications, compactions: compactions, metrics: metrics,
                                port: { [weak self] in self?.port }, status: { [weak self] in self?.status ?? ListenerStatus() },
-                               tlsIdentity: { [weak self] in self?.tlsIdentity }, logger: logger),
+                               tlsIdentity: { [weak self] in self?.tlsIdentity }, accessWatch: accessWatch, logger: logger),
             authentication: authentication, redemption: redemption,
             allowedOrigins: config.allowedOrigins, stats: stats, faultInjector: config.faultInjector, logger: logger)
         let stats = self.stats
@@ -106,9 +118,19 @@ public final class Listener: Sendable {
             },
             logger: logger)
         let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
+        let accessWatch = self.accessWatch, replications = self.replications
         let task = Task {
             defer { portContinuation.finish() }
-            try await group.run()
+            // Revocations reach what outlives a request: `_replicate` jobs here, feeds in their loops.
+            let revalidating = accessWatch.onChange { Task { await replications.revalidate() } }
+            defer { accessWatch.remove(revalidating) }
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { await accessWatch.run() }
+                tasks.addTask { try await group.run() }
+                // The server ends (stopped, or failed): the watch with it.
+                defer { tasks.cancelAll() }
+                try await tasks.next()
+            }
         }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else {

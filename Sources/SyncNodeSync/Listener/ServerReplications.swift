@@ -4,6 +4,8 @@ import Synchronization
 /// by replication ID; stopped with the listener.
 final class ServerReplications: Sendable {
     private let running = Mutex<[String: Replicator]>([:])
+    /// Per replication ID: whether whoever started it may still run it (checked at each ``revalidate()``).
+    private let allowed = Mutex<[String: @Sendable () -> Bool]>([:])
     /// Where the node lists them (`_active_tasks`).
     let tasks: ReplicationTasks
 
@@ -12,8 +14,10 @@ final class ServerReplications: Sendable {
     }
 
     /// Starts `replicator` under `id` unless one runs there already; false if it did.
-    func start(_ replicator: Replicator, id: String) -> Bool {
-        running.withLock { all -> Bool in
+    /// `allowed` tells whether whoever started it may still run it.
+    func start(_ replicator: Replicator, id: String, allowed: @escaping @Sendable () -> Bool = { true }) -> Bool {
+        self.allowed.withLock { $0[id] = allowed }
+        return running.withLock { all -> Bool in
             // By its task, not its status: a just-started replicator still reads `stopped`.
             if let existing = all[id], existing.isRunning { return false }
             if let existing = all[id] { tasks.remove(existing) }
@@ -26,11 +30,21 @@ final class ServerReplications: Sendable {
 
     /// Stops and forgets the replication `id`; false if there is none.
     func cancel(id: String) async -> Bool {
+        allowed.withLock { _ = $0.removeValue(forKey: id) }
         guard let replicator = running.withLock({ $0.removeValue(forKey: id) }) else { return false }
         replicator.stop()
         await replicator.waitUntilStopped()
         tasks.remove(replicator)
         return true
+    }
+
+    /// Cancels each replication whose starter may run it no more (untrusted, removed, dropped
+    /// from `_security`).
+    func revalidate() async {
+        let checks = allowed.withLock { $0 }
+        for (id, stillAllowed) in checks where running.withLock({ $0[id] != nil }) && !stillAllowed() {
+            _ = await cancel(id: id)
+        }
     }
 
     func stopAll() async {
