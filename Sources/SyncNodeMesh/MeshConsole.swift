@@ -36,19 +36,31 @@ final class MeshConsole: NodeConsole {
     var name: String { configuration.name }
     var pairingURL: String? { pairing.withLock { $0?.url } }
     var pairingQRCode: String? { pairing.withLock { $0?.qr } }
-    var peers: DocumentValue { board.json }
+    /// The board's peers, each trusted one with its scope and how it was admitted (`admitted`:
+    /// the invitation it redeemed, or the note kept when it was trusted otherwise).
+    var peers: DocumentValue {
+        guard case .array(let listed) = board.json else { return board.json }
+        let entries = (try? configuration.trust.entries().filter { !$0.revoked }) ?? []
+        return .array(listed.map { peer in
+            guard case .dictionary(var fields) = peer, let fingerprint = fields["fingerprint"]?.stringValue,
+                  let entry = entries.last(where: { $0.fingerprint == fingerprint }) else { return peer }
+            fields["scope"] = .string(entry.scope.description)
+            fields["admitted"] = .string(entry.invitation.map { "invitation \($0)" } ?? (entry.note.isEmpty ? "trusted by fingerprint" : entry.note))
+            return .dictionary(fields)
+        })
+    }
+
+    func qrCode(_ text: String) -> String? { try? QRCode(text).svg() }
 
     func pair(with url: PairingURL) async throws { try await pairer(url) }
 
     func trust(fingerprint: String) async throws {
         try configuration.trust.add(fingerprint: fingerprint, note: "trusted from the dashboard")
-        configuration.listener.auditLog.record(.peerTrusted, "peer \(fingerprint) trusted from the dashboard", ["fingerprint": fingerprint])
         await replications.trustChanged(fingerprint: fingerprint)
     }
 
     func untrust(fingerprint: String) async throws -> Bool {
         guard try configuration.trust.remove(fingerprint: fingerprint) else { return false }
-        configuration.listener.auditLog.record(.peerUntrusted, "peer \(fingerprint) untrusted from the dashboard", ["fingerprint": fingerprint])
         await replications.trustChanged(fingerprint: fingerprint)
         return true
     }

@@ -142,9 +142,6 @@ public final class MeshNode: Sendable {
             "invitation": invitation.id,
         ])
         for fingerprint in peers where try configuration.trust.remove(fingerprint: fingerprint) {
-            configuration.listener.auditLog.record(.peerUntrusted, "peer \(fingerprint) untrusted: its invitation \(invitation.id) was revoked", [
-                "fingerprint": fingerprint, "invitation": invitation.id,
-            ])
             await replications.trustChanged(fingerprint: fingerprint)
         }
         return invitation
@@ -230,7 +227,23 @@ public final class MeshNode: Sendable {
                 // A peer untrusted (here, or by `syncnode trust remove` or `invite --revoke`
                 // elsewhere) is no longer synced with, within the listener's 200 ms look.
                 group.addTask {
-                    for await _ in accessChanges { await replications.recheckTrust() }
+                    // Each peer trusted or untrusted, by whichever process, is one audit line.
+                    var trusted = Self.trustedPeers(configuration)
+                    for await _ in accessChanges {
+                        await replications.recheckTrust()
+                        let now = Self.trustedPeers(configuration)
+                        for (fingerprint, entry) in now where trusted[fingerprint] == nil {
+                            configuration.listener.auditLog.record(.peerTrusted, "peer \(fingerprint) trusted with \(entry.scope)\(entry.note.isEmpty ? "" : " (\(entry.note))")", [
+                                "fingerprint": fingerprint, "scope": entry.scope.description, "invitation": entry.invitation ?? "",
+                            ])
+                        }
+                        for fingerprint in trusted.keys where now[fingerprint] == nil {
+                            configuration.listener.auditLog.record(.peerUntrusted, "peer \(fingerprint) untrusted: its replications stop and its requests are refused", [
+                                "fingerprint": fingerprint,
+                            ])
+                        }
+                        trusted = now
+                    }
                 }
                 let (ticks, tick) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
                 group.addTask {
@@ -270,6 +283,12 @@ public final class MeshNode: Sendable {
         running.withLock { $0 = Running(node: node, pairingURL: pairing, advertiser: advertiser, browser: browser, watching: watching, refreshing: refreshing) }
     }
 
+    /// The trusted-peers file's peers by fingerprint (nothing when it cannot be read).
+    private static func trustedPeers(_ configuration: MeshConfiguration) -> [String: TrustStore.Entry] {
+        let entries = (try? configuration.trust.entries()) ?? []
+        return Dictionary(entries.filter { !$0.revoked && $0.fingerprint != "-" }.map { ($0.fingerprint, $0) }) { $1 }
+    }
+
     /// Replicates with the node a pairing URL names, across subnets where DNS-SD cannot see
     /// it. When the URL carries an invitation, it is redeemed first (``InvitationClient``),
     /// trying each of the URL's addresses: the other node then trusts this one's certificate.
@@ -289,7 +308,7 @@ public final class MeshNode: Sendable {
     private static func pair(with url: PairingURL, configuration: MeshConfiguration, replications: PeerReplications, port: Int?) async throws {
         let kept = try await Pairing.record(
             url, directory: configuration.directory, trust: configuration.trust, name: configuration.name, port: port,
-            clientIdentity: try configuration.clientIdentity(), audit: configuration.listener.auditLog)
+            clientIdentity: try configuration.clientIdentity())
         guard let fingerprint = kept.fingerprint else { return }
         await syncPaired(kept, fingerprint: fingerprint, with: replications)
     }

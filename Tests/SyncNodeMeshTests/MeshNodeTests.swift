@@ -99,6 +99,16 @@ import SyncNodeSync
         #expect(try await a.mesh.revokeInvitation(id: invitation.id)?.revoked == true)
         #expect(try TrustStore(directory: a.directory).peer(clientFingerprint: bFingerprint) == nil)
         #expect(try await eventually { a.mesh.peers.first { $0.uuid == b.directory.uuid }?.trusted == false })
+
+        // Audit: one event each (the untrusting one seen within the file watch), none with the token.
+        let audit = a.mesh.configuration.listener.auditLog
+        #expect(try await eventually { audit.events.contains { $0.kind == .peerUntrusted } })
+        let kinds = audit.events.map(\.kind)
+        for kind: AuditEvent.Kind in [.invitationMade, .invitationRedeemed, .invitationRefused, .peerTrusted, .invitationRevoked, .peerUntrusted] {
+            #expect(kinds.contains(kind), "no \(kind) event in \(audit.events.map(\.message))")
+        }
+        let token = try #require(url.invitation)
+        #expect(!audit.events.contains { $0.message.contains(token) || $0.fields.values.contains { $0.contains(token) } })
         for node in [c, b, a] { await node.mesh.stop() }
     }
 

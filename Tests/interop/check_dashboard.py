@@ -103,27 +103,47 @@ try:
         page.click("#login-form button[type=submit]")
         expect(page.locator("#app")).to_be_visible()
 
-        # Node: identity, pairing URL and its QR code (an SVG the node drew).
+        # Node: identity, pairing invitation and its QR code (an SVG the node drew); never a password.
         expect(page.locator("#node-name")).to_have_text("alpha")
         expect(page.locator("#node-uuid")).to_have_text(alpha.uuid)
         expect(page.locator("#node-pairing-url")).to_contain_text(alpha.uuid)
+        expect(page.locator("#node-pairing-url")).to_contain_text("invite=")
+        assert password not in page.content(), "the Node page shows a password"
         page.wait_for_function("document.querySelector('#node-qr')?.naturalWidth > 100")
         shoot(page, "1-node")
 
-        # Peers: beta is not alpha's peer yet; paired by its URL, it appears, trusted, and syncs.
+        # Peers: beta redeemed alpha's invitation (--pair), so alpha syncs with it too, trusted with
+        # the invitation's scope; pairing alpha with beta's URL in the form makes it mutual both ways.
         page.click("a[href='#/peers']")
-        expect(page.get_by_text("No peers seen yet.")).to_be_visible()
-        assert page.locator(f"tr[data-peer-uuid='{beta.uuid}']").count() == 0
         check_labels(page, "peers")
-        page.fill("#pair-url", beta.pairing_url)
-        page.click("#pair-form button[type=submit]")
         row = page.locator(f"tr[data-peer-uuid='{beta.uuid}']")
         expect(row).to_be_visible()
+        expect(row).to_contain_text("write to every keyspace")
+        expect(row).to_contain_text("invitation ")
+        page.fill("#pair-url", beta.pairing_url)
+        page.click("#pair-form button[type=submit]")
+        expect(page.locator("#pair-status")).to_contain_text("Paired")
         expect(row).to_contain_text("beta")  # the name its welcome gives (the URL names an address)
         expect(row).to_contain_text("trusted")
         expect(row.locator("button[data-action=untrust]")).to_be_visible()
         expect(row).to_contain_text("default: idle")
         shoot(page, "2-peers")
+
+        # Invite a device: a QR code and URL with a countdown, listed as pending, then revoked.
+        page.select_option("#invite-access", "read")
+        page.fill("#invite-keyspaces", "default")
+        page.click("#invite-form button[type=submit]")
+        expect(page.locator("#invite-qr")).to_be_visible()
+        eventually("the invitation's QR code is drawn", lambda: page.locator("#invite-qr").evaluate("e => e.naturalWidth") > 100)
+        expect(page.locator("#invite-url")).to_contain_text("invite=")
+        expect(page.locator("#invite-made .countdown")).to_have_text(__import__("re").compile(r"^1[45]:\d\d$"))
+        invitation = page.locator("#invitations-table tr[data-invitation-id]").filter(has_text="read to default")
+        expect(invitation).to_have_count(1)
+        shoot(page, "2b-invite")
+        invitation.locator("button").click()
+        expect(invitation).to_have_count(0)
+        status, listed = alpha.call("GET", "/_node/invitations")
+        assert status == 200 and any(i["revoked"] and i["keyspaces"] == ["default"] for i in listed), listed
 
         # A document edited in the dashboard arrives on the other node.
         page.goto(alpha.base + "/_utils/#/doc/default/note")

@@ -12,13 +12,12 @@ public enum Pairing {
     ///   - name: this node's name, for the other node's log.
     ///   - port: this node's listener port, so the other node syncs with it too; nil when none runs.
     ///   - clientIdentity: the certificate to be trusted by (the node's own).
-    ///   - audit: where to record the trust given; nil for none.
     /// - Returns: the URL kept (without its invitation, naming the address that answered).
     /// - Throws: ``SyncError/invalidConfiguration(_:)`` for a URL without a fingerprint, an invitation
     ///   without a client identity, or files that cannot be written; what
     ///   ``InvitationClient/redeem(_:identity:uuid:name:port:timeout:)`` throws.
     public static func record(_ url: PairingURL, directory: NodeDirectory, trust: TrustStore, name: String, port: Int?,
-                              clientIdentity: TLSIdentity?, audit: AuditLog?) async throws -> PairingURL {
+                              clientIdentity: TLSIdentity?) async throws -> PairingURL {
         guard let fingerprint = url.fingerprint else {
             throw SyncError.invalidConfiguration("the pairing URL has no certificate fingerprint (fp=): only an HTTPS node can be paired with")
         }
@@ -31,9 +30,6 @@ public enum Pairing {
             kept = url.withoutInvitation(host: answer.host)
         }
         try trust.add(fingerprint: fingerprint, uuid: url.uuid, note: "paired \(kept.host):\(kept.port)")
-        audit?.record(.peerTrusted, "peer \(fingerprint) trusted: paired with \(kept.host):\(kept.port)", [
-            "fingerprint": fingerprint, "address": "\(kept.host):\(kept.port)",
-        ])
         try PairedPeers(directory: directory).save(kept)
         return kept
     }

@@ -151,7 +151,8 @@ extension Handlers {
             } catch let error as SyncError {
                 throw CouchError.badRequest("\(error)")
             }
-            return HTTP.json(["ok": true, "invitation": made.invitation.json, "url": .string(made.url.url.absoluteString)],
+            let url = made.url.url.absoluteString
+            return HTTP.json(["ok": true, "invitation": made.invitation.json, "url": .string(url), "qr_svg": console.qrCode(url).map { .string($0) } ?? .null],
                              status: .created, headers: [.cacheControl: "no-store"])
         default:
             throw Self.methodNotAllowed("GET,HEAD,POST")

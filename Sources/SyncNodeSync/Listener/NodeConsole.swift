@@ -27,6 +27,8 @@ public protocol NodeConsole: Sendable {
     /// Makes an invitation; returns it and the pairing URL that carries its token.
     /// - Throws: when the node is not started, or the invitation is invalid or cannot be saved.
     func invite(scope: PeerScope, lifetime: Duration, uses: Int?, note: String) async throws -> (invitation: Invitation, url: PairingURL)
+    /// `text` as an SVG QR code; nil when it does not fit in one.
+    func qrCode(_ text: String) -> String?
     /// Revokes invitation `id` and untrusts the peers that redeemed it; nil when there is none.
     /// - Throws: when the files cannot be written.
     func revokeInvitation(id: String) async throws -> Invitation?

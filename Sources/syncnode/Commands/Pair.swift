@@ -31,7 +31,7 @@ struct Pair: AsyncParsableCommand {
         do {
             kept = try await Pairing.record(
                 pairing, directory: directory, trust: trust, name: name ?? ProcessInfo.processInfo.hostName, port: running?.port,
-                clientIdentity: try directory.tlsIdentity(), audit: nil)
+                clientIdentity: try directory.tlsIdentity())
         } catch let error as CouchError {
             throw CLIError.user("the node refused: \(error.reason)")
         } catch let error as SyncError {

@@ -308,7 +308,7 @@ async function pageNode(ctx) {
     ['Name', 'node-name', info.name],
     ['UUID', 'node-uuid', el('code', null, info.uuid)],
     ['Certificate fingerprint', 'node-fingerprint', info.fingerprint ? el('code', null, info.fingerprint) : 'none'],
-    ['Pairing URL', 'node-pairing-url', pairing ? [pairingCode, ' ', copy, ' ', copyStatus] : 'none'],
+    ['Pairing invitation', 'node-pairing-url', pairing ? [pairingCode, ' ', copy, ' ', copyStatus] : 'none'],
     ['Version', 'node-version', `${welcome.vendor?.name ?? 'SyncNode'} ${info.version ?? welcome.vendor?.version}`],
     ['CouchDB API', 'node-api-version', welcome.version],
     ['TLS', 'node-tls', info.tls ? 'on' : 'off'],
@@ -318,7 +318,7 @@ async function pageNode(ctx) {
   ctx.body.append(el('section', { class: 'card node-card' }, list,
     pairing && el('figure', { class: 'qr' },
       el('img', { id: 'node-qr', src: '/_node/qr.svg', alt: 'QR code of the pairing URL', width: 180, height: 180 }),
-      el('figcaption', null, 'Scan on another device to pair with this node.'))));
+      el('figcaption', null, 'An invitation (no password): scan it on another device to pair with this node. The Peers page makes one-time ones.'))));
 }
 
 async function copyText(source, status) {
@@ -361,9 +361,10 @@ async function pagePeers(ctx) {
   }
 
   function trustCell(s) {
-    const { trusted, fingerprint } = s.peer;
+    const { trusted, fingerprint, scope, admitted } = s.peer;
     const verb = trusted ? 'Untrust' : 'Trust';
     return [badge(trusted ? 'idle' : 'offline', trusted ? 'trusted' : 'not trusted'), ' ',
+      trusted && scope && el('div', { class: 'muted small peer-scope' }, `${scope}; ${admitted ?? ''}`),
       el('button', {
         type: 'button', class: 'small', data: { action: verb.toLowerCase() }, disabled: !fingerprint,
         title: fingerprint ? `${verb} ${peerName(s.peer)}` : 'No certificate fingerprint known for this peer',
@@ -417,12 +418,82 @@ async function pagePeers(ctx) {
     });
   });
 
-  ctx.body.append(form, el('section', { class: 'card' }, status, view.node));
+  ctx.body.append(inviteSection(ctx), form, el('section', { class: 'card' }, status, view.node));
   // A node without peer discovery answers 404: no peers, not an error.
   const poll = () => api('GET', '/_node/peers').catch((e) => { if (e.status === 404) return []; throw e; });
   liveFeed(ctx, 'peers', poll, update, status);
   // Lost peers expire even when no new snapshot comes.
   ctx.every(15000, () => latest && update(latest));
+}
+
+/** Seconds until `iso` as "m:ss", or "expired". */
+function countdown(iso) {
+  const left = Math.round((Date.parse(iso) - Date.now()) / 1000);
+  return left > 0 ? `${Math.floor(left / 60)}:${pad2(left % 60)}` : 'expired';
+}
+
+/**
+ * "Invite a device": makes an invitation (a QR code and URL that carry no password, with a
+ * countdown to its expiry) and lists the pending ones, each with a Revoke button.
+ */
+function inviteSection(ctx) {
+  const access = el('select', { id: 'invite-access', name: 'access' },
+    el('option', { value: 'write' }, 'read and write'), el('option', { value: 'read' }, 'read only'));
+  const keyspaces = el('input', { id: 'invite-keyspaces', name: 'keyspaces', autocomplete: 'off', spellcheck: 'false',
+    placeholder: 'every keyspace' });
+  const uses = el('select', { id: 'invite-uses', name: 'uses' },
+    el('option', { value: '1' }, 'one device'), el('option', { value: 'any' }, 'any number of devices'));
+  const make = el('button', { type: 'submit', class: 'primary' }, 'Invite a device');
+  const made = el('div', { id: 'invite-made', role: 'status' });
+  const form = el('form', { id: 'invite-form', class: 'inline-form' },
+    el('label', { for: 'invite-access' }, 'Access'), access,
+    el('label', { for: 'invite-keyspaces' }, 'Keyspaces'), keyspaces,
+    el('label', { for: 'invite-uses' }, 'For'), uses, make);
+  const pending = tableView([
+    { label: 'Invitation', cell: (i) => [el('code', null, i.id), i.note && el('div', { class: 'muted small' }, i.note)] },
+    { label: 'Scope', cell: (i) => `${i.access} to ${i.keyspaces ? i.keyspaces.join(', ') : 'every keyspace'}` },
+    { label: 'Used', cell: (i) => `${i.used} of ${i.uses ?? 'any'}` },
+    { label: 'Expires in', cell: (i) => el('span', { class: 'countdown', data: { expires: i.expires } }, countdown(i.expires)) },
+    { label: '', cell: (i) => el('button', {
+      type: 'button', class: 'small', data: { invitation: i.id }, title: `Revoke invitation ${i.id} and untrust the devices that used it`,
+      onclick: (e) => act(ctx, e.currentTarget, async () => {
+        await api('DELETE', `/_node/invitations/${enc(i.id)}`);
+        await refresh();
+      }),
+    }, 'Revoke') },
+  ], { id: 'invitations-table', caption: 'Pending invitations', empty: 'No pending invitation.', rowAttrs: (i) => ({ data: { invitationId: i.id } }) });
+
+  async function refresh() {
+    const all = await api('GET', '/_node/invitations').catch((e) => { if (e.status === 404) return []; throw e; });
+    pending.update(all.filter((i) => i.pending));
+  }
+
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    act(ctx, make, async () => {
+      const names = keyspaces.value.split(',').map((k) => k.trim()).filter(Boolean);
+      const res = await api('POST', '/_node/invitations', {
+        access: access.value, keyspaces: names.length ? names : null, uses: uses.value === 'any' ? null : 1, note: 'from the dashboard',
+      });
+      const code = el('code', { id: 'invite-url' }, res.url);
+      const copyStatus = el('span', { class: 'muted', role: 'status' });
+      made.replaceChildren(el('figure', { class: 'qr' },
+        res.qr_svg && el('img', { id: 'invite-qr', src: `data:image/svg+xml;base64,${btoa(res.qr_svg)}`, alt: 'QR code of the invitation', width: 180, height: 180 }),
+        el('figcaption', null, 'Scan on the device, or run ', el('code', null, 'syncnode pair URL'), ' there. Expires in ',
+          el('span', { class: 'countdown', data: { expires: res.invitation.expires } }, countdown(res.invitation.expires)), '.')),
+      el('p', null, code, ' ', el('button', { type: 'button', class: 'small', onclick: () => copyText(code, copyStatus) }, 'Copy'), ' ', copyStatus));
+      await refresh();
+    });
+  });
+
+  ctx.every(1000, () => {
+    for (const span of document.querySelectorAll('.countdown')) span.textContent = countdown(span.dataset.expires);
+  });
+  ctx.every(5000, refresh);
+  refresh().catch((e) => ctx.fail(e));
+  return el('section', { id: 'invite', class: 'card' }, el('h3', null, 'Invite a device'),
+    el('p', { class: 'muted' }, 'An invitation lets one device (or several) pair with this node by its certificate: no password is shown or shared. Untrust or revoke it any time.'),
+    form, made, pending.node);
 }
 
 /** A peer's collections: "keyspace: activity", progress, counts, last sync and error. */
