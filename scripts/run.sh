@@ -2,7 +2,8 @@
 # Sets up the machine, builds `syncnode` (release) and runs a node on the
 # embedded default database: `syncnode serve` until Ctrl-C / SIGTERM, with
 # dbus and avahi-daemon started if needed so it advertises itself on the LAN.
-# Without credentials the node makes its own and prints it in its pairing URL (and QR code).
+# Without credentials the node makes its own admin credential (`syncnode credential` prints it)
+# and prints an invitation, never a password, as its pairing URL (and QR code).
 # Extra arguments go to `serve`, e.g. `SYNCNODE_PASSWORD=secret bash scripts/run.sh --user ann --port 6984`,
 # or `bash scripts/run.sh --anonymous` for a node without authentication on 127.0.0.1.
 set -euo pipefail
