@@ -34,12 +34,7 @@ public struct MeshConfiguration: Sendable {
     /// Whether the keyspace `keyspace` (`db` or `db.scope.collection`) is shared by ``shared``.
     public func shares(_ keyspace: String) -> Bool {
         guard let shared else { return true }
-        guard let parsed = Keyspace(keyspace) else { return false }
-        // Compared as keyspaces, not text: `db._default._default` names db's default collection.
-        return shared.contains { entry in
-            guard let named = Keyspace(entry) else { return false }
-            return named.scope == nil ? named.database == parsed.database : named.description == parsed.description
-        }
+        return Keyspace(keyspace)?.isCovered(by: shared) ?? false
     }
     /// Whom the node replicates with and who may sign in by certificate: fingerprints, the
     /// trusted-peers file, trust on first use (see ``TrustStore``).

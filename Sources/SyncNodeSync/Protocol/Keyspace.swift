@@ -35,6 +35,16 @@ package struct Keyspace: Sendable, Equatable, CustomStringConvertible {
         (self.database, self.scope, self.collection) = (database, scope, collection)
     }
 
+    /// Whether one of `entries` names this keyspace: a database name covers all its collections,
+    /// a full keyspace that collection alone. Compared as keyspaces, not text:
+    /// `db._default._default` is `db`'s default collection.
+    package func isCovered(by entries: [String]) -> Bool {
+        entries.contains { entry in
+            guard let named = Keyspace(entry) else { return false }
+            return named.scope == nil ? named.database == database : named.description == description
+        }
+    }
+
     package var scopeName: String { scope ?? Names.defaultScope }
     package var collectionName: String { collection ?? Names.defaultCollection }
     package var description: String { "\(database).\(scopeName).\(collectionName)" }

@@ -27,13 +27,7 @@ public struct PeerScope: Sendable, Equatable, CustomStringConvertible {
     /// Whether the keyspace written `text` is in the scope.
     public func allows(keyspace text: String) -> Bool {
         guard let keyspaces else { return true }
-        guard let asked = Keyspace(text) else { return false }
-        return keyspaces.contains { entry in
-            guard let granted = Keyspace(entry) else { return false }
-            // A database name grants all its collections; a full keyspace, that collection alone
-            // (compared as keyspaces: `db._default._default` is `db`).
-            return granted.scope == nil ? granted.database == asked.database : granted.description == asked.description
-        }
+        return Keyspace(text)?.isCovered(by: keyspaces) ?? false
     }
 
     /// Whether some keyspace of database `name` is in the scope (it may be listed to the peer).
