@@ -90,13 +90,15 @@ import Testing
                     let (_, token) = try InvitationStore(directory: h.node).create()
                     #expect(try await InvitationTests.redeem(client, h, token: token).0 == 200)
                 }
+                let before = h.listener.status.activeRequests
                 let continuous = try await Self.open(client, h, "/db/_changes?feed=continuous&heartbeat=10000", auth: nil)
                 let last = try #require(try await h.request(.GET, "/db", auth: Self.admin)["update_seq"]?.int)
                 let longpoll = Self.poll(client, h, "/db/_changes?feed=longpoll&timeout=60000&since=\(last)")
                 #expect(continuous.status == 200)
-                // The long poll is waiting (not answered yet) when access goes.
-                try await Task.sleep(for: .milliseconds(300))
-                #expect(longpoll.at.withLock { $0 } == nil)
+                // The long poll is waiting on the node (both requests open there, none answered) when access goes.
+                let waiting = ContinuousClock.now + .seconds(30)
+                while h.listener.status.activeRequests < before + 2, ContinuousClock.now < waiting { try await Task.sleep(for: .milliseconds(10)) }
+                #expect(h.listener.status.activeRequests == before + 2 && longpoll.at.withLock { $0 } == nil)
                 let start = ContinuousClock.now
                 if path == "trust remove" {
                     let removed = try await ChildProcess.runDetached(try syncnodeExecutable(), ["--dir", h.directory.path, "trust", "remove", "--", peer.fingerprint])
@@ -111,7 +113,7 @@ import Testing
                 #expect(time != nil, "\(path): the peer's continuous feed was still open 5 s after")
                 let polled = await Self.elapsed(longpoll, since: start)
                 Self.report("\(path) (long poll)", polled)
-                #expect(polled != nil && longpoll.status.withLock { $0 } == 403, "\(path): the peer's long poll was not refused within 5 s")
+                #expect(polled != nil && longpoll.status.withLock { $0 } == 403, "\(path): the peer's long poll was not refused (403) within 5 s: \(String(describing: longpoll.status.withLock { $0 }))")
                 #expect(try await PeerCertificateTests.send(client, h, .GET, "/db").0 == 401)
             }
         }
