@@ -22,7 +22,8 @@ public final class NodeDirectory: Sendable {
     /// Opens (creating if needed) the data directory at `url`, making the node's UUID on first use and
     /// restricting the directory to its owner (mode 0700).
     /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the directory or its UUID file cannot be
-    ///   created, written or given its permissions.
+    ///   created, written or given its permissions, or when the UUID file is unreadable or holds no
+    ///   UUID (the message names the file and what to do: a new identity is never made silently).
     public init(url: URL, logger: Logger = Logger(label: "syncnode.node")) throws {
         self.url = url
         self.logger = logger
@@ -32,18 +33,29 @@ public final class NodeDirectory: Sendable {
             try FileManager.default.createDirectory(at: meta, withIntermediateDirectories: true)
             // The node's data and secrets are the owner's alone, whatever the umask.
             for directory in [url, meta] { try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path) }
-            if let existing = try? String(contentsOf: uuidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
-               UUID(uuidString: existing) != nil {
+            if let data = FileManager.default.contents(atPath: uuidFile.path) {
+                // Peers key their checkpoints and trust on this UUID: a damaged file must not
+                // quietly become a new identity.
+                let existing = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                guard UUID(uuidString: existing) != nil else { throw Self.damagedUUID(uuidFile) }
                 uuid = existing
+            } else if FileManager.default.fileExists(atPath: uuidFile.path) {
+                throw Self.damagedUUID(uuidFile)
             } else {
                 let fresh = UUID().uuidString.lowercased()
                 try Data(fresh.utf8).write(to: uuidFile, options: .atomic)
                 uuid = fresh
             }
+        } catch let error as SyncError {
+            throw error
         } catch {
             throw SyncError.invalidConfiguration("cannot use data directory \(url.path): \(error.localizedDescription)")
         }
         Database.removeDeletedLeftovers(in: url)
+    }
+
+    private static func damagedUUID(_ file: URL) -> SyncError {
+        .invalidConfiguration("\(file.path) does not hold a UUID: it is the node's identity, which peers key their checkpoints and trust on. Restore it from a backup (or write the UUID `GET /` reported before); only delete it to make this node a new one to every peer")
     }
 
     /// The node's TLS identity, made and saved on first use.
