@@ -27,6 +27,38 @@ import Testing
         #expect(other.md5(digest: digest) == nil)
     }
 
+    /// Blobs are the owner's alone, as every other file of a database: folder 0700, files 0600,
+    /// however they arrived (bytes, a file, a stream), and an older 0755 folder is fixed on open.
+    @Test func blobFilesAreTheOwnersAlone() throws {
+        let dir = try TempDirectory()
+        let folder: URL
+        do {
+            let db = try dir.open()
+            defer { try? db.close() }
+            let c = try db.defaultCollection()
+            folder = db.path.appendingPathComponent("blobs")
+            let source = dir.url.appendingPathComponent("source.bin")
+            try Data("from a file".utf8).write(to: source)
+            let doc = MutableDocument(id: "d")
+            doc.setBlob(Blob(contentType: "text/plain", data: Data("from bytes".utf8)), forKey: "bytes")
+            doc.setBlob(try Blob(contentType: "text/plain", fileURL: source), forKey: "file")
+            doc.setBlob(try Blob(contentType: "text/plain", contentStream: InputStream(data: Data("from a stream".utf8))), forKey: "stream")
+            try c.save(doc)
+            let digest = try c.storeBlobContent(Data("from a peer".utf8))
+            _ = c.blobMD5(digest: digest)
+        }
+        func mode(_ path: String) throws -> Int { try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) }
+        #expect(try mode(folder.path) == 0o700)
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        #expect(files.filter { $0.hasSuffix(".blob") }.count == 4 && files.contains { $0.hasSuffix(".md5") })
+        for file in files { #expect(try mode(folder.appendingPathComponent(file).path) == 0o600, "\(file)") }
+        // A folder an older version made world-readable is closed when the database opens.
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
+        let again = try dir.open()
+        try? again.close()
+        #expect(try mode(folder.path) == 0o700)
+    }
+
     @Test func blobsAreStoredOnceAndReadLazily() throws {
         let dir = try TempDirectory()
         let db = try dir.open()

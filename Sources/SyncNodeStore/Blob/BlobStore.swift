@@ -15,7 +15,9 @@ final class BlobStore: Sendable {
     init(directory: URL) throws {
         self.directory = directory
         do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            // The owner's alone, as the rest of the database (a folder made before was 0755: fixed here).
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
         } catch {
             throw StoreError.io("cannot create blob directory \(directory.path): \(error.localizedDescription)")
         }
@@ -88,7 +90,8 @@ final class BlobStore: Sendable {
     /// Keeps a blob's MD5 beside its file and in memory. Best effort: without the file it is
     /// computed again when next asked.
     private func keep(_ md5: String, for digest: String, beside url: URL) {
-        try? Data(md5.utf8).write(to: url.appendingPathExtension("md5"), options: .atomic)
+        let sidecar = url.appendingPathExtension("md5")
+        if (try? Data(md5.utf8).write(to: sidecar, options: .atomic)) != nil { chmod(sidecar.path, 0o600) }
         remember(md5, for: digest)
     }
 
@@ -226,6 +229,8 @@ final class BlobStore: Sendable {
     }
 
     private func moveIntoPlace(_ temp: URL, _ target: URL) throws {
+        // Whatever wrote it (a copy, Data.write, an upload), the blob is the owner's alone.
+        chmod(temp.path, 0o600)
         // rename(2) is atomic and replaces; equal names mean equal content, so a race is harmless.
         if rename(temp.path, target.path) != 0 {
             let err = String(cString: strerror(errno))
