@@ -15,7 +15,7 @@ abuse, methods, and slow clients. It fails (exit 1, one line per problem) when:
 - the reference documents (written before, read back after with revisions, conflicts and
   attachments) changed, or the node stopped answering.
 """
-import argparse, base64, json, os, random, socket, ssl, string, sys, threading, time
+import argparse, base64, gzip, json, os, random, socket, ssl, string, sys, threading, time
 from urllib.parse import quote, urlsplit
 
 REF_DB, SCRATCH_DB = "hostile-ref", "hostile-scratch"
@@ -432,6 +432,70 @@ class Campaign:
     METHODS = ["CONNECT", "TRACE", "OPTIONS", "PATCH", "PROPFIND", "FOO", "get", "G" * 500, "GE T", "MOVE", "COPY",
                "LOCK", "PURGE", "SEARCH", "HEAD", "DELETE"]
 
+    def gen_encoding(self):
+        """Bodies in content codings: gzip (decoded, bounded), others (415), broken gzip (400)."""
+        doc = json.dumps({"v": self.random.randint(0, 9)}).encode()
+        target = f"/{SCRATCH_DB}/enc-{self.random.randint(0, 50)}"
+        choice = self.random.randrange(8)
+        if choice == 0:
+            raw = self.request("PUT", target, gzip.compress(doc), {"Content-Type": "application/json", "Content-Encoding": "gzip"})
+        elif choice == 1:
+            raw = self.request("POST", f"/{SCRATCH_DB}", self.bomb(), {"Content-Type": "application/json", "Content-Encoding": "gzip"})
+        elif choice == 2:
+            raw = self.request("PUT", target, doc, {"Content-Type": "application/json", "Content-Encoding": self.pick(["br", "deflate", "compress", "gzip, br"])})
+        elif choice == 3:
+            raw = self.request("PUT", f"{target}/a.txt", gzip.compress(self.random_bytes()),
+                               {"Content-Type": "text/plain", "Content-Encoding": "gzip"})
+        elif choice == 4:
+            raw = self.request("PUT", f"{target}/bomb.bin", gzip.compress(b"\0" * (2 << 20), 9),
+                               {"Content-Type": "application/octet-stream", "Content-Encoding": "gzip"})
+        elif choice == 5:
+            data = gzip.compress(self.random_bytes())
+            raw = self.request("PUT", f"{target}/cut.txt", data[:self.random.randint(0, len(data) - 1)] + (b"junk" if self.random.random() < 0.5 else b""),
+                               {"Content-Type": "text/plain", "Content-Encoding": "gzip"})
+        elif choice == 6:
+            raw = self.request("PUT", f"{target}/m.txt", b"hello", {"Content-Type": "text/plain", "Content-MD5": self.pick(
+                ["XUFAKrxLKna5cZ2REBfFkg==", "AAAAAAAAAAAAAAAAAAAAAA==", "not base64!", "", "aGVsbG8="])})
+        else:
+            raw = self.request("PUT", f"{target}/b.txt", b"hello", {"Content-Type": "text/plain", "Content-Encoding": "br"})
+        return raw, "encoding", (), False, False
+
+    def bomb(self):
+        """80 MB of spaces (past the 64 MiB body limit) in about 80 KB of gzip, made once."""
+        if not hasattr(self, "_bomb"):
+            self._bomb = gzip.compress(b" " * (80 << 20), 1)
+        return self._bomb
+
+    def check_encodings(self):
+        """Exact answers for what the hostile campaign only checks for shape."""
+        def put(path, body, headers):
+            answer = self.exchange(self.request("PUT", path, body, headers), "encoding-check")
+            return answer[0] if answer else None, (json.loads(answer[2]) if answer and answer[2] else None)
+        def expect(what, got, status, error=None):
+            if got[0] != status or (error and (got[1] or {}).get("error") != error):
+                self.problems.append(f"[encoding] {what}: expected {status} {error or ''}, got {got}")
+        db = SCRATCH_DB
+        expect("gzip JSON body", put(f"/{db}/gz", gzip.compress(b'{"text":"zipped"}'), {"Content-Type": "application/json", "Content-Encoding": "gzip"}), 201)
+        answer = self.exchange(self.request("GET", f"/{db}/gz"), "encoding-check")
+        if not answer or json.loads(answer[2]).get("text") != "zipped":
+            self.problems.append(f"[encoding] a gzip JSON body was not stored decoded: {answer}")
+        expect("br JSON body", put(f"/{db}/br", b'{"a":1}', {"Content-Type": "application/json", "Content-Encoding": "br"}), 415)
+        expect("gzip bomb JSON body", put(f"/{db}/bomb", self.bomb(), {"Content-Type": "application/json", "Content-Encoding": "gzip"}), 413)
+        rev = put(f"/{db}/att", b"{}", {"Content-Type": "application/json"})[1]["rev"]
+        got = put(f"/{db}/att/g.txt?rev={rev}", gzip.compress(b"hello world"), {"Content-Type": "text/plain", "Content-Encoding": "gzip"})
+        expect("gzip attachment", got, 201)
+        answer = self.exchange(self.request("GET", f"/{db}/att/g.txt"), "encoding-check")
+        if not answer or answer[2] != b"hello world" or "content-encoding" in answer[1]:
+            self.problems.append(f"[encoding] a gzip attachment was not stored and served decoded: {answer and answer[:1] + answer[2:]}")
+        doc = json.loads(self.exchange(self.request("GET", f"/{db}/att"), "encoding-check")[2])
+        if doc["_attachments"]["g.txt"].get("length") != 11:
+            self.problems.append(f"[encoding] the stub of a gzip attachment says {doc['_attachments']['g.txt']}")
+        rev = doc["_rev"]
+        expect("br attachment", put(f"/{db}/att/b.txt?rev={rev}", b"hello", {"Content-Type": "text/plain", "Content-Encoding": "br"}), 415)
+        expect("wrong Content-MD5", put(f"/{db}/att/m.txt?rev={rev}", b"hello", {"Content-Type": "text/plain", "Content-MD5": "AAAAAAAAAAAAAAAAAAAAAA=="}), 400, "content_md5_mismatch")
+        expect("malformed Content-MD5", put(f"/{db}/att/m.txt?rev={rev}", b"hello", {"Content-Type": "text/plain", "Content-MD5": "not base64!"}), 400)
+        expect("right Content-MD5", put(f"/{db}/att/m.txt?rev={rev}", b"hello", {"Content-Type": "text/plain", "Content-MD5": "XUFAKrxLKna5cZ2REBfFkg=="}), 201)
+
     def gen_method(self):
         method = self.pick(self.METHODS)
         path = self.pick(["/", "/_uuids", "/_all_dbs", f"/{SCRATCH_DB}", f"/{SCRATCH_DB}/doc-1", f"/{SCRATCH_DB}/_changes",
@@ -508,9 +572,10 @@ class Campaign:
         rss_start = rss(self.args.pid)
         slow_results = []
         slow_threads = self.slow_clients(slow_results)
+        self.check_encodings()
         generators = [self.gen_random_body, self.gen_wrong_shape, self.gen_bad_revision, self.gen_path,
-                      self.gen_invalid_utf8, self.gen_framing, self.gen_method, self.gen_unauthenticated]
-        weights = [14, 22, 18, 12, 12, 12, 7, 3]
+                      self.gen_invalid_utf8, self.gen_framing, self.gen_method, self.gen_unauthenticated, self.gen_encoding]
+        weights = [14, 22, 18, 12, 12, 12, 7, 3, 4]
         started = time.monotonic()
         for _ in range(self.args.requests):
             raw, category, allowed, broken, head = self.random.choices(generators, weights)[0]()

@@ -133,12 +133,17 @@ extension Request {
         return text
     }
 
+    /// The body, decoded when it is gzip-encoded: at most `limit` bytes either way (413 beyond).
+    /// - Throws: 415 for another `Content-Encoding`; 400 for gzip data that cannot be decoded.
     func bytesBody(limit: Int) async throws -> ByteBuffer {
+        let coding = try ContentCoding(self)
+        let bytes: ByteBuffer
         do {
-            return try await body.collect(upTo: limit)
+            bytes = try await body.collect(upTo: limit)
         } catch is NIOTooManyBytesError {
             throw CouchError.tooLarge("Request body is larger than \(limit) bytes")
         }
+        return coding == .gzip ? try GzipDecoder.decode(bytes, limit: limit) : bytes
     }
 }
 

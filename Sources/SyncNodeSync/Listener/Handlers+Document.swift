@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -20,6 +21,10 @@ extension Handlers {
             var files: [String: AttachmentFile] = [:]
             if let boundary = request.headers[.contentType].flatMap(MultipartRelated.boundary(contentType:)) {
                 // The JSON part is bounded like any JSON body; attachments stream into the blob store.
+                // Parts carry their own encodings: the whole upload is never content-encoded.
+                guard try ContentCoding(request) == .identity else {
+                    throw CouchError.unsupportedMediaType("a multipart/related upload is not content-encoded as a whole; gzip its attachments instead")
+                }
                 (object, files) = try await MultipartRelated.read(
                     request.body, boundary: boundary, jsonLimit: bodyLimit, attachmentLimit: config.maxAttachmentSize, into: c)
             } else {
@@ -196,16 +201,34 @@ extension Handlers {
 
     /// An uploaded attachment's bytes, streamed into the blob store as they arrive (at most
     /// `maxAttachmentSize`): its digest and length.
+    /// A gzip-encoded upload is stored decoded (at most `maxAttachmentSize` decoded), any other
+    /// coding is refused (415), and a `Content-MD5` (of the body as sent) must match (400).
     private func receiveAttachment(_ request: Request, into c: DocumentCollection) async throws -> (digest: String, length: Int) {
+        let coding = try ContentCoding(request)
+        let declaredMD5 = try ContentCoding.declaredMD5(request)
+        let limit = config.maxAttachmentSize
         let writer = try c.blobWriter()
+        let decoder = coding == .gzip ? try GzipDecoder(limit: limit) : nil
+        var md5 = declaredMD5 != nil && decoder != nil ? Insecure.MD5() : nil
         do {
             for try await buffer in request.body {
-                guard writer.length + buffer.readableBytes <= config.maxAttachmentSize else {
-                    throw CouchError.tooLarge("Attachment is larger than \(config.maxAttachmentSize) bytes")
+                if let decoder {
+                    buffer.withUnsafeReadableBytes { md5?.update(bufferPointer: $0) }
+                    try decoder.feed(buffer) { piece in try piece.withUnsafeReadableBytes { try writer.append($0) } }
+                    continue
+                }
+                guard writer.length + buffer.readableBytes <= limit else {
+                    throw CouchError.tooLarge("Attachment is larger than \(limit) bytes")
                 }
                 try buffer.withUnsafeReadableBytes { try writer.append($0) }
             }
-            return (try writer.finish(), writer.length)
+            try decoder?.finish()
+            let sentMD5 = md5.map { "md5-" + Data($0.finalize()).base64EncodedString() }
+            let digest = try writer.finish { storedMD5, _ in
+                // Content-MD5 covers the body as sent: the stored bytes' own, unless it came encoded.
+                if let declaredMD5, declaredMD5 != (sentMD5 ?? storedMD5) { throw ContentCoding.md5Mismatch }
+            }
+            return (digest, writer.length)
         } catch {
             writer.abandon()
             throw error
