@@ -98,6 +98,44 @@ import Testing
         }
     }
 
+    /// A certificate may not take over another peer's UUID (its name and grants), nor the node's
+    /// own; pairing again keeps a peer's scope; hand-written lines and bad keyspaces are handled.
+    @Test func uuidsAreNotTakenOverAndScopesNotWidened() async throws {
+        let (first, firstDir) = try PeerCertificateTests.identity()
+        let (second, secondDir) = try PeerCertificateTests.identity()
+        defer { for d in [firstDir, secondDir] { try? FileManager.default.removeItem(at: d) } }
+        let h = try await Self.harness()
+        let clients = try [first, second].map { try PeerCertificateTests.client(of: h, presenting: $0) }
+        try await withCleanup({
+            for c in clients { try? await c.shutdown() }
+            await h.shutdown()
+        }) {
+            let store = InvitationStore(directory: h.node)
+            let victim = UUID().uuidString.lowercased()
+            let (_, readOnly) = try store.create(scope: PeerScope(keyspaces: ["db"], access: .read), uses: nil)
+            #expect(try await Self.redeem(clients[0], h, token: readOnly, uuid: victim).0 == 200)
+            let before = try Self.state(h)
+            for uuid in [victim, h.node.uuid] {
+                let (status, body) = try await Self.redeem(clients[1], h, token: readOnly, uuid: uuid)
+                #expect(status == 401 && body["reason"]?.string?.contains("another certificate") == true, "\(body)")
+            }
+            #expect(try Self.state(h) == before)
+            // Pairing again with the same certificate (what `syncnode pair` does) keeps its scope.
+            let trust = try TrustStore(directory: h.node)
+            try trust.add(fingerprint: first.fingerprint, uuid: victim, note: "paired again")
+            #expect(trust.peer(clientFingerprint: first.fingerprint)?.scope == PeerScope(keyspaces: ["db"], access: .read))
+            #expect(try trust.entries().first { $0.fingerprint == first.fingerprint }?.invitation != nil)
+            // Keyspaces that could break the file are refused; words added by hand are kept out of the way.
+            for bad in ["a b", "db#x", "db,x", "a=b"] {
+                #expect(throws: SyncError.self) { try trust.add(fingerprint: second.fingerprint, scope: PeerScope(keyspaces: [bad])) }
+                #expect(throws: SyncError.self) { try store.create(scope: PeerScope(keyspaces: [bad])) }
+            }
+            let file = h.directory.appendingPathComponent(".node/trusted-peers")
+            try (try String(contentsOf: file, encoding: .utf8) + "\(second.fingerprint) \(UUID().uuidString) laptop upstairs\n").write(to: file, atomically: true, encoding: .utf8)
+            #expect(try TrustStore(directory: h.node).peer(clientFingerprint: second.fingerprint)?.scope == .everything)
+        }
+    }
+
     @Test func twoPeersRacingForAOneTimeInvitationOneWins() async throws {
         let identities = try (0..<4).map { _ in try PeerCertificateTests.identity() }
         defer { for (_, d) in identities { try? FileManager.default.removeItem(at: d) } }

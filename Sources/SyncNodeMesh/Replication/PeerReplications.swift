@@ -20,6 +20,8 @@ actor PeerReplications {
     /// (an invitation's URL carries none: they sign each other in by certificate).
     private var paired: Set<String> = []
     private var pairedCredentials: [String: BasicAuthenticator] = [:]
+    /// The scope each synced peer (by UUID) had when its replications were started.
+    private var scopes: [String: PeerScope] = [:]
     /// Every peer on the board, as last seen, so a change of trust can be applied to it.
     private var seen: [String: (peer: Peer, discovered: Bool)] = [:]
 
@@ -78,10 +80,16 @@ actor PeerReplications {
     /// removed from the trusted-peers file, by `syncnode trust remove` or another process).
     func recheckTrust() async {
         for (uuid, running) in syncs {
-            guard let fingerprint = running.peer.record.fingerprint,
-                  configuration.trust.principal(clientFingerprint: fingerprint) == nil,
-                  syncs[uuid] != nil else { continue }
-            await untrusted(running.peer)
+            guard let fingerprint = running.peer.record.fingerprint, syncs[uuid] != nil else { continue }
+            guard let trusted = configuration.trust.peer(clientFingerprint: fingerprint) else {
+                await untrusted(running.peer)
+                continue
+            }
+            // Its scope changed (narrowed by `trust add --access read`, say): synced again as it now says.
+            if trusted.scope != scopes[uuid] {
+                await stop(uuid)
+                await start(running.peer, discovered: seen[uuid]?.discovered ?? false)
+            }
         }
     }
 
@@ -144,8 +152,21 @@ actor PeerReplications {
     private func startMissing(_ peer: Peer) {
         guard var running = syncs[peer.uuid] else { return }
         let open = Set(configuration.directory.openDatabaseNames())
+        // What the peer was admitted to bounds what crosses, both ways: a peer that may only read
+        // here is never pulled from (its changes would be writes here), and a keyspace outside its
+        // scope is not synced at all. A peer known by UUID alone (plain HTTP) has no scope.
+        let scope = peer.record.fingerprint.flatMap(configuration.trust.peer(clientFingerprint:))?.scope ?? .everything
+        scopes[peer.uuid] = scope
+        let type: ReplicatorType? = switch (scope.access, configuration.peerSync) {
+        case (.write, .pull): .pull
+        case (.write, .pushAndPull): .pushAndPull
+        case (.read, .pushAndPull): .push
+        case (.read, .pull): nil
+        }
+        guard let type else { return }
         for keyspace in peer.record.databases where running.replications[keyspace] == nil {
-            guard let parsed = Keyspace(keyspace), open.contains(parsed.database), configuration.shares(keyspace) else { continue }
+            guard let parsed = Keyspace(keyspace), open.contains(parsed.database), configuration.shares(keyspace),
+                  scope.allows(keyspace: keyspace) else { continue }
             do {
                 guard let db = try configuration.directory.database(parsed.database) else { continue }
                 let collection = try parsed.collection.map { try db.createCollection(name: $0, scope: parsed.scope) } ?? db.defaultCollection()
@@ -154,7 +175,7 @@ actor PeerReplications {
                 let url = peer.url(database: keyspace, user: credential?.username, password: credential?.password)
                 running.replications[keyspace] = try PeerReplication(
                     collection: collection, url: url, configuration: configuration,
-                    type: configuration.peerSync == .pull ? .pull : .pushAndPull, trustOnFirstUse: false
+                    type: type, trustOnFirstUse: false
                 ) { [board, configuration] status in
                     board.record(status, peer: peer.uuid, keyspace: keyspace)
                     configuration.onEvent?(.replication(label: label, status: status))
@@ -202,6 +223,7 @@ actor PeerReplications {
     }
 
     private func stop(_ uuid: String) async {
+        scopes[uuid] = nil
         guard let running = syncs.removeValue(forKey: uuid) else { return }
         for sync in running.replications.values { await sync.stop() }
     }

@@ -56,6 +56,12 @@ struct InvitationRedemption: Sendable {
             refuse(address: address, fingerprint: nil, reason: "no client certificate")
             throw CouchError(status: 401, error: "unauthorized", reason: "Redeeming an invitation needs a client certificate: the node's own, which it will be trusted by (syncnode pair presents it).")
         }
+        // A UUID names one peer: another certificate may not take it over (its name, its
+        // `_security` grants, the replications keyed on it), nor this node's own.
+        if let peerUUID, peerUUID == uuid.lowercased() || trust.fingerprint(uuid: peerUUID).map({ $0 != fingerprint }) == true {
+            refuse(address: address, fingerprint: fingerprint, reason: "uuid \(peerUUID) belongs to another certificate")
+            throw CouchError(status: 401, error: "unauthorized", reason: "Invitation refused: uuid \(peerUUID) is already trusted with another certificate here; its operator must remove that one first.")
+        }
         let redemption: InvitationStore.Redemption
         do {
             redemption = try invitations.redeem(token: token, fingerprint: fingerprint) { trust.peer(clientFingerprint: $0) != nil }
@@ -73,6 +79,13 @@ struct InvitationRedemption: Sendable {
             let who = peerName.map { "\($0) " } ?? ""
             try trust.add(fingerprint: fingerprint, uuid: peerUUID, note: "\(who)redeemed invitation \(admitted.id) from \(address)",
                           scope: admitted.scope, invitation: admitted.id)
+            // Revoked between the use being taken and the trust written: the revocation, which
+            // looked for this peer before it was trusted, wins.
+            if try invitations.list().first(where: { $0.id == admitted.id })?.revoked != false {
+                _ = try trust.remove(fingerprint: fingerprint)
+                refuse(address: address, fingerprint: fingerprint, reason: InvitationRefusal.revoked.description)
+                throw CouchError(status: 401, error: "unauthorized", reason: "Invitation refused: \(InvitationRefusal.revoked.description).")
+            }
             audit.record(.invitationRedeemed, "invitation \(admitted.id) redeemed by \(who)\(fingerprint) from \(address): trusted with \(admitted.scope)", [
                 "invitation": admitted.id, "fingerprint": fingerprint, "address": address, "peer": peerName ?? "", "scope": admitted.scope.description,
             ])

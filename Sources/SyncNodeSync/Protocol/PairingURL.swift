@@ -109,7 +109,10 @@ public struct PairingURL: Sendable, Equatable {
 
     /// This URL without its invitation token or address list (what is kept for a paired peer), naming `host`.
     public func withoutInvitation(host: String? = nil) -> PairingURL {
-        (try? PairingURL(string: replicationURL(host: host).absoluteString)) ?? self
+        let host = host ?? self.host
+        let scheme = url.scheme?.lowercased() ?? "https"
+        let base = URL(string: "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)/") ?? url
+        return PairingURL(base: base, database: database, user: user, password: password, uuid: uuid, fingerprint: fingerprint)
     }
 
     private static func unbracket(_ host: String) -> String {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What a peer admitted by its certificate may reach: read or write access to some keyspaces,
 /// or to all of them. A peer is never a server admin, whatever its scope: it cannot create or
 /// delete databases, change `_security`, start `_replicate` jobs or administer the node.
@@ -43,8 +45,10 @@ public struct PeerScope: Sendable, Equatable, CustomStringConvertible {
     /// Checks each keyspace's form.
     /// - Throws: ``SyncError/invalidConfiguration(_:)`` naming one that is neither `db` nor `db.scope.collection`.
     public func validate() throws {
-        for keyspace in keyspaces ?? [] where Keyspace(keyspace) == nil || keyspace.contains(",") {
-            throw SyncError.invalidConfiguration("'\(keyspace)' is not a keyspace (db or db.scope.collection)")
+        // They are written into the trusted-peers file: nothing that could split or end a field there.
+        let forbidden = CharacterSet.whitespacesAndNewlines.union(.controlCharacters).union(CharacterSet(charactersIn: ",#=!"))
+        for keyspace in keyspaces ?? [] where Keyspace(keyspace) == nil || keyspace.isEmpty || keyspace.unicodeScalars.contains(where: forbidden.contains) {
+            throw SyncError.invalidConfiguration("'\(keyspace)' is not a keyspace (db or db.scope.collection, without spaces, ',', '#', '=' or '!')")
         }
     }
 }

@@ -135,6 +135,12 @@ public final class TrustStore: Sendable {
         return TrustedPeer(name: "peer:" + (uuid ?? String(fingerprint.prefix(12))), scope: known.scopes[fingerprint] ?? .everything)
     }
 
+    /// The fingerprint trusted for the peer `uuid`, if one is.
+    public func fingerprint(uuid: String) -> String? {
+        let known = try? current()
+        return known?.byUUID[uuid] ?? known?.byUUID[uuid.lowercased()]
+    }
+
     /// The fingerprints trusted because they redeemed invitation `id`.
     /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the file cannot be read.
     public func fingerprints(admittedBy id: String) throws -> [String] {
@@ -142,21 +148,23 @@ public final class TrustStore: Sendable {
     }
 
     /// Trusts `fingerprint` (with the peer's UUID, when known) from now on, with `scope`, revoked
-    /// or not before. An earlier line of the same fingerprint is replaced (its UUID kept when
-    /// none is given).
+    /// or not before. An earlier line of the same fingerprint is replaced; what this call does not
+    /// give is kept from it (its UUID, and with a nil `scope` its scope and invitation), so pairing
+    /// again never widens what a peer was admitted to.
     /// - Throws: ``SyncError/invalidConfiguration(_:)`` for a malformed fingerprint, UUID or scope, or when
     ///   the file cannot be locked or written.
-    public func add(fingerprint: String, uuid: String? = nil, note: String = "", scope: PeerScope = .everything, invitation: String? = nil) throws {
+    public func add(fingerprint: String, uuid: String? = nil, note: String = "", scope: PeerScope? = nil, invitation: String? = nil) throws {
         guard TLSIdentity.isFingerprint(fingerprint) else {
             throw SyncError.invalidConfiguration("'\(fingerprint)' is not a certificate fingerprint (base64url SHA-256, as `syncnode identity` prints)")
         }
         if let uuid, UUID(uuidString: uuid) == nil { throw SyncError.invalidConfiguration("'\(uuid)' is not a UUID") }
-        try scope.validate()
+        try scope?.validate()
         try FileLock.withLock(beside: file) {
             let earlier = try Self.parse(file).last { $0.fingerprint == fingerprint && !$0.revoked }
             var lines = Self.lines(file).filter { ![fingerprint, "!" + fingerprint].contains(Self.firstField($0)) }
-            lines.append(Self.line(Entry(fingerprint: fingerprint, uuid: uuid ?? earlier?.uuid, note: note.isEmpty ? "added \(Self.now())" : note,
-                                         scope: scope, invitation: invitation)))
+            lines.append(Self.line(Entry(
+                fingerprint: fingerprint, uuid: uuid ?? earlier?.uuid, note: note.isEmpty ? "added \(Self.now())" : note,
+                scope: scope ?? earlier?.scope ?? .everything, invitation: scope == nil ? invitation ?? earlier?.invitation : invitation)))
             try Self.replace(file, with: lines)
         }
     }
@@ -254,7 +262,8 @@ public final class TrustStore: Sendable {
                 case (_, 1) where entry.uuid == nil:
                     entry.uuid = field
                 default:
-                    throw SyncError.invalidConfiguration("\(place): unknown field '\(field)' (expected a UUID, access=, keyspaces= or invitation=)")
+                    // Words a person added by hand (or a later version's fields) are left alone, as before scopes.
+                    continue
                 }
             }
             entries.append(entry)

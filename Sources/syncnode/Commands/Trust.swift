@@ -18,14 +18,18 @@ struct Trust: ParsableCommand {
         @Argument(help: "The fingerprint; write --  before one that starts with '-'.") var fingerprint: String
         @Option(help: "The peer's UUID: the node then refuses that UUID with any other certificate.") var uuid: String?
         @Option(help: "A note kept beside it (e.g. the machine's name).") var note: String = ""
-        @Option(name: .customLong("keyspace"), help: "A keyspace the peer may reach (db, or db.scope.collection; repeatable). Default: every one.")
+        @Option(name: .customLong("keyspace"), help: "A keyspace the peer may reach (db, or db.scope.collection; repeatable). Default: every one, or the scope it has.")
         var keyspaces: [String] = []
-        @Option(help: "read or write.") var access: PeerScope.Access = .write
+        @Option(help: "read or write (default: write, or the access it has).") var access: PeerScope.Access?
 
         func run() throws {
-            let scope = PeerScope(keyspaces: keyspaces.isEmpty ? nil : keyspaces, access: access)
-            do { try Trust.store(node).add(fingerprint: fingerprint, uuid: uuid, note: note, scope: scope) } catch { throw CLIError.user("\(error)") }
-            Output.line(["ok": true, "fingerprint": .string(fingerprint), "scope": .string(scope.description)])
+            // Without either option a peer trusted already keeps its scope.
+            let scope = keyspaces.isEmpty && access == nil ? nil : PeerScope(keyspaces: keyspaces.isEmpty ? nil : keyspaces, access: access ?? .write)
+            let store: TrustStore
+            do { store = try Trust.store(node) } catch { throw CLIError.user("\(error)") }
+            do { try store.add(fingerprint: fingerprint, uuid: uuid, note: note, scope: scope) } catch { throw CLIError.user("\(error)") }
+            let kept = store.peer(clientFingerprint: fingerprint)?.scope ?? .everything
+            Output.line(["ok": true, "fingerprint": .string(fingerprint), "scope": .string(kept.description)])
         }
     }
 
