@@ -43,6 +43,8 @@ public final class MeshNode: Sendable {
         var browser: Browser?
         var watching: Task<Void, Never>?
         var refreshing: Task<Void, Never>
+        /// The listener's access-change action that rechecks trust.
+        var rechecking: Int
     }
 
     public init(configuration: MeshConfiguration) {
@@ -199,17 +201,29 @@ public final class MeshNode: Sendable {
         let record = ServiceRecord(
             name: configuration.name, port: port, uuid: configuration.directory.uuid, databases: shared,
             tls: fingerprint != nil, fingerprint: fingerprint, requiresAuth: configuration.listener.authenticator != nil)
-        let advertiser = configuration.advertise ? try Advertiser(record: record, onStatus: onStatus.report) : nil
-        advertiser?.start()
+        let advertiser: Advertiser?
         var browser: Browser?
         var watching: Task<Void, Never>?
-        if configuration.browse {
-            let made = try Browser(ignoring: configuration.directory.uuid, authenticator: configuration.peerCredential, onStatus: onStatus.report)
-            made.start()
-            watching = Task { [replications] in await replications.run(made.events) }
-            browser = made
+        do {
+            advertiser = configuration.advertise ? try Advertiser(record: record, onStatus: onStatus.report) : nil
+            if configuration.browse {
+                browser = try Browser(ignoring: configuration.directory.uuid, authenticator: configuration.peerCredential, onStatus: onStatus.report)
+            }
+        } catch {
+            // Failed after the listener bound: nothing of this start is left running or announced.
+            RunningNode.remove(directory: configuration.directory)
+            await listener.stop()
+            throw error
         }
-        let refreshing = Task { [configuration, replications, listener] in
+        advertiser?.start()
+        if let browser {
+            browser.start()
+            watching = Task { [replications] in await replications.run(browser.events) }
+        }
+        // A peer untrusted (here, or by `syncnode trust remove` or `invite --revoke` elsewhere) is
+        // no longer synced with, within the listener's 200 ms look at the file.
+        let rechecking = listener.onAccessChange { [replications] in Task { await replications.recheckTrust() } }
+        let refreshing = Task { [configuration, replications] in
             // Databases clients create or open up (an event), collections made here or by another
             // process (looked for every few seconds): advertised, and synced with the peers that share them.
             // Peers paired before a restart, and (looked for at each tick) by `syncnode pair` meanwhile.
@@ -222,29 +236,7 @@ public final class MeshNode: Sendable {
             }
             var advertised = shared
             let names = configuration.directory.databaseNameUpdates()
-            let accessChanges = listener.accessChanges()
             await withTaskGroup(of: Void.self) { group in
-                // A peer untrusted (here, or by `syncnode trust remove` or `invite --revoke`
-                // elsewhere) is no longer synced with, within the listener's 200 ms look.
-                group.addTask {
-                    // Each peer trusted or untrusted, by whichever process, is one audit line.
-                    var trusted = Self.trustedPeers(configuration)
-                    for await _ in accessChanges {
-                        await replications.recheckTrust()
-                        let now = Self.trustedPeers(configuration)
-                        for (fingerprint, entry) in now where trusted[fingerprint] == nil {
-                            configuration.listener.auditLog.record(.peerTrusted, "peer \(fingerprint) trusted with \(entry.scope)\(entry.note.isEmpty ? "" : " (\(entry.note))")", [
-                                "fingerprint": fingerprint, "scope": entry.scope.description, "invitation": entry.invitation ?? "",
-                            ])
-                        }
-                        for fingerprint in trusted.keys where now[fingerprint] == nil {
-                            configuration.listener.auditLog.record(.peerUntrusted, "peer \(fingerprint) untrusted: its replications stop and its requests are refused", [
-                                "fingerprint": fingerprint,
-                            ])
-                        }
-                        trusted = now
-                    }
-                }
                 let (ticks, tick) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
                 group.addTask {
                     for await _ in names { tick.yield() }
@@ -280,13 +272,8 @@ public final class MeshNode: Sendable {
             }
         }
         console.started(pairing)
-        running.withLock { $0 = Running(node: node, pairingURL: pairing, advertiser: advertiser, browser: browser, watching: watching, refreshing: refreshing) }
-    }
-
-    /// The trusted-peers file's peers by fingerprint (nothing when it cannot be read).
-    private static func trustedPeers(_ configuration: MeshConfiguration) -> [String: TrustStore.Entry] {
-        let entries = (try? configuration.trust.entries()) ?? []
-        return Dictionary(entries.filter { !$0.revoked && $0.fingerprint != "-" }.map { ($0.fingerprint, $0) }) { $1 }
+        running.withLock { $0 = Running(node: node, pairingURL: pairing, advertiser: advertiser, browser: browser, watching: watching, refreshing: refreshing,
+                                        rechecking: rechecking) }
     }
 
     /// Replicates with the node a pairing URL names, across subnets where DNS-SD cannot see
@@ -334,6 +321,7 @@ public final class MeshNode: Sendable {
     public func stop() async {
         guard let state = running.withLock({ r in defer { r = nil }; return r }) else { return }
         RunningNode.remove(directory: configuration.directory)
+        listener.removeAccessChangeAction(state.rechecking)
         console.started(nil)
         state.refreshing.cancel()
         await state.refreshing.value

@@ -145,6 +145,27 @@ import SyncNodeSync
         for node in [b, a] { await node.mesh.stop() }
     }
 
+    /// A peer invited to read only is never pulled from (its changes would be writes here), and a
+    /// keyspace outside its scope is not synced; the peer itself still pulls what it may read.
+    @Test func aReadOnlyInviteeIsNeverPulledFrom() async throws {
+        let a = try Node(name: "a"), b = try Node(name: "b")
+        try await a.mesh.start()
+        try await b.mesh.start()
+        let (_, url) = try a.mesh.invite(scope: PeerScope(keyspaces: ["default"], access: .read))
+        try await b.mesh.pair(with: url)
+        try a.collection().save(try MutableDocument(id: "from-a", data: ["n": 1]))
+        #expect(try await eventually { try b.collection().document(id: "from-a") != nil })
+        try b.collection().save(try MutableDocument(id: "from-b", data: ["n": 2]))
+        // A knows B, trusted, with no replication of its own; B's pulls from A go on meanwhile.
+        #expect(try await eventually { a.mesh.peers.first { $0.uuid == b.directory.uuid }?.trusted == true })
+        try a.collection().save(try MutableDocument(id: "marker", data: ["n": 3]))
+        #expect(try await eventually { try b.collection().document(id: "marker") != nil })
+        try await Task.sleep(for: .seconds(1))
+        #expect(a.mesh.peers.first { $0.uuid == b.directory.uuid }?.collections.isEmpty == true)
+        #expect(try a.collection().document(id: "from-b") == nil, "A pulled from a peer that may only read")
+        for node in [b, a] { await node.mesh.stop() }
+    }
+
     @Test func aPairedNodeSyncsEveryCollectionBothWaysWithPresence() async throws {
         let a = try Node(name: "a"), b = try Node(name: "b")
         try a.collection().save(try MutableDocument(id: "hello", data: ["from": "a"]))

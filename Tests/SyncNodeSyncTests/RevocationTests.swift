@@ -30,6 +30,7 @@ import Testing
     final class Ending: Sendable {
         let at = Mutex<ContinuousClock.Instant?>(nil)
         let status = Mutex<Int?>(nil)
+        let body = Mutex<String?>(nil)
     }
 
     /// Opens `path` (a feed) as `client`; `Ending` learns when the answer ends.
@@ -50,8 +51,9 @@ import Testing
     static func poll(_ client: HTTPClient, _ h: ListenerHarness, _ path: String) -> Ending {
         let ending = Ending()
         Task {
-            let status = try? await PeerCertificateTests.send(client, h, .GET, path).0
-            ending.status.withLock { $0 = status }
+            let answer = try? await PeerCertificateTests.send(client, h, .GET, path)
+            ending.status.withLock { $0 = answer?.0 }
+            ending.body.withLock { $0 = answer?.1 }
             ending.at.withLock { $0 = .now }
         }
         return ending
@@ -64,6 +66,13 @@ import Testing
             try? await Task.sleep(for: .milliseconds(10))
         }
         return ending.at.withLock { $0 }.map { $0 - since }
+    }
+
+    /// Waits (at most 30 s) until `count` listen for access changes on the node (each waiting feed does).
+    static func waitingFeeds(_ h: ListenerHarness, _ count: Int) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while h.listener.accessWatch.listenerCount < count, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        return h.listener.accessWatch.listenerCount == count
     }
 
     static func report(_ path: String, _ time: Duration?) {
@@ -90,15 +99,14 @@ import Testing
                     let (_, token) = try InvitationStore(directory: h.node).create()
                     #expect(try await InvitationTests.redeem(client, h, token: token).0 == 200)
                 }
-                let before = h.listener.status.activeRequests
-                let continuous = try await Self.open(client, h, "/db/_changes?feed=continuous&heartbeat=10000", auth: nil)
                 let last = try #require(try await h.request(.GET, "/db", auth: Self.admin)["update_seq"]?.int)
-                let longpoll = Self.poll(client, h, "/db/_changes?feed=longpoll&timeout=60000&since=\(last)")
+                // Both feeds are waiting on the node (signed in, listening for access changes, none
+                // answered) when access goes.
+                let listening = h.listener.accessWatch.listenerCount
+                let continuous = try await Self.open(client, h, "/db/_changes?feed=continuous&heartbeat=10000", auth: nil)
                 #expect(continuous.status == 200)
-                // The long poll is waiting on the node (both requests open there, none answered) when access goes.
-                let waiting = ContinuousClock.now + .seconds(30)
-                while h.listener.status.activeRequests < before + 2, ContinuousClock.now < waiting { try await Task.sleep(for: .milliseconds(10)) }
-                #expect(h.listener.status.activeRequests == before + 2 && longpoll.at.withLock { $0 } == nil)
+                let longpoll = Self.poll(client, h, "/db/_changes?feed=longpoll&timeout=60000&since=\(last)")
+                #expect(try await Self.waitingFeeds(h, listening + 2) && longpoll.at.withLock { $0 } == nil)
                 let start = ContinuousClock.now
                 if path == "trust remove" {
                     let removed = try await ChildProcess.runDetached(try syncnodeExecutable(), ["--dir", h.directory.path, "trust", "remove", "--", peer.fingerprint])
@@ -113,7 +121,7 @@ import Testing
                 #expect(time != nil, "\(path): the peer's continuous feed was still open 5 s after")
                 let polled = await Self.elapsed(longpoll, since: start)
                 Self.report("\(path) (long poll)", polled)
-                #expect(polled != nil && longpoll.status.withLock { $0 } == 403, "\(path): the peer's long poll was not refused (403) within 5 s: \(String(describing: longpoll.status.withLock { $0 }))")
+                #expect(polled != nil && longpoll.status.withLock { $0 } == 403, "\(path): the peer's long poll was not refused (403) within 5 s: \(String(describing: longpoll.status.withLock { $0 })) \(longpoll.body.withLock { $0 } ?? "") requests \(h.listener.status)")
                 #expect(try await PeerCertificateTests.send(client, h, .GET, "/db").0 == 401)
             }
         }

@@ -46,6 +46,9 @@ final class AccessWatch: Sendable {
         }
     }
 
+    /// How many listen now (one per waiting feed, and the listener's own).
+    var listenerCount: Int { state.withLock { $0.listeners.count } }
+
     func remove(_ token: Int) {
         _ = state.withLock { $0.listeners.removeValue(forKey: token) }
     }

@@ -65,3 +65,39 @@ public final class AuditLog: Sendable {
         listeners.withLock { $0.append(listener) }
     }
 }
+
+/// Records each peer trusted or untrusted since it last looked at the trusted-peers file, by
+/// whichever process changed it (`syncnode trust`, an invitation redeemed or revoked, the dashboard).
+final class TrustAudit: Sendable {
+    private let trust: TrustStore
+    private let log: AuditLog
+    private let known: Mutex<[String: TrustStore.Entry]>
+
+    init(trust: TrustStore, log: AuditLog) {
+        self.trust = trust
+        self.log = log
+        known = Mutex(Self.trusted(trust))
+    }
+
+    /// Compares the file with what was seen last; one event per peer that came or went.
+    func check() {
+        let now = Self.trusted(trust)
+        let before = known.withLock { k in
+            defer { k = now }
+            return k
+        }
+        for (fingerprint, entry) in now.sorted(by: { $0.key < $1.key }) where before[fingerprint] == nil {
+            log.record(.peerTrusted, "peer \(fingerprint) trusted with \(entry.scope)\(entry.note.isEmpty ? "" : " (\(entry.note))")", [
+                "fingerprint": fingerprint, "scope": entry.scope.description, "invitation": entry.invitation ?? "",
+            ])
+        }
+        for fingerprint in before.keys.sorted() where now[fingerprint] == nil {
+            log.record(.peerUntrusted, "peer \(fingerprint) untrusted: its replications stop and its requests are refused", ["fingerprint": fingerprint])
+        }
+    }
+
+    private static func trusted(_ trust: TrustStore) -> [String: TrustStore.Entry] {
+        let entries = (try? trust.entries()) ?? []
+        return Dictionary(entries.filter { !$0.revoked && $0.fingerprint != "-" }.map { ($0.fingerprint, $0) }) { $1 }
+    }
+}

@@ -302,4 +302,7 @@ final class FeedRevocation: Sendable {
 
     /// Stops listening for changes.
     func end() { handlers.accessWatch.remove(token) }
+
+    // A body that never ran (the client left first) must not leave its listener behind.
+    deinit { end() }
 }

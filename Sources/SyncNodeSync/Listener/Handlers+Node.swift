@@ -92,10 +92,12 @@ extension Handlers {
     /// changes (looked at every second), with a comment line every 15 s to keep proxies open.
     private func events() -> Response {
         let console = config.console, tasks = replications.tasks, audit = config.auditLog
+        // It runs on after the request: it ends once its asker is no longer a server admin.
+        let current = Authentication.ofRequest
         let body = ResponseBody { writer in
             var sent: [String: String] = [:]
             var lastWrite = ContinuousClock.now
-            while !Task.isShuttingDownGracefully, !Task.isCancelled {
+            while !Task.isShuttingDownGracefully, !Task.isCancelled, current.map({ $0()?.isServerAdmin == true }) ?? true {
                 var current = [
                     "tasks": DocumentValue.array(tasks.running.map(\.json)).toJSON(),
                     "audit": DocumentValue.array(audit.events.suffix(50).map(\.json)).toJSON(),
@@ -235,6 +237,7 @@ extension Handlers {
             guard let db = try directory.database(name) else { continue }
             out += try db.allCollections().map { Keyspace($0).name }.filter { $0 != name }
         }
-        return out
+        // A peer's scope may name some collections of a database and not others.
+        return out.filter { principal.scope?.allows(keyspace: $0) ?? true }
     }
 }

@@ -26,7 +26,8 @@ public final class Listener: Sendable {
     private let replications: ServerReplications
     private let compactions = Compactions()
     private let metrics = NodeMetrics()
-    private let accessWatch: AccessWatch
+    /// Tells feeds, jobs and the mesh that who may do what changed.
+    let accessWatch: AccessWatch
     private let state = Mutex<State>(State())
 
     private struct State {
@@ -44,14 +45,18 @@ public final class Listener: Sendable {
         accessWatch = AccessWatch(files: [config.trustedPeers?.file, UserStore(directory: config.directory).file].compactMap { $0 })
     }
 
-    /// Each time who may do what may have changed: a `_security` change here, or the trusted
-    /// peers or users edited (by this process or another, looked at every 200 ms). A mesh node
-    /// checks its replications' peers again at each.
-    public func accessChanges() -> AsyncStream<Void> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let token = accessWatch.onChange { continuation.yield() }
-        continuation.onTermination = { [accessWatch] _ in accessWatch.remove(token) }
-        return stream
+    /// Calls `action` each time who may do what may have changed: a `_security` change here, or
+    /// the trusted peers or users edited (by this process or another, looked at every 200 ms while
+    /// the listener runs), until the returned token is passed to ``removeAccessChangeAction(_:)``.
+    /// A mesh node checks its replications' peers again at each. Keep `action` short: start a task
+    /// for longer work.
+    public func onAccessChange(_ action: @escaping @Sendable () -> Void) -> Int {
+        accessWatch.onChange(action)
+    }
+
+    /// Stops calling an action of ``onAccessChange(_:)``.
+    public func removeAccessChangeAction(_ token: Int) {
+        accessWatch.remove(token)
     }
 
     /// The bound port once started.
@@ -119,11 +124,17 @@ public final class Listener: Sendable {
             logger: logger)
         let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
         let accessWatch = self.accessWatch, replications = self.replications
+        let trustAudit = config.trustedPeers.map { TrustAudit(trust: $0, log: config.auditLog) }
         let task = Task {
             defer { portContinuation.finish() }
             // Revocations reach what outlives a request: `_replicate` jobs here, feeds in their loops.
             let revalidating = accessWatch.onChange { Task { await replications.revalidate() } }
-            defer { accessWatch.remove(revalidating) }
+            // Each peer trusted or untrusted, by whichever process, is one audit event.
+            let auditing = trustAudit.map { audit in accessWatch.onChange { audit.check() } }
+            defer {
+                accessWatch.remove(revalidating)
+                auditing.map(accessWatch.remove)
+            }
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { await accessWatch.run() }
                 tasks.addTask { try await group.run() }

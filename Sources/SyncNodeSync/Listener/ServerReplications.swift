@@ -16,12 +16,13 @@ final class ServerReplications: Sendable {
     /// Starts `replicator` under `id` unless one runs there already; false if it did.
     /// `allowed` tells whether whoever started it may still run it.
     func start(_ replicator: Replicator, id: String, allowed: @escaping @Sendable () -> Bool = { true }) -> Bool {
-        self.allowed.withLock { $0[id] = allowed }
-        return running.withLock { all -> Bool in
+        running.withLock { all -> Bool in
             // By its task, not its status: a just-started replicator still reads `stopped`.
             if let existing = all[id], existing.isRunning { return false }
             if let existing = all[id] { tasks.remove(existing) }
             all[id] = replicator
+            // The check of whoever started this one, not of a later asker of the same ID.
+            self.allowed.withLock { $0[id] = allowed }
             tasks.add(replicator)
             replicator.start()  // under the lock, so a concurrent request sees it running
             return true
@@ -42,8 +43,18 @@ final class ServerReplications: Sendable {
     /// from `_security`).
     func revalidate() async {
         let checks = allowed.withLock { $0 }
-        for (id, stillAllowed) in checks where running.withLock({ $0[id] != nil }) && !stillAllowed() {
-            _ = await cancel(id: id)
+        for (id, stillAllowed) in checks {
+            guard let checked = running.withLock({ $0[id] }), !stillAllowed() else { continue }
+            // Only the job that was checked: one restarted under the same ID meanwhile has its own starter.
+            guard running.withLock({ all in
+                guard all[id] === checked else { return false }
+                all[id] = nil
+                return true
+            }) else { continue }
+            allowed.withLock { _ = $0.removeValue(forKey: id) }
+            checked.stop()
+            await checked.waitUntilStopped()
+            tasks.remove(checked)
         }
     }
 
