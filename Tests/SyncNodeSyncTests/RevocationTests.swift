@@ -11,14 +11,25 @@ import Testing
 /// Revocation that bites: each way of withdrawing access ends what its principal has open (a
 /// continuous feed, a long poll, a `_replicate` job) within a second, and refuses what it asks next.
 /// Each test prints the time it measured; the bound it checks is looser (this machine is shared),
-/// so a figure over a second shows in the log without failing the suite.
-@Suite struct RevocationTests {
+/// so a figure over a second shows in the log without failing the suite. Serialized, and the
+/// password hashing (PBKDF2, seconds in a debug build) done off Swift's cooperative threads: on
+/// two cores, hashing there starved the very feeds being timed.
+@Suite(.serialized) struct RevocationTests {
+    /// Runs `body` on a Dispatch thread, not a cooperative one.
+    static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Swift.Result { try body() }) }
+        }
+    }
+
     /// A node whose users live in its users file (as `syncnode user` keeps them) and which admits peers by certificate.
     static func harness() async throws -> ListenerHarness {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-revoke-\(UUID().uuidString)")
         let users = UserStore(directory: try NodeDirectory(url: directory))
-        try users.add("admin", password: "admin-pw", roles: ["_admin"])
-        try users.add("wendy", password: "wendy-pw")
+        try await offPool {
+            try users.add("admin", password: "admin-pw", roles: ["_admin"])
+            try users.add("wendy", password: "wendy-pw")
+        }
         return try await ListenerHarness(directory: directory, authFailuresPerMinute: 1000, peerTrust: (trusted: [], firstUse: false),
                                          authenticator: users.authenticator())
     }
@@ -60,7 +71,7 @@ import Testing
     }
 
     /// How long after `since` the answer ended, looked at every 10 ms for at most `bound`; nil if it did not.
-    static func elapsed(_ ending: Ending, since: ContinuousClock.Instant, bound: Duration = .seconds(5)) async -> Duration? {
+    static func elapsed(_ ending: Ending, since: ContinuousClock.Instant, bound: Duration = .seconds(15)) async -> Duration? {
         while ContinuousClock.now - since < bound {
             if let at = ending.at.withLock({ $0 }) { return at - since }
             try? await Task.sleep(for: .milliseconds(10))
@@ -76,7 +87,7 @@ import Testing
     }
 
     static func report(_ path: String, _ time: Duration?) {
-        let figure = time.map { String(format: "%.0f ms", Double($0.components.attoseconds) / 1e15 + Double($0.components.seconds) * 1000) } ?? "not within 5 s"
+        let figure = time.map { String(format: "%.0f ms", Double($0.components.attoseconds) / 1e15 + Double($0.components.seconds) * 1000) } ?? "not within 15 s"
         print("revocation: \(path): the feed ended \(figure) after the change (target: within 1 s)")
     }
 
@@ -118,10 +129,10 @@ import Testing
                 }
                 let time = await Self.elapsed(continuous.ended, since: start)
                 Self.report("\(path) (continuous feed, the CLI's run included)", time)
-                #expect(time != nil, "\(path): the peer's continuous feed was still open 5 s after")
+                #expect(time != nil, "\(path): the peer's continuous feed was still open 15 s after")
                 let polled = await Self.elapsed(longpoll, since: start)
                 Self.report("\(path) (long poll)", polled)
-                #expect(polled != nil && longpoll.status.withLock { $0 } == 403, "\(path): the peer's long poll was not refused (403) within 5 s: \(String(describing: longpoll.status.withLock { $0 })) \(longpoll.body.withLock { $0 } ?? "") requests \(h.listener.status)")
+                #expect(polled != nil && longpoll.status.withLock { $0 } == 403, "\(path): the peer's long poll was not refused (403) within 15 s: \(String(describing: longpoll.status.withLock { $0 })) \(longpoll.body.withLock { $0 } ?? "") requests \(h.listener.status)")
                 #expect(try await PeerCertificateTests.send(client, h, .GET, "/db").0 == 401)
             }
         }
@@ -134,20 +145,24 @@ import Testing
             #expect(try await h.request(.PUT, "/db", auth: Self.admin).status == 201)
             #expect(try await h.request(.PUT, "/copy", auth: Self.admin).status == 201)
             for path in ["password change", "user remove"] {
-                try users.add("wendy", password: "wendy-pw")
+                try await Self.offPool { try users.add("wendy", password: "wendy-pw") }
                 // Wendy's own continuous replication on the node, and her feed.
                 let job = try await h.request(.POST, "/_replicate", body: #"{"source":"db","target":"copy","continuous":true}"#, auth: Self.wendy)
                 #expect(job.status == 202, "\(job.body)")
                 let feed = try await Self.open(h.client, h, "/db/_changes?feed=continuous&heartbeat=10000", auth: Self.wendy)
                 #expect(feed.status == 200)
-                if path == "password change" { try users.add("wendy", password: "new-pw") } else { #expect(try users.remove("wendy")) }
+                if path == "password change" {
+                    try await Self.offPool { try users.add("wendy", password: "new-pw") }
+                } else {
+                    #expect(try await Self.offPool { try users.remove("wendy") })
+                }
                 let start = ContinuousClock.now
                 let time = await Self.elapsed(feed.ended, since: start)
                 Self.report(path, time)
-                #expect(time != nil, "\(path): wendy's feed was still open 5 s after")
+                #expect(time != nil, "\(path): wendy's feed was still open 15 s after")
                 #expect(try await h.request(.GET, "/db", auth: Self.wendy).status == 401)
                 // Her job is cancelled too.
-                let deadline = ContinuousClock.now + .seconds(5)
+                let deadline = ContinuousClock.now + .seconds(15)
                 var tasks = try await h.request(.GET, "/_active_tasks", auth: Self.admin).json.array ?? []
                 while !tasks.isEmpty, ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(20))
@@ -169,7 +184,7 @@ import Testing
             #expect(try await h.request(.PUT, "/db/_security", body: #"{"members":{"names":["admin"]}}"#, auth: Self.admin).status == 200)
             let time = await Self.elapsed(feed.ended, since: start)
             Self.report("_security change", time)
-            #expect(time != nil, "wendy's feed was still open 5 s after she was dropped from _security")
+            #expect(time != nil, "wendy's feed was still open 15 s after she was dropped from _security")
             #expect(try await h.request(.GET, "/db", auth: Self.wendy).status == 403)
             // A change that keeps her in leaves her feed open.
             #expect(try await h.request(.PUT, "/db/_security", body: #"{"members":{"names":["admin","wendy"]}}"#, auth: Self.admin).status == 200)
