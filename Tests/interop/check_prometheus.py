@@ -48,6 +48,9 @@ for n in range(3):
     assert call("GET", f"/metrics/doc{n}")[0] == 200
 assert call("POST", "/metrics/_bulk_get", {"docs": [{"id": "doc3"}, {"id": "doc4"}]})[0] == 200
 assert call("GET", "/metrics/missing")[0] == 404
+# Bodies sent by _all_docs and _changes with include_docs count as read too (5 each).
+assert call("GET", "/metrics/_all_docs?include_docs=true")[0] == 200
+assert call("GET", "/metrics/_changes?include_docs=true")[0] == 200
 after = scrape()
 
 moved = {
@@ -61,7 +64,7 @@ moved = {
     # The first scrape is counted by the second (a scrape is counted once its text is made).
     "latencies": value(after, "syncnode_http_request_duration_seconds_count") - value(before, "syncnode_http_request_duration_seconds_count"),
 }
-assert moved == {"written": 5, "read": 5, "puts": 5, "not_found": 1, "latencies": 11}, moved
+assert moved == {"written": 5, "read": 15, "puts": 5, "not_found": 1, "latencies": 13}, moved
 assert value(after, "syncnode_database_size_bytes", database="metrics") > 0, after
 assert value(after, "syncnode_open_connections") >= 1, after
 assert ("syncnode_peers", (("state", "trusted"),)) in after, "a mesh node reports its peers"

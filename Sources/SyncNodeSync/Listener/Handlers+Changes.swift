@@ -72,6 +72,7 @@ extension Handlers {
                     }
                     // In pages, so a feed from the start of a large database does not read it all at once.
                     let (entries, last, more) = try page(collection, spec, since: since, pageSize: 1000, sent: sent)
+                    if spec.includeDocs { metrics.documentsRead(entries.count { !$0.deleted }) }
                     for entry in entries {
                         let line = try changeJSON(entry, collection: collection, spec)
                         let framed = spec.feed == .eventsource ? "data: \(line)\nid: \(entry.sequence)\n\n" : line + "\n"
@@ -124,6 +125,9 @@ extension Handlers {
             var since = spec.since
             var lastSent = spec.since
             var sent = 0
+            var docsSent = 0
+            // Counted however the feed ends (the client may leave half-way).
+            defer { metrics.documentsRead(docsSent) }
             var limitReached = false
             @Sendable func page(after since: Int64) throws -> [ChangeEntry] {
                 try collection.changes(since: since, limit: pageSize, allLeaves: spec.allLeaves, includeBodies: spec.includeDocs)
@@ -143,6 +147,7 @@ extension Handlers {
                     if sent > 0 { json.writeRaw(",") }
                     try appendChange(entry, collection: collection, spec, to: &json)
                     sent += 1
+                    if spec.includeDocs && !entry.deleted { docsSent += 1 }
                     lastSent = entry.sequence
                     if json.bytes.count > 64 * 1024 {
                         try await writer.write(ByteBuffer(bytes: json.bytes))

@@ -176,6 +176,7 @@ extension Handlers {
         let includeDocs = try query.bool("include_docs")
         let total = try collection.count
         var rows: [DocumentValue] = []
+        var served = 0
         if let keys {
             for key in keys {
                 guard case .string(let id) = key else {
@@ -191,6 +192,7 @@ extension Handlers {
                 var row: [String: DocumentValue] = ["id": .string(id), "key": key, "value": .dictionary(value)]
                 if includeDocs {
                     row["doc"] = revision.deleted ? .null : try DocumentValue(json: try wireJSON(revision, collection: collection))
+                    if !revision.deleted { served += 1 }
                 }
                 rows.append(.dictionary(row))
             }
@@ -216,10 +218,12 @@ extension Handlers {
                     row["doc"] = try DocumentValue(json: WireDocument.encode(
                         id: doc.id, rev: doc.revisionID ?? "", deleted: false, body: doc.toJSON(),
                         collection: collection))
+                    served += 1
                 }
                 rows.append(.dictionary(row))
             }
         }
+        metrics.documentsRead(served)
         return HTTP.json([
             "total_rows": .int(Int64(total)), "offset": .int(Int64(try query.int("skip") ?? 0)), "rows": .array(rows),
         ])

@@ -55,7 +55,8 @@ final class NodeMetrics: Sendable {
 
     private static let methods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "COPY", "OPTIONS"]
 
-    /// Documents sent to clients (a document GET, `_bulk_get`).
+    /// Documents sent to clients (a document GET, `_bulk_get`, and the bodies of `_all_docs` and
+    /// `_changes` with `include_docs`).
     func documentsRead(_ count: Int) {
         guard count > 0 else { return }
         documentsReadCounter.increment(by: count)
