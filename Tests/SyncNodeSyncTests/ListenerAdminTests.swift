@@ -111,6 +111,26 @@ import Testing
         }
     }
 
+    /// A continuous `_replicate` that stops by itself (its peer refuses it) leaves the running
+    /// tasks and is listed as recent, without being cancelled.
+    @Test func aReplicationThatStopsByItselfIsNoLongerListedAsRunning() async throws {
+        let h = try await ListenerHarness()
+        let other = try await ListenerHarness()
+        try await withCleanup({
+            await h.shutdown()
+            await other.shutdown()
+        }) {
+            #expect(try await h.request(.PUT, "/a").status == 201)
+            // Another node, asked without credentials: it answers 401, which ends a replication.
+            let fingerprint = try other.node.tlsIdentity().fingerprint
+            let refused = #"{"source":"a","target":"\#(other.base)/b?fp=\#(fingerprint)","continuous":true}"#
+            #expect(try await h.request(.POST, "/_replicate", body: refused).status == 202)
+            #expect(try await Self.eventually { try await h.request(.GET, "/_active_tasks").json == [] })
+            let recent = try #require(try await h.request(.GET, "/_node/replications/recent").json.array?.first)
+            #expect(recent["state"]?.string == "ended" && recent["last_error"]?.string?.contains("401") == true, "\(recent)")
+        }
+    }
+
     @Test func nodeEndpointsDescribeDatabasesAndResolveConflicts() async throws {
         let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {

@@ -25,8 +25,24 @@ final class ServerReplications: Sendable {
             self.allowed.withLock { $0[id] = allowed }
             tasks.add(replicator)
             replicator.start()  // under the lock, so a concurrent request sees it running
+            // One that stops by itself (refused, its peer gone for good) is listed no more as running.
+            Task { [weak self] in
+                await replicator.waitUntilStopped()
+                self?.ended(replicator, id: id)
+            }
             return true
         }
+    }
+
+    /// `replicator` stopped: forgotten under `id` (unless another runs there now) and listed as recent.
+    private func ended(_ replicator: Replicator, id: String) {
+        let forgotten = running.withLock { all in
+            guard all[id] === replicator else { return false }
+            all[id] = nil
+            return true
+        }
+        if forgotten { allowed.withLock { _ = $0.removeValue(forKey: id) } }
+        tasks.remove(replicator)
     }
 
     /// Stops and forgets the replication `id`; false if there is none.
