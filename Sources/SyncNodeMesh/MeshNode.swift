@@ -32,8 +32,19 @@ public final class MeshNode: Sendable {
     private let running: RunningState
 
     private final class RunningState: Sendable {
-        private let state = Mutex<Running?>(nil)
-        func withLock<T>(_ body: (inout Running?) -> T) -> T { state.withLock { body(&$0) } }
+        private let state = Mutex<(running: Running?, starting: Bool)>((nil, false))
+        func withLock<T>(_ body: (inout Running?) -> T) -> T { state.withLock { body(&$0.running) } }
+
+        /// Claims the start: false while the node runs or another start is under way.
+        func claimStart() -> Bool {
+            state.withLock { s in
+                guard s.running == nil, !s.starting else { return false }
+                s.starting = true
+                return true
+            }
+        }
+
+        func endStart() { state.withLock { $0.starting = false } }
     }
 
     private struct Running: Sendable {
@@ -163,12 +174,14 @@ public final class MeshNode: Sendable {
     }
 
     /// Starts listening, advertising, browsing and syncing; returns once the listener is bound.
-    /// Calling it again while started does nothing.
+    /// Calling it again while started (or while another call is starting it) does nothing.
     /// - Throws: what ``Listener/start()`` throws (the port is taken, the identity is unusable);
     ///   ``SyncError/invalidConfiguration(_:)`` for a ``MeshConfiguration/shared`` entry that names no
     ///   keyspace; the store's error when a shared database cannot be opened or made.
     public func start() async throws {
-        guard running.withLock({ $0 == nil }) else { return }
+        // Two starts at once would bind two listeners: the second returns at once.
+        guard running.claimStart() else { return }
+        defer { running.endStart() }
         for name in configuration.shared ?? [] {
             guard let keyspace = Keyspace(name) else {
                 throw SyncError.invalidConfiguration("shared: '\(name)' is neither a database name nor db.scope.collection")
@@ -289,14 +302,18 @@ public final class MeshNode: Sendable {
     ///   throws (the other node's refusal, no address answering); what
     ///   ``TrustStore/add(fingerprint:uuid:note:scope:invitation:)`` throws.
     public func pair(with url: PairingURL) async throws {
-        try await Self.pair(with: url, configuration: configuration, replications: replications, port: listener.port)
+        // Before start() the pairing is only recorded: start() syncs with every paired peer, and
+        // replications started now would outlive a node that is never started or stopped.
+        let started = running.withLock { $0 != nil }
+        try await Self.pair(with: url, configuration: configuration, replications: started ? replications : nil, port: listener.port)
     }
 
-    private static func pair(with url: PairingURL, configuration: MeshConfiguration, replications: PeerReplications, port: Int?) async throws {
+    private static func pair(with url: PairingURL, configuration: MeshConfiguration, replications: PeerReplications?, port: Int?) async throws {
         let kept = try await Pairing.record(
             url, directory: configuration.directory, trust: configuration.trust, name: configuration.name, port: port,
             clientIdentity: try configuration.clientIdentity())
         guard let fingerprint = kept.fingerprint else { return }
+        guard let replications else { return }
         await syncPaired(kept, fingerprint: fingerprint, with: replications)
     }
 

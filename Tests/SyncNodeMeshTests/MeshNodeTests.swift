@@ -166,6 +166,26 @@ import SyncNodeSync
         for node in [b, a] { await node.mesh.stop() }
     }
 
+    /// Two starts at once bind one listener; pairing before start() only records the pairing,
+    /// and start() then syncs with the peer.
+    @Test func concurrentStartsBindOnceAndPairingWaitsForStart() async throws {
+        let a = try Node(name: "a"), b = try Node(name: "b")
+        async let first: Void = a.mesh.start()
+        async let second: Void = a.mesh.start()
+        _ = try await (first, second)
+        let port = try #require(a.mesh.listener.port)
+        try await a.mesh.start()
+        #expect(a.mesh.listener.port == port)
+
+        try await b.mesh.pair(with: try #require(a.mesh.pairingURL))
+        #expect(b.mesh.peers.isEmpty, "a node not started has no replications")
+        #expect(try TrustStore(directory: b.directory).peer(clientFingerprint: try #require(a.mesh.pairingURL?.fingerprint)) != nil)
+        try a.collection().save(try MutableDocument(id: "before-start", data: ["n": 1]))
+        try await b.mesh.start()
+        #expect(try await eventually { try b.collection().document(id: "before-start") != nil })
+        for node in [b, a] { await node.mesh.stop() }
+    }
+
     @Test func aPairedNodeSyncsEveryCollectionBothWaysWithPresence() async throws {
         let a = try Node(name: "a"), b = try Node(name: "b")
         try a.collection().save(try MutableDocument(id: "hello", data: ["from": "a"]))
