@@ -136,6 +136,33 @@ import Testing
         }
     }
 
+    /// The client tries the URL's host, then each of its other addresses, until the node answers.
+    @Test func theClientTriesEachAddressOfTheURL() async throws {
+        let (peer, peerDir) = try PeerCertificateTests.identity()
+        defer { try? FileManager.default.removeItem(at: peerDir) }
+        let h = try await Self.harness()
+        try await withCleanup({ await h.shutdown() }) {
+            let (_, token) = try InvitationStore(directory: h.node).create()
+            let port = try #require(h.listener.port)
+            // 127.0.0.2 is loopback too, but the listener is bound to 127.0.0.1 alone: refused there.
+            let url = PairingURL(base: try #require(URL(string: "https://127.0.0.2:\(port)/")), database: "db", uuid: h.node.uuid,
+                                 fingerprint: try h.node.tlsIdentity().fingerprint, invitation: token, addresses: ["127.0.0.1"])
+            #expect(try PairingURL(string: url.url.absoluteString) == url)
+            let answer = try await InvitationClient.redeem(url, identity: peer, uuid: UUID().uuidString, name: "tablet", timeout: .seconds(5))
+            #expect(answer.host == "127.0.0.1" && answer.uuid == h.node.uuid && answer.scope == .everything)
+            #expect(url.withoutInvitation(host: answer.host).url.absoluteString.contains("invite=") == false)
+            // A URL none of whose addresses answers says so, naming each.
+            let nowhere = PairingURL(base: try #require(URL(string: "https://127.0.0.2:\(port)/")), database: "db", uuid: h.node.uuid,
+                                     fingerprint: try h.node.tlsIdentity().fingerprint, invitation: token, addresses: ["127.0.0.3"])
+            do {
+                _ = try await InvitationClient.redeem(nowhere, identity: peer, uuid: UUID().uuidString, name: "tablet", timeout: .seconds(5))
+                Issue.record("no address answers, yet the redemption succeeded")
+            } catch let error as SyncError {
+                #expect("\(error)".contains("127.0.0.2") && "\(error)".contains("127.0.0.3"), "\(error)")
+            }
+        }
+    }
+
     @Test func twoPeersRacingForAOneTimeInvitationOneWins() async throws {
         let identities = try (0..<4).map { _ in try PeerCertificateTests.identity() }
         defer { for (_, d) in identities { try? FileManager.default.removeItem(at: d) } }

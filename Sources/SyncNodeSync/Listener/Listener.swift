@@ -213,16 +213,18 @@ package enum LocalAddresses {
     }
 
     /// Every way a peer might reach a listener bound to `host`: for a wildcard, the IPv4
-    /// addresses (loopback last), then the IPv6 ones (when it listens on them), then the
-    /// machine's `.local` name; otherwise `host` alone.
+    /// addresses, then the IPv6 ones (when it listens on them), then the machine's `.local`
+    /// name, and loopback only when there is nothing else (on another machine it names that
+    /// machine); otherwise `host` alone.
     package static func reachable(boundTo host: String) -> [String] {
         guard host == "0.0.0.0" || host == "::" else { return [host] }
         var out = ipv4()
         let loopback = out.filter { $0.hasPrefix("127.") }
         out.removeAll { $0.hasPrefix("127.") }
         if host == "::" { out += ipv6() }
+        if out.isEmpty { return loopback }
         let name = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? ""
         if !name.isEmpty, name != "localhost" { out.append(name + ".local") }
-        return out + loopback
+        return out
     }
 }

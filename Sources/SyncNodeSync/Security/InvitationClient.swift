@@ -36,8 +36,9 @@ public enum InvitationClient {
     ///   - timeout: for connecting to each host and for its answer.
     /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the URL has no invitation or fingerprint;
     ///   `CouchError` with the node's refusal (401 with a reason: expired, used, revoked, unknown);
-    ///   ``SyncError/invalidIdentity(_:)`` when the certificate is not the pinned one;
-    ///   ``SyncError/connectionFailed(_:)`` naming every host tried when none answers.
+    ///   ``SyncError/invalidIdentity(_:)`` when the node that answers has another UUID than the URL's;
+    ///   ``SyncError/connectionFailed(_:)`` naming every host tried and why when none is the node
+    ///   (no answer, or a certificate other than the pinned one).
     public static func redeem(_ url: PairingURL, identity: TLSIdentity, uuid: String, name: String?, port: Int? = nil,
                               timeout: Duration = .seconds(5)) async throws -> Answer {
         guard let token = url.invitation else {
@@ -55,11 +56,9 @@ public enum InvitationClient {
             do {
                 (client, _) = try await PeerClient.make(
                     scheme: "https", host: host, port: url.port, pinnedFingerprint: fingerprint, clientIdentity: identity, connectTimeout: timeout)
-            } catch let error as SyncError {
-                if case .invalidIdentity = error { throw error }
-                failures.append("\(host): \(error)")
-                continue
             } catch {
+                // Another machine at that address (a certificate that is not the pinned one) is
+                // as much a miss as no answer: the next address may be the node.
                 failures.append("\(host): \(error)")
                 continue
             }
