@@ -131,6 +131,37 @@ import Testing
         }
     }
 
+    /// A one-shot `_replicate` toward a peer that accepts connections and never answers (a
+    /// tarpit: a socket that listens and never reads) answers 502 naming the peer, after
+    /// `connection_timeout` per attempt, and leaves no task behind.
+    @Test func aOneShotReplicationTowardATarpitAnswers502() async throws {
+        let tarpit = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(tarpit) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(tarpit, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        #expect(bound == 0 && listen(tarpit, 16) == 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(tarpit, $0, &length) } }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            #expect(try await h.request(.PUT, "/a").status == 201)
+            let started = ContinuousClock.now
+            let body = #"{"source":"a","target":"http://127.0.0.1:\#(port)/db","connection_timeout":1000}"#
+            let answer = try await h.request(.POST, "/_replicate", body: body)
+            let took = ContinuousClock.now - started
+            #expect(answer.status == 502 && answer.body.contains("127.0.0.1:\(port)"), "\(answer.status) \(answer.body)")
+            // Three attempts of about a second, not minutes (a loose bound: the machine is shared).
+            #expect(took < .seconds(30), "took \(took)")
+            print("_replicate toward a tarpit with connection_timeout 1000: 502 after \(took)")
+            #expect(try await h.request(.GET, "/_active_tasks").json == [])
+            #expect(try await h.request(.POST, "/_replicate", body: #"{"source":"a","target":"b","connection_timeout":"soon"}"#).status == 400)
+        }
+    }
+
     @Test func nodeEndpointsDescribeDatabasesAndResolveConflicts() async throws {
         let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {

@@ -15,6 +15,13 @@ extension Handlers {
         let source = local(try Self.endpoint(body["source"], name: "source"))
         let target = local(try Self.endpoint(body["target"], name: "target"))
         let continuous = body["continuous"] == .bool(true)
+        var timeoutMilliseconds: Int64 = 30_000
+        if let given = body["connection_timeout"] {
+            guard case .int(let ms) = given, (100...600_000).contains(ms) else {
+                throw CouchError.badRequest("connection_timeout must be milliseconds, 100 to 600000")
+            }
+            timeoutMilliseconds = ms
+        }
         var documentIDs: [String]?
         if case .array(let ids)? = body["doc_ids"] {
             documentIDs = try ids.map { id in
@@ -45,7 +52,13 @@ extension Handlers {
         config.localAuthor = WriteAuthor(name: principal.name, roles: principal.roles, origin: .client)
         config.documentIDs = documentIDs
         config.continuous = continuous
-        if !continuous { config.maxAttempts = 3 }
+        if !continuous {
+            config.maxAttempts = 3
+            // Someone waits on this answer: a peer that accepts connections and never answers
+            // fails each attempt after CouchDB's `connection_timeout` (30 s by default), not 120 s.
+            config.readTimeout = .milliseconds(timeoutMilliseconds)
+            config.connectTimeout = min(config.connectTimeout, .milliseconds(timeoutMilliseconds))
+        }
         let replicator = Replicator(config: config, logger: logger)
         if continuous {
             // It runs on after this request: it ends when its asker may no longer read its local

@@ -37,7 +37,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         let (client, pinnedFingerprint) = try await PeerClient.make(
             scheme: scheme, host: host, port: port, pinnedCertificate: config.pinnedServerCertificate,
             pinnedFingerprint: config.pinnedFingerprint ?? trusted, acceptSelfSigned: config.acceptOnlySelfSignedServerCertificate,
-            clientIdentity: config.clientIdentity, connectTimeout: config.connectTimeout)
+            clientIdentity: config.clientIdentity, connectTimeout: config.connectTimeout, readTimeout: config.readTimeout)
         var headers = config.headers.map { ($0.key, $0.value) }
         if let auth = config.authenticator { headers.append(("Authorization", auth.authorizationHeader)) }
         let remote = HTTPRemote(

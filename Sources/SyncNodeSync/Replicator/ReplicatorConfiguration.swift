@@ -114,6 +114,10 @@ public struct ReplicatorConfiguration: Sendable {
     public var heartbeat: Duration = .seconds(55)
     /// TCP connect timeout (also how fast a wrong pin fails).
     public var connectTimeout: Duration = .seconds(5)
+    /// How long a request may wait for the peer's next bytes (its answer, or the next piece of
+    /// it) before it fails as a transient error. Longer than ``heartbeat``: a continuous pull's
+    /// long poll is silent that long.
+    public var readTimeout: Duration = .seconds(120)
 
     /// Replicates `collection` with `target`. A URL's user info becomes the Basic credentials, its `fp` the pinned certificate fingerprint and its `uuid` the peer's identity for checkpoints.
     public init(collection: DocumentCollection, target: ReplicationEndpoint) {

@@ -8,12 +8,13 @@ package enum PeerClient {
     /// An HTTP client for one peer. With a pinned fingerprint the certificate
     /// is fetched and checked first, so a wrong pin fails in one handshake;
     /// `acceptSelfSigned` pins whatever self-signed certificate is seen.
-    /// `clientIdentity` is presented as the client certificate. Returns the fingerprint pinned, if any.
+    /// `clientIdentity` is presented as the client certificate; `readTimeout` bounds each wait for
+    /// the peer's next bytes. Returns the fingerprint pinned, if any.
     package static func make(scheme: String, host: String, port: Int, pinnedCertificate: [UInt8]? = nil, pinnedFingerprint: String?,
                            acceptSelfSigned: Bool = false, clientIdentity: TLSIdentity? = nil,
-                           connectTimeout: Duration) async throws -> (HTTPClient, pinned: String?) {
+                           connectTimeout: Duration, readTimeout: Duration = .seconds(120)) async throws -> (HTTPClient, pinned: String?) {
         var configuration = HTTPClient.Configuration(
-            timeout: .init(connect: .init(connectTimeout), read: .seconds(120)))
+            timeout: .init(connect: .init(connectTimeout), read: .init(readTimeout)))
         configuration.httpVersion = .http1Only
         // One retry policy, the replicator's (with backoff and attempt counts), not a second one inside the client.
         configuration.connectionPool.retryConnectionEstablishment = false
