@@ -37,9 +37,9 @@ public final class Database: Sendable {
     let externalChanges = ExternalChangeWatcher()
     let pointReader: PointReader
     let checkpointer: BackgroundCheckpointer
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
-    private struct State {
+    struct State {
         var isClosed = false
         var collections: [String: DocumentCollection] = [:]
         var schemaGeneration = 0
@@ -278,111 +278,6 @@ public final class Database: Sendable {
         guard last else { return }
         try? mappingErrors { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") } }
         externalChanges.resume()
-    }
-
-    // MARK: - Collections
-
-    /// The `_default` collection of the `_default` scope, which always exists.
-    /// - Throws: ``StoreError/databaseClosed(_:)``, ``StoreError/storage(_:)``, or
-    ///   ``StoreError/notFound(_:_:)`` (``StoreError/Subject/collection``) should the schema lack it.
-    public func defaultCollection() throws -> DocumentCollection {
-        guard let c = try collection(name: Names.defaultCollection, scope: Names.defaultScope) else {
-            throw StoreError.notFound(.collection, "the default collection")
-        }
-        return c
-    }
-
-    /// Creates a collection (and its scope) or returns the existing one.
-    /// - parameters:
-    ///   - name: the collection's name.
-    ///   - scope: its scope; nil means `_default`.
-    /// - Throws: ``StoreError/invalidName(_:reason:)`` when the collection or scope name breaks Couchbase's
-    ///   rules (1-251 characters from `A-Z a-z 0-9 _ - %`, not starting with `_` or `%` except `_default`);
-    ///   ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``.
-    @discardableResult
-    public func createCollection(name: String, scope: String? = nil) throws -> DocumentCollection {
-        let scope = scope ?? Names.defaultScope
-        try Names.validateCollectionOrScope(name, kind: "collection")
-        try Names.validateCollectionOrScope(scope, kind: "scope")
-        if let existing = try collection(name: name, scope: scope) { return existing }
-        try write { db in
-            try Schema.createCollection(db, scope: scope, name: name)
-            schemaChanges(db)
-        }
-        guard let created = try collection(name: name, scope: scope) else {
-            throw StoreError.storage("collection \(scope).\(name) vanished after creation")
-        }
-        logger.info("created collection", metadata: ["collection": "\(scope).\(name)"])
-        return created
-    }
-
-    /// The collection, or nil when it does not exist.
-    ///
-    /// The database hands out one object per collection, so repeated calls return the same instance.
-    /// - Throws: ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``.
-    public func collection(name: String, scope: String? = nil) throws -> DocumentCollection? {
-        let scope = scope ?? Names.defaultScope
-        let key = "\(scope).\(name)"
-        try checkOpen()
-        if let cached = state.withLock({ $0.collections[key] }) { return cached }
-        guard let id = try read({ db in try Schema.collectionID(db, scope: scope, name: name) }) else { return nil }
-        let collection = DocumentCollection(database: self, scope: scope, name: name, tableID: id)
-        return state.withLock { s in
-            if let cached = s.collections[key] { return cached }
-            s.collections[key] = collection
-            return collection
-        }
-    }
-
-    /// The collections of a scope (nil: `_default`), sorted by name; empty for an unknown scope.
-    /// - Throws: ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``.
-    public func collections(scope: String? = nil) throws -> [DocumentCollection] {
-        let scope = scope ?? Names.defaultScope
-        let names = try read { db in try Schema.collectionNames(db, scope: scope) }
-        return try names.compactMap { try collection(name: $0, scope: scope) }
-    }
-
-    /// Deletes a collection with all its documents. The default collection cannot be deleted.
-    ///
-    /// Objects for the deleted collection then throw ``StoreError/collectionDeleted(_:)``.
-    /// - Throws: ``StoreError/invalidName(_:reason:)`` for the default collection;
-    ///   ``StoreError/notFound(_:_:)`` (``StoreError/Subject/collection``) when it does not exist;
-    ///   ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``.
-    public func deleteCollection(name: String, scope: String? = nil) throws {
-        let scope = scope ?? Names.defaultScope
-        if scope == Names.defaultScope, name == Names.defaultCollection {
-            throw StoreError.invalidName(name, reason: "the default collection cannot be deleted")
-        }
-        guard let collection = try collection(name: name, scope: scope) else {
-            throw StoreError.notFound(.collection, "collection \(scope).\(name)")
-        }
-        try write { db in
-            try Schema.dropCollection(db, id: collection.tableID)
-            // Uncached before the commit announces it, so queries compiling then do not find it
-            // (after a rollback the next lookup only reads it again).
-            _ = state.withLock { $0.collections.removeValue(forKey: "\(scope).\(name)") }
-            schemaChanges(db)
-        }
-        collection.markDeleted()
-        logger.info("deleted collection", metadata: ["collection": "\(scope).\(name)"])
-    }
-
-    /// The scopes that hold at least one collection (`_default` always).
-    /// - Throws: ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``.
-    public func scopes() throws -> [Scope] {
-        try read { db in try Schema.scopeNames(db) }.map { Scope(name: $0, database: self) }
-    }
-
-    /// Every collection of every scope, scope by scope.
-    /// - Throws: ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``.
-    public func allCollections() throws -> [DocumentCollection] {
-        try scopes().flatMap { try $0.collections() }
-    }
-
-    /// The scope, or nil when it holds no collection.
-    /// - Throws: ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``.
-    public func scope(name: String) throws -> Scope? {
-        try scopes().first { $0.name == name }
     }
 
     // MARK: - Access
