@@ -135,7 +135,7 @@ public final class MeshNode: Sendable {
     private static func invite(node: RunningNode, configuration: MeshConfiguration, scope: PeerScope, lifetime: Duration, uses: Int?,
                                note: String) throws -> (invitation: Invitation, url: PairingURL) {
         let (invitation, token) = try InvitationStore(directory: configuration.directory).create(scope: scope, lifetime: lifetime, uses: uses, note: note)
-        configuration.listener.auditLog.record(.invitationMade, "invitation \(invitation.id) made: \(scope), \(uses.map { "\($0) use\($0 == 1 ? "" : "s")" } ?? "any number of uses"), until \(ISO8601DateFormatter().string(from: invitation.expires))", [
+        configuration.listener.auditLog.record(.invitationMade, "invitation \(invitation.id) made: \(scope), \(invitation.usesDescription), until \(ISO8601DateFormatter().string(from: invitation.expires))", [
             "invitation": invitation.id, "scope": scope.description,
         ])
         return (invitation, node.pairingURL(uuid: configuration.directory.uuid, invitation: token, keyspace: scope.keyspaces?.first))
@@ -149,14 +149,13 @@ public final class MeshNode: Sendable {
     }
 
     static func revokeInvitation(id: String, configuration: MeshConfiguration, replications: PeerReplications) async throws -> Invitation? {
-        guard let invitation = try InvitationStore(directory: configuration.directory).revoke(id: id) else { return nil }
-        let peers = try configuration.trust.fingerprints(admittedBy: invitation.id)
-        configuration.listener.auditLog.record(.invitationRevoked, "invitation \(invitation.id) revoked; \(peers.count) peer(s) that redeemed it untrusted", [
+        guard let (invitation, untrusted) = try InvitationStore(directory: configuration.directory).revoke(id: id, untrustingIn: configuration.trust) else {
+            return nil
+        }
+        configuration.listener.auditLog.record(.invitationRevoked, "invitation \(invitation.id) revoked; \(untrusted.count) peer(s) that redeemed it untrusted", [
             "invitation": invitation.id,
         ])
-        for fingerprint in peers where try configuration.trust.remove(fingerprint: fingerprint) {
-            await replications.trustChanged(fingerprint: fingerprint)
-        }
+        for fingerprint in untrusted { await replications.trustChanged(fingerprint: fingerprint) }
         return invitation
     }
 

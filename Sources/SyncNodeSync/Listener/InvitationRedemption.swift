@@ -91,11 +91,10 @@ struct InvitationRedemption: Sendable {
             ])
             onAdmitted?(AdmittedPeer(fingerprint: fingerprint, uuid: peerUUID, name: peerName, address: address, port: port, invitation: admitted))
         }
-        return HTTP.json([
+        let answer: [String: DocumentValue] = [
             "ok": true, "uuid": .string(uuid), "name": name.map { .string($0) } ?? .null, "invitation": .string(invitation.id),
-            "access": .string(invitation.scope.access.rawValue),
-            "keyspaces": invitation.scope.keyspaces.map { .array($0.map { .string($0) }) } ?? .null,
-        ])
+        ]
+        return HTTP.json(.dictionary(answer.merging(invitation.scope.json) { a, _ in a }))
     }
 
     private static let limiterKey = "\u{0}invitation"

@@ -33,13 +33,17 @@ public struct Invitation: Sendable, Equatable {
     /// without the hash.
     public var json: DocumentValue {
         let iso = ISO8601DateFormatter()
-        return [
-            "id": .string(id), "access": .string(scope.access.rawValue),
-            "keyspaces": scope.keyspaces.map { .array($0.map { .string($0) }) } ?? .null,
-            "expires": .string(iso.string(from: expires)), "uses": uses.map { .int(Int64($0)) } ?? .null,
+        let fields: [String: DocumentValue] = [
+            "id": .string(id), "expires": .string(iso.string(from: expires)), "uses": uses.map { .int(Int64($0)) } ?? .null,
             "used": .int(Int64(redeemedBy.count)), "note": .string(note), "created": .string(iso.string(from: created)),
             "revoked": .bool(revoked), "pending": .bool(isPending()),
         ]
+        return .dictionary(fields.merging(scope.json) { a, _ in a })
+    }
+
+    /// `1 use`, `3 uses`, `any number of uses`.
+    public var usesDescription: String {
+        uses.map { "\($0) use\($0 == 1 ? "" : "s")" } ?? "any number of uses"
     }
 }
 
@@ -121,6 +125,14 @@ public final class InvitationStore: Sendable {
             all[index].revoked = true
             return all[index]
         }
+    }
+
+    /// Revokes invitation `id` (or a unique prefix) and untrusts in `trust` the peers that
+    /// redeemed it: its invitation and the fingerprints untrusted; nil when there is none.
+    /// - Throws: what ``revoke(id:)`` and ``TrustStore/remove(fingerprint:)`` throw.
+    public func revoke(id: String, untrustingIn trust: TrustStore) throws -> (invitation: Invitation, untrusted: [String])? {
+        guard let invitation = try revoke(id: id) else { return nil }
+        return (invitation, try trust.fingerprints(admittedBy: invitation.id).filter { try trust.remove(fingerprint: $0) })
     }
 
     /// What a redemption did.

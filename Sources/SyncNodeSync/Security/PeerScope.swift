@@ -1,4 +1,5 @@
 import Foundation
+import SyncNodeStore
 
 /// What a peer admitted by its certificate may reach: read or write access to some keyspaces,
 /// or to all of them. A peer is never a server admin, whatever its scope: it cannot create or
@@ -35,6 +36,11 @@ public struct PeerScope: Sendable, Equatable, CustomStringConvertible {
     /// Whether some keyspace of database `name` is in the scope (it may be listed to the peer).
     public func allows(database name: String) -> Bool {
         keyspaces?.contains { Keyspace($0)?.database == name } ?? true
+    }
+
+    /// `{"access", "keyspaces"}` (keyspaces null for every one), as the CLI and the API show a scope.
+    public var json: [String: DocumentValue] {
+        ["access": .string(access.rawValue), "keyspaces": keyspaces.map { .array($0.map { .string($0) }) } ?? .null]
     }
 
     /// `write to every keyspace`, `read to a, b.s.c`.

@@ -47,13 +47,10 @@ struct Invite: ParsableCommand {
             return
         }
         if let revoke {
-            let untrusted: [String]
-            do {
-                guard let invitation = try store.revoke(id: revoke) else { throw CLIError.user("no invitation '\(revoke)' (syncnode invite --list shows them)") }
-                let trust = try TrustStore(directory: directory)
-                untrusted = try trust.fingerprints(admittedBy: invitation.id).filter { try trust.remove(fingerprint: $0) }
-                Output.line(["ok": true, "invitation": .string(invitation.id), "untrusted": .array(untrusted.map { .string($0) })])
-            } catch let error as CLIError { throw error } catch { throw CLIError.user("\(error)") }
+            let revoked: (invitation: Invitation, untrusted: [String])?
+            do { revoked = try store.revoke(id: revoke, untrustingIn: try TrustStore(directory: directory)) } catch { throw CLIError.user("\(error)") }
+            guard let revoked else { throw CLIError.user("no invitation '\(revoke)' (syncnode invite --list shows them)") }
+            Output.line(["ok": true, "invitation": .string(revoked.invitation.id), "untrusted": .array(revoked.untrusted.map { .string($0) })])
             return
         }
         guard let running = RunningNode.read(directory: directory) else {
@@ -71,8 +68,7 @@ struct Invite: ParsableCommand {
         let style = qr ?? (isatty(STDOUT_FILENO) != 0 ? .lightOnDark : .none)
         Output.write(url + "\n" + (style == .none ? "" : (try? QRCode(url)).map { $0.text(style: style == .darkOnLight ? .darkOnLight : .lightOnDark) + "\n" } ?? ""),
                      to: .standardOutput)
-        let usesText = made.invitation.uses.map { "\($0) use\($0 == 1 ? "" : "s")" } ?? "any number of uses"
-        Output.progress("syncnode: invitation \(made.invitation.id): \(scope), \(usesText), until \(ISO8601DateFormatter().string(from: made.invitation.expires)); the device that scans it runs `syncnode pair URL`")
+        Output.progress("syncnode: invitation \(made.invitation.id): \(scope), \(made.invitation.usesDescription), until \(ISO8601DateFormatter().string(from: made.invitation.expires)); the device that scans it runs `syncnode pair URL`")
     }
 
     private static func fields(_ value: DocumentValue) -> [String: DocumentValue] {

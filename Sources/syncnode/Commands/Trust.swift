@@ -58,11 +58,11 @@ struct Trust: ParsableCommand {
             let entries: [TrustStore.Entry]
             do { entries = try Trust.store(node).entries() } catch { throw CLIError.user("\(error)") }
             for entry in entries where !entry.revoked {
-                Output.line([
+                let fields: [String: DocumentValue] = [
                     "fingerprint": .string(entry.fingerprint), "uuid": entry.uuid.map { .string($0) } ?? .null, "note": .string(entry.note),
-                    "access": .string(entry.scope.access.rawValue), "keyspaces": entry.scope.keyspaces.map { .array($0.map { .string($0) }) } ?? .null,
                     "invitation": entry.invitation.map { .string($0) } ?? .null,
-                ])
+                ]
+                Output.line(fields.merging(entry.scope.json) { a, _ in a })
             }
         }
     }
