@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import SyncNodeDiscovery
 import SyncNodeMesh
 import SyncNodeStore
 import SyncNodeSync
@@ -65,9 +64,8 @@ struct Invite: ParsableCommand {
             made = try store.create(scope: scope, lifetime: expires.duration, uses: uses == "any" ? nil : Int(uses), note: note)
         } catch { throw CLIError.user("\(error)") }
         let url = running.pairingURL(uuid: directory.uuid, invitation: made.token, keyspace: keyspaces.first).url.absoluteString
-        let style = qr ?? (isatty(STDOUT_FILENO) != 0 ? .lightOnDark : .none)
-        Output.write(url + "\n" + (style == .none ? "" : (try? QRCode(url)).map { $0.text(style: style == .darkOnLight ? .darkOnLight : .lightOnDark) + "\n" } ?? ""),
-                     to: .standardOutput)
+        // An explicit --qr draws even into a pipe; by default only a terminal gets the code.
+        Output.write(url + "\n" + (qr?.art(url, onlyOnTerminal: false) ?? Serve.QRStyle.lightOnDark.art(url)), to: .standardOutput)
         Output.progress("syncnode: invitation \(made.invitation.id): \(scope), \(made.invitation.usesDescription), until \(ISO8601DateFormatter().string(from: made.invitation.expires)); the device that scans it runs `syncnode pair URL`")
     }
 

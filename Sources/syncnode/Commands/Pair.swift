@@ -32,11 +32,8 @@ struct Pair: AsyncParsableCommand {
             kept = try await Pairing.record(
                 pairing, directory: directory, trust: trust, name: name ?? ProcessInfo.processInfo.hostName, port: running?.port,
                 clientIdentity: try directory.tlsIdentity())
-        } catch let error as CouchError {
-            throw CLIError.user("the node refused: \(error.reason)")
-        } catch let error as SyncError {
-            if case .connectionFailed = error { throw CLIError.network("\(error)") }
-            throw CLIError.user("\(error)")
+        } catch {
+            throw CLIError.redemption(error)
         }
         Output.line(["ok": true, "peer": .string(kept.uuid), "host": .string(kept.host), "port": .int(Int64(kept.port))])
         if running == nil {

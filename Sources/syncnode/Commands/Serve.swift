@@ -61,6 +61,14 @@ struct Serve: AsyncParsableCommand {
 
     enum QRStyle: String, ExpressibleByArgument, CaseIterable {
         case lightOnDark = "light-on-dark", darkOnLight = "dark-on-light", none
+
+        /// `text` as QR art and a line break for stdout; empty for `none`, or (unless asked for
+        /// by name) when stdout is not a terminal: a log or a service's journal, where the URL
+        /// line is what is read.
+        func art(_ text: String, onlyOnTerminal: Bool = true) -> String {
+            guard self != .none, !onlyOnTerminal || isatty(STDOUT_FILENO) != 0, let code = try? QRCode(text) else { return "" }
+            return code.text(style: self == .darkOnLight ? .darkOnLight : .lightOnDark) + "\n"
+        }
     }
 
     func validate() throws {
@@ -155,11 +163,7 @@ struct Serve: AsyncParsableCommand {
                 throw error
             }
             // Written straight to the file descriptor, once the signals are the group's: scripts wait for this line.
-            // No QR art for a log (a service's journal): the URL line is what is read there.
-            let art = qr == .none || isatty(STDOUT_FILENO) == 0 ? nil : try? QRCode(pairing.url.absoluteString)
-            Output.write("syncnode: listening on \(pairing.url.absoluteString)\n"
-                + (art.map { $0.text(style: qr == .darkOnLight ? .darkOnLight : .lightOnDark) + "\n" } ?? ""),
-                to: .standardOutput)
+            Output.write("syncnode: listening on \(pairing.url.absoluteString)\n" + qr.art(pairing.url.absoluteString), to: .standardOutput)
             if pairing.invitation != nil {
                 Output.progress("syncnode: that URL is an invitation: for 15 minutes, any device that pairs with it (`syncnode pair URL`) is trusted by its certificate; `syncnode invite` makes one-time ones, `syncnode credential` prints the admin credential for curl and CouchDB")
             }

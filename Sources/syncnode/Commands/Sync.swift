@@ -28,17 +28,14 @@ struct Sync: AsyncParsableCommand {
 
     func run() async throws {
         var target = try PeerURL.parse(url, option: "URL")
-        let identity = try NodeDirectory(url: node.directoryURL).tlsIdentity()
+        let directory = try NodeDirectory(url: node.directoryURL)
+        let identity = try directory.tlsIdentity()
         if let pairing = try? PairingURL(string: url), pairing.invitation != nil {
-            let directory = try NodeDirectory(url: node.directoryURL)
             do {
                 let answer = try await InvitationClient.redeem(pairing, identity: identity, uuid: directory.uuid, name: ProcessInfo.processInfo.hostName)
                 target = pairing.replicationURL(host: answer.host)
-            } catch let error as CouchError {
-                throw CLIError.user("the peer refused the invitation: \(error.reason)")
-            } catch let error as SyncError {
-                if case .connectionFailed = error { throw CLIError.network("\(error)") }
-                throw CLIError.user("\(error)")
+            } catch {
+                throw CLIError.redemption(error)
             }
         }
         let (db, collection) = try node.collection(keyspace, create: true)
