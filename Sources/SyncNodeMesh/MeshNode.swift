@@ -199,16 +199,6 @@ public final class MeshNode: Sendable {
             pid: getpid(), port: port, scheme: base.scheme ?? "https", host: configuration.listener.host, fingerprint: fingerprint,
             database: configuration.pairingDatabase ?? shared.first ?? "default")
         var pairing = node.pairingURL(uuid: configuration.directory.uuid)
-        do {
-            // `syncnode invite` on this directory reads where the node listens.
-            try node.write(directory: configuration.directory)
-            if let lifetime = configuration.startInvitation, fingerprint != nil, configuration.listener.authenticator != nil {
-                pairing = try Self.invite(node: node, configuration: configuration, scope: .everything, lifetime: lifetime, uses: nil, note: "made at start").url
-            }
-        } catch {
-            await listener.stop()
-            throw error
-        }
         let onStatus = DiscoveryStatusRelay(configuration.onEvent)
         let record = ServiceRecord(
             name: configuration.name, port: port, uuid: configuration.directory.uuid, databases: shared,
@@ -217,6 +207,11 @@ public final class MeshNode: Sendable {
         var browser: Browser?
         var watching: Task<Void, Never>?
         do {
+            // `syncnode invite` on this directory reads where the node listens.
+            try node.write(directory: configuration.directory)
+            if let lifetime = configuration.startInvitation, fingerprint != nil, configuration.listener.authenticator != nil {
+                pairing = try Self.invite(node: node, configuration: configuration, scope: .everything, lifetime: lifetime, uses: nil, note: "made at start").url
+            }
             advertiser = configuration.advertise ? try Advertiser(record: record, onStatus: onStatus.report) : nil
             if configuration.browse {
                 browser = try Browser(ignoring: configuration.directory.uuid, authenticator: configuration.peerCredential, onStatus: onStatus.report)
@@ -262,11 +257,13 @@ public final class MeshNode: Sendable {
                     tick.finish()
                 }
                 for await _ in ticks {
-                    if FileStamp.of(paired.file) != pairedStamp {
-                        pairedStamp = FileStamp.of(paired.file)
+                    let stamp = FileStamp.of(paired.file)
+                    if stamp != pairedStamp {
+                        pairedStamp = stamp
                         let now = paired.load()
+                        // Those this process paired itself (pair(with:), an invitation redeemed here) sync already.
                         for url in now where !pairedKnown.contains(url) {
-                            guard let fingerprint = url.fingerprint else { continue }
+                            guard let fingerprint = url.fingerprint, await !replications.isPaired(url.uuid) else { continue }
                             await Self.syncPaired(url, fingerprint: fingerprint, with: replications)
                         }
                         pairedKnown = now

@@ -187,6 +187,9 @@ actor PeerReplications {
         syncs[peer.uuid] = running
     }
 
+    /// Whether the peer `uuid` was paired by URL (and so is synced with already).
+    func isPaired(_ uuid: String) -> Bool { paired.contains(uuid) }
+
     /// Replicates with a node that paired by URL, its keyspaces asked of it now and on each
     /// ``refreshAsked()``.
     func pair(_ peer: Peer, credential: BasicAuthenticator?) async {

@@ -132,7 +132,10 @@ extension Handlers {
             try checkWritable()
             let body = try await request.jsonObject(limit: 64 * 1024)
             var scope = PeerScope.everything
-            if case .array(let names)? = body["keyspaces"] { scope.keyspaces = names.compactMap(\.stringValue) }
+            if case .array(let names)? = body["keyspaces"] {
+                scope.keyspaces = names.compactMap(\.stringValue)
+                guard scope.keyspaces?.count == names.count else { throw CouchError.badRequest("keyspaces must be an array of strings") }
+            }
             if let access = body["access"]?.stringValue {
                 guard let parsed = PeerScope.Access(rawValue: access) else { throw CouchError.badRequest("access must be read or write") }
                 scope.access = parsed

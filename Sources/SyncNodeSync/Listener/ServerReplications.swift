@@ -34,15 +34,20 @@ final class ServerReplications: Sendable {
         }
     }
 
-    /// `replicator` stopped: forgotten under `id` (unless another runs there now) and listed as recent.
+    /// `replicator` stopped: forgotten under `id` and listed as recent.
     private func ended(_ replicator: Replicator, id: String) {
-        let forgotten = running.withLock { all in
+        _ = forget(replicator, id: id)
+        tasks.remove(replicator)
+    }
+
+    /// Forgets `replicator` under `id`, with its access check; false when another runs there now.
+    private func forget(_ replicator: Replicator, id: String) -> Bool {
+        running.withLock { all in
             guard all[id] === replicator else { return false }
             all[id] = nil
+            allowed.withLock { _ = $0.removeValue(forKey: id) }
             return true
         }
-        if forgotten { allowed.withLock { _ = $0.removeValue(forKey: id) } }
-        tasks.remove(replicator)
     }
 
     /// Stops and forgets the replication `id`; false if there is none.
@@ -60,14 +65,8 @@ final class ServerReplications: Sendable {
     func revalidate() async {
         let checks = allowed.withLock { $0 }
         for (id, stillAllowed) in checks {
-            guard let checked = running.withLock({ $0[id] }), !stillAllowed() else { continue }
             // Only the job that was checked: one restarted under the same ID meanwhile has its own starter.
-            guard running.withLock({ all in
-                guard all[id] === checked else { return false }
-                all[id] = nil
-                return true
-            }) else { continue }
-            allowed.withLock { _ = $0.removeValue(forKey: id) }
+            guard let checked = running.withLock({ $0[id] }), !stillAllowed(), forget(checked, id: id) else { continue }
             checked.stop()
             await checked.waitUntilStopped()
             tasks.remove(checked)
