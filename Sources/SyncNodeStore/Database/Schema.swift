@@ -161,6 +161,8 @@ struct CollectionTables: Sendable {
     let selectRow: String
     /// A live document's winner by ID: rev, seq, deleted, body.
     let selectDocument: String
+    /// A document's key, winning rev and tree by ID, without its body.
+    let selectTree: String
     let updateRow: String
     let insertRow: String
     let keepBody: String
@@ -178,6 +180,7 @@ struct CollectionTables: Sendable {
         local = "c\(id)_local"
         selectRow = "SELECT key, rev, seq, deleted, body, tree FROM \(docs) WHERE id = ?"
         selectDocument = "SELECT rev, seq, deleted, body FROM \(docs) WHERE id = ?"
+        selectTree = "SELECT key, rev, tree FROM \(docs) WHERE id = ?"
         updateRow = "UPDATE \(docs) SET rev = ?1, seq = ?2, deleted = ?3, body = ?4, tree = ?5 WHERE key = ?6"
         // Doing nothing when the ID is taken lets a new document's save skip looking first (see
         // `DocumentCollection.insertFirstRevision`); every other caller has looked.

@@ -178,7 +178,7 @@ extension DocumentCollection {
 
     /// The live leaves that lost to the winner: the document's conflicts.
     package func conflictingRevisions(id: String) throws -> [String] {
-        try leafRevisions(id: id).dropFirst().filter { !$0.deleted }.map(\.rev)
+        try streamedLeaves(id: id, readingAtMost: -1).dropFirst().filter { !$0.deleted }.map(\.rev)
     }
 
     private func storedRevision(

@@ -117,19 +117,21 @@ public struct MangoQuery: Sendable, Equatable {
         return Int(n)
     }
 
-    /// The query on `collection`. Its rows have `id`, `rev` and `doc` (the
-    /// document's body) columns, in sort order, `skip` and `limit` applied.
-    /// `fields` is not applied here: project `doc` with it.
+    /// The query on `collection`. Its rows have `id`, `rev` and, with
+    /// `includingDocuments`, `doc` (the document's body) columns, in sort
+    /// order, `skip` and `limit` applied. `fields` is not applied here:
+    /// project `doc` with it. Without the bodies, rows stay small whatever the
+    /// documents' size: read each body by its `id` and `rev` when needed.
     /// - Throws: ``StoreError/invalidQuery(_:)`` for a selector CouchDB would refuse (an unknown operator,
     ///   an operator given the wrong kind of argument...).
-    public func query(on collection: DocumentCollection) throws(StoreError) -> Query {
+    public func query(on collection: DocumentCollection, includingDocuments: Bool = true) throws(StoreError) -> Query {
         var compiler = MangoCompiler()
         let condition = try compiler.selector(selector, base: [])
         var order = sort.map { OrderItem(expression: .property(source: nil, path: MangoCompiler.path($0.field)), descending: $0.descending) }
         order.append(OrderItem(expression: .meta(source: nil, .id)))
         let statement = SelectStatement(
-            results: [.expression(.meta(source: nil, .id), alias: "id"), .expression(.meta(source: nil, .revisionID), alias: "rev"),
-                      .all(source: nil, alias: "doc")],
+            results: [.expression(.meta(source: nil, .id), alias: "id"), .expression(.meta(source: nil, .revisionID), alias: "rev")]
+                + (includingDocuments ? [.all(source: nil, alias: "doc")] : []),
             from: SourceSpec(collection: .collection(collection), alias: nil),
             whereClause: condition, orderBy: order, limit: .literal(.int(Int64(limit))), offset: .literal(.int(Int64(skip))))
         return Query(database: collection.database, statement: statement)
