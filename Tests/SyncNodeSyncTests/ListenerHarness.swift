@@ -22,7 +22,7 @@ final class ListenerHarness: @unchecked Sendable {
          databases: [String]? = nil, faultInjector: FaultInjector? = nil, idleTimeout: Duration = .seconds(60),
          maxConnectionsPerAddress: Int = 256, peerTrust: (trusted: [String], firstUse: Bool)? = nil,
          onUntrustedPeer: (@Sendable (String, String) -> Void)? = nil, authenticator: ListenerAuthenticator? = nil,
-         maxRequestBodySize: Int = 64 << 20, maxAttachmentSize: Int = 16 << 30) async throws {
+         maxRequestBodySize: Int = 64 << 20, maxAttachmentSize: Int = 16 << 30, answerMemoryBudget: Int = 96 << 20) async throws {
         directory = existing ?? FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-listener-\(UUID().uuidString)")
         node = try NodeDirectory(url: directory)
         var config = ListenerConfiguration(
@@ -32,6 +32,7 @@ final class ListenerHarness: @unchecked Sendable {
         config.faultInjector = faultInjector
         config.maxRequestBodySize = maxRequestBodySize
         config.maxAttachmentSize = maxAttachmentSize
+        config.answerMemoryBudget = answerMemoryBudget
         let node = self.node
         config.trustedPeers = try peerTrust.map { try TrustStore(directory: node, trusted: $0.trusted, trustOnFirstUse: $0.firstUse) }
         config.onUntrustedPeer = onUntrustedPeer

@@ -54,11 +54,13 @@ extension Handlers {
             return streamedFeed(collection, spec, descending: descending.map { ($0.entries, $0.last) })
         case .continuous, .eventsource:
             let contentType = spec.feed == .eventsource ? "text/event-stream" : HTTP.json
+            let budget = answerBudget
             let body = ResponseBody { [self] writer in
                 defer {
                     token.remove()
                     revocation.end()
                 }
+                var stream = AnswerStream(budget: budget)
                 var since = spec.since
                 var sent = 0
                 var idleSince = ContinuousClock.now
@@ -72,13 +74,20 @@ extension Handlers {
                     }
                     // In pages, so a feed from the start of a large database does not read it all at once.
                     let (entries, last, more) = try page(collection, spec, since: since, pageSize: 1000, sent: sent)
-                    if spec.includeDocs { metrics.documentsRead(entries.count { !$0.deleted }) }
-                    for entry in entries {
-                        let line = try changeJSON(entry, collection: collection, spec)
-                        let framed = spec.feed == .eventsource ? "data: \(line)\nid: \(entry.sequence)\n\n" : line + "\n"
-                        try await writer.write(ByteBuffer(string: framed))
-                        sent += 1
-                        lastWrite = .now
+                    var next = 0
+                    while next < entries.count {
+                        let run = try bodies(of: entries, from: next, collection, spec)
+                        for (offset, body) in run.enumerated() {
+                            let entry = entries[next + offset]
+                            if spec.feed == .eventsource { stream.json.writeRaw("data: ") }
+                            try await writeChange(entry, body: body, collection: collection, spec, stream: &stream, to: &writer)
+                            stream.json.writeRaw(spec.feed == .eventsource ? "\nid: \(entry.sequence)\n\n" : "\n")
+                            try await stream.flush(&writer, all: true)
+                            if spec.includeDocs && !entry.deleted { metrics.documentsRead(1) }
+                            sent += 1
+                            lastWrite = .now
+                        }
+                        next += run.count
                     }
                     since = last
                     if let limit = spec.limit, sent >= limit { break }
@@ -111,17 +120,16 @@ extension Handlers {
         }
     }
 
-    /// A normal (or answered long-poll) feed, spliced as text and streamed in
-    /// chunks: ascending feeds are read page by page while earlier pages are
-    /// being sent; a descending one comes already read.
+    /// A normal (or answered long-poll) feed, spliced as text and streamed (see ``AnswerStream``):
+    /// ascending feeds are read page by page while earlier pages are being sent; a descending one
+    /// comes with its entries already read (not their bodies).
     private func streamedFeed(
         _ collection: DocumentCollection, _ spec: ChangesRequest, descending: (entries: [ChangeEntry], last: Int64)?
     ) -> Response {
-        let body = ResponseBody { [self] writer in
+        AnswerStream.response(budget: answerBudget) { [self] stream, writer in
             let pageSize = 1000
             let end = try collection.lastSequence()
-            var json = JSONWriter(capacity: 80 * 1024)
-            json.writeRaw(#"{"results":["#)
+            stream.json.writeRaw(#"{"results":["#)
             var since = spec.since
             var lastSent = spec.since
             var sent = 0
@@ -130,7 +138,7 @@ extension Handlers {
             defer { metrics.documentsRead(docsSent) }
             var limitReached = false
             @Sendable func page(after since: Int64) throws -> [ChangeEntry] {
-                try collection.changes(since: since, limit: pageSize, allLeaves: spec.allLeaves, includeBodies: spec.includeDocs)
+                try collection.changes(since: since, limit: pageSize, allLeaves: spec.allLeaves)
             }
             var batch = try descending?.entries ?? page(after: since)
             paging: while true {
@@ -139,20 +147,23 @@ extension Handlers {
                 // The next page is read while this one is written out, when it will surely be needed.
                 let needed = more && spec.limit.map { sent + batch.count < $0 } ?? more
                 async let prefetched = needed ? page(after: nextSince) : nil
-                for entry in batch where spec.docIDs?.contains(entry.id) ?? true {
-                    if let limit = spec.limit, sent >= limit {
-                        limitReached = true
-                        break paging
+                let wanted = spec.docIDs.map { ids in batch.filter { ids.contains($0.id) } } ?? batch
+                var next = 0
+                while next < wanted.count {
+                    let run = try bodies(of: wanted, from: next, collection, spec)
+                    for (offset, body) in run.enumerated() {
+                        let entry = wanted[next + offset]
+                        if let limit = spec.limit, sent >= limit {
+                            limitReached = true
+                            break paging
+                        }
+                        if sent > 0 { stream.json.writeRaw(",") }
+                        try await writeChange(entry, body: body, collection: collection, spec, stream: &stream, to: &writer)
+                        sent += 1
+                        if spec.includeDocs && !entry.deleted { docsSent += 1 }
+                        lastSent = entry.sequence
                     }
-                    if sent > 0 { json.writeRaw(",") }
-                    try appendChange(entry, collection: collection, spec, to: &json)
-                    sent += 1
-                    if spec.includeDocs && !entry.deleted { docsSent += 1 }
-                    lastSent = entry.sequence
-                    if json.bytes.count > 64 * 1024 {
-                        try await writer.write(ByteBuffer(bytes: json.bytes))
-                        json.bytes.removeAll(keepingCapacity: true)
-                    }
+                    next += run.count
                 }
                 since = nextSince
                 guard more else { break }
@@ -160,15 +171,25 @@ extension Handlers {
             }
             let lastSeq = descending?.last ?? (limitReached ? lastSent : max(since, spec.feed == .normal ? end : since))
             let pending = limitReached ? try collection.changeCount(since: lastSeq) : 0
-            json.writeRaw(#"],"last_seq":"#)
-            json.writeInteger(lastSeq)
-            json.writeRaw(#","pending":"#)
-            json.writeInteger(Int64(pending))
-            json.writeRaw("}")
-            try await writer.write(ByteBuffer(bytes: json.bytes))
-            try await writer.finish(nil)
+            stream.json.writeRaw(#"],"last_seq":"#)
+            stream.json.writeInteger(lastSeq)
+            stream.json.writeRaw(#","pending":"#)
+            stream.json.writeInteger(Int64(pending))
+            stream.json.writeRaw("}")
         }
-        return Response(status: .ok, headers: [.contentType: HTTP.json], body: body)
+    }
+
+    /// The bodies of a run of `entries` from `start` when the feed includes documents (else nils), read
+    /// in one snapshot (see ``AnswerStream/run(count:from:in:read:)``); large ones only measured.
+    private func bodies(
+        of entries: [ChangeEntry], from start: Int, _ collection: DocumentCollection, _ spec: ChangesRequest
+    ) throws -> [RevisionBody?] {
+        guard spec.includeDocs else { return Array(repeating: nil, count: entries.count - start) }
+        return try AnswerStream.run(count: entries.count, from: start, in: collection) { index in
+            let body = try collection.body(id: entries[index].id, rev: entries[index].rev, readingAtMost: AnswerStream.largeBody)
+            if case .text(let text)? = body { return (body, text.utf8.count) }
+            return (body, 0)
+        }
     }
 
     /// The changes after `since` that the request wants, `sent` having been sent already: at
@@ -181,7 +202,7 @@ extension Handlers {
         // Descending: the newest first, so the limit applies after reversing.
         let wanted = spec.docIDs == nil && !spec.descending ? remaining : nil
         let readLimit = [wanted, pageSize].compactMap { $0 }.min()
-        var entries = try c.changes(since: since, limit: readLimit, allLeaves: spec.allLeaves, includeBodies: spec.includeDocs)
+        var entries = try c.changes(since: since, limit: readLimit, allLeaves: spec.allLeaves)
         let more = pageSize.map { entries.count == $0 } ?? false
         let current = spec.feed == .normal ? try c.lastSequence() : since
         let last = entries.last?.sequence ?? max(since, current)
@@ -192,38 +213,40 @@ extension Handlers {
         return (entries, lastSent, more)
     }
 
-    private func changeJSON(_ entry: ChangeEntry, collection: DocumentCollection, _ spec: ChangesRequest) throws -> String {
-        var json = JSONWriter()
-        try appendChange(entry, collection: collection, spec, to: &json)
-        return json.text
-    }
-
-    /// One `_changes` row, written straight into the output.
-    private func appendChange(_ entry: ChangeEntry, collection: DocumentCollection, _ spec: ChangesRequest, to json: inout JSONWriter) throws {
-        json.writeRaw(#"{"seq":"#)
-        json.writeInteger(entry.sequence)
-        json.writeRaw(#","id":"#)
-        json.writeString(entry.id)
-        json.writeRaw(#","changes":["#)
+    /// One `_changes` row; `body` is the winner's when the feed includes documents.
+    private func writeChange(
+        _ entry: ChangeEntry, body: RevisionBody?, collection: DocumentCollection, _ spec: ChangesRequest,
+        stream: inout AnswerStream, to writer: inout any ResponseBodyWriter
+    ) async throws {
+        stream.json.writeRaw(#"{"seq":"#)
+        stream.json.writeInteger(entry.sequence)
+        stream.json.writeRaw(#","id":"#)
+        stream.json.writeString(entry.id)
+        stream.json.writeRaw(#","changes":["#)
         for (i, rev) in entry.leafRevs.enumerated() {
-            json.writeRaw(i == 0 ? #"{"rev":"# : #",{"rev":"#)
-            json.writeString(rev)
-            json.writeRaw("}")
+            stream.json.writeRaw(i == 0 ? #"{"rev":"# : #",{"rev":"#)
+            stream.json.writeString(rev)
+            stream.json.writeRaw("}")
         }
-        json.writeRaw("]")
-        if entry.deleted { json.writeRaw(#","deleted":true"#) }
+        stream.json.writeRaw("]")
+        if entry.deleted { stream.json.writeRaw(#","deleted":true"#) }
         if spec.includeDocs {
-            json.writeRaw(#","doc":"#)
+            stream.json.writeRaw(#","doc":"#)
             let conflicts = spec.conflicts ? try collection.conflictingRevisions(id: entry.id) : nil
-            if conflicts?.isEmpty ?? true,
-               WireDocument.appendSimple(id: entry.id, rev: entry.rev, deleted: entry.deleted, body: entry.body, to: &json) {
+            if let body {
+                try await stream.writeDocument(
+                    id: entry.id, rev: entry.rev, deleted: entry.deleted, body: body, simple: conflicts?.isEmpty ?? true,
+                    collection: collection, to: &writer
+                ) { text in
+                    try WireDocument.encode(
+                        id: entry.id, rev: entry.rev, deleted: entry.deleted, body: text, conflicts: conflicts, collection: collection)
+                }
             } else {
-                json.writeRaw(try WireDocument.encode(
-                    id: entry.id, rev: entry.rev, deleted: entry.deleted, body: entry.body, conflicts: conflicts,
-                    collection: collection))
+                // Replaced since the page was read, and gone.
+                stream.json.writeRaw("null")
             }
         }
-        json.writeRaw("}")
+        stream.json.writeRaw("}")
     }
 
     private func parseChanges(_ request: Request, collection: DocumentCollection) async throws -> ChangesRequest {

@@ -71,12 +71,12 @@ extension Handlers {
         // A multipart open_revs answer always carries the attachments the asker lacks (CouchDB's replicator never asks for them).
         let multipart = query["open_revs"] != nil && request.headers[.accept]?.lowercased().contains("multipart/mixed") == true
         let inline = try query.bool("attachments") || attsSince != nil || multipart
-        func attachments(_ revision: StoredRevision) throws -> WireDocument.AttachmentContent {
-            inline ? try WireDocument.attachments(of: revision, attsSince: attsSince ?? [], collection: c) : .stubs
+        let since = attsSince ?? []
+        @Sendable func attachments(_ revision: StoredRevision) throws -> WireDocument.AttachmentContent {
+            inline ? try WireDocument.attachments(of: revision, attsSince: since, collection: c) : .stubs
         }
 
         if let openRevs = query["open_revs"] {
-            let leaves = try c.leafRevisions(id: id)
             var wanted: [String]?
             if openRevs != "all" {
                 guard case .array(let list) = try query.json("open_revs") ?? .null else {
@@ -84,43 +84,71 @@ extension Handlers {
                 }
                 wanted = list.compactMap { $0.stringValue }
             }
-            // Each entry: the revision's wire JSON (and for multipart, its attachments' files), or the revision asked for that this node lacks.
-            var found: [Swift.Result<MultipartMixed.Part, MissingRevision>] = []
-            func part(_ revision: StoredRevision) throws -> MultipartMixed.Part {
-                var files: [String: AttachmentFile] = [:]
-                let mode = try attachments(revision)
-                let json = try WireDocument.encode(
-                    id: revision.id, rev: revision.rev, deleted: revision.deleted, body: revision.body,
-                    revisions: revs ? revision.history : nil, attachments: multipart ? mode.asFiles : mode, collection: c, files: &files)
-                return MultipartMixed.Part(json: json, files: files)
-            }
+            // What to send, in order: revisions (their bodies read as they are sent), and revisions asked for that this node lacks.
+            var plan: [Swift.Result<StreamedRevision, MissingRevision>] = []
             if let wanted {
                 let latest = try query.bool("latest")
+                let leaves = latest ? try c.streamedLeaves(id: id, readingAtMost: -1) : []
                 for rev in wanted {
-                    let matches = latest ? leaves.filter { $0.history.contains(rev) } : (try c.revision(id: id, rev: rev)).map { [$0] } ?? []
-                    if matches.isEmpty { found.append(.failure(MissingRevision(rev: rev))) }
-                    for m in matches where m.body != nil { found.append(.success(try part(m))) }
+                    let matches = latest ? leaves.filter { $0.history.contains(rev) } : try c.streamedRevision(id: id, rev: rev, readingAtMost: -1).map { [$0] } ?? []
+                    if matches.isEmpty { plan.append(.failure(MissingRevision(rev: rev))) }
+                    plan += matches.map { .success($0) }
                 }
             } else {
-                for leaf in leaves where leaf.body != nil { found.append(.success(try part(leaf))) }
+                plan = try c.streamedLeaves(id: id, readingAtMost: -1).map { .success($0) }
+            }
+            let budget = answerBudget, sending = plan
+            /// Calls `send` with the revision's body, or not at all when it was compacted away.
+            @Sendable func withBody(_ revision: StreamedRevision, _ send: (String) async throws -> Void) async throws {
+                guard let body = try c.body(id: id, rev: revision.rev, readingAtMost: AnswerStream.largeBody) else { return }
+                try await AnswerStream.withWholeBody(id: id, rev: revision.rev, body, budget: budget, collection: c, send)
             }
             // CouchDB's replicator asks for multipart/mixed and cannot read a JSON array.
             if multipart {
-                return MultipartMixed.response(found.map { entry in
-                    switch entry {
-                    case .success(let part): return part
-                    case .failure(let missing): return .init(json: (["missing": .string(missing.rev)] as DocumentValue).toJSON(), error: true)
+                return MultipartMixed.response { boundary, writer in
+                    for entry in sending {
+                        switch entry {
+                        case .success(let revision):
+                            try await withBody(revision) { text in
+                                var files: [String: AttachmentFile] = [:]
+                                let stored = revision.stored(body: text)
+                                let json = try WireDocument.encode(
+                                    id: id, rev: revision.rev, deleted: revision.deleted, body: text,
+                                    revisions: revs ? revision.history : nil, attachments: try attachments(stored).asFiles, collection: c, files: &files)
+                                try await MultipartMixed.write(.init(json: json, files: files), boundary: boundary, to: &writer)
+                            }
+                        case .failure(let missing):
+                            let json = (["missing": .string(missing.rev)] as DocumentValue).toJSON()
+                            try await MultipartMixed.write(.init(json: json, error: true), boundary: boundary, to: &writer)
+                        }
                     }
-                })
-            }
-            var out: [DocumentValue] = []
-            for entry in found {
-                switch entry {
-                case .success(let part): out.append(["ok": try DocumentValue(json: part.json)])
-                case .failure(let missing): out.append(["missing": .string(missing.rev)])
                 }
             }
-            return HTTP.json(.array(out))
+            return AnswerStream.response(budget: budget) { stream, writer in
+                stream.json.writeRaw("[")
+                var first = true
+                for entry in sending {
+                    switch entry {
+                    case .success(let revision):
+                        guard let body = try c.body(id: id, rev: revision.rev, readingAtMost: AnswerStream.largeBody) else { continue }
+                        stream.json.writeRaw(first ? #"{"ok":"# : #",{"ok":"#)
+                        try await stream.writeDocument(
+                            id: id, rev: revision.rev, deleted: revision.deleted, body: body, revisions: revs ? revision.history : nil,
+                            collection: c, to: &writer
+                        ) { text in
+                            let stored = revision.stored(body: text)
+                            return try wireJSON(stored, collection: c, revs: revs, attachments: try attachments(stored))
+                        }
+                        stream.json.writeRaw("}")
+                    case .failure(let missing):
+                        stream.json.writeRaw(first ? #"{"missing":"# : #",{"missing":"#)
+                        stream.json.writeString(missing.rev)
+                        stream.json.writeRaw("}")
+                    }
+                    first = false
+                }
+                stream.json.writeRaw("]")
+            }
         }
 
         guard let revision = try c.revision(id: id, rev: query["rev"]), revision.body != nil else {

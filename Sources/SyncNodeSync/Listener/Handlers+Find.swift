@@ -18,30 +18,65 @@ extension Handlers {
         }
         let started = ContinuousClock.now
         let find = try MangoQuery(body)
-        let query = try find.query(on: c)
-        // The rows and the revisions they name from one snapshot: a write in between cannot slip in a non-match.
-        let docs: [DocumentValue] = try c.inSnapshot {
-            try query.execute().compactMap { row in
-                guard let id = row.string(forKey: "id"), let rev = row.string(forKey: "rev"),
-                      let revision = try c.revision(id: id, rev: rev), revision.body != nil else { return nil }
-                let doc = try DocumentValue(json: try wireJSON(revision, collection: c))
-                return find.fields.map { Self.project(doc, fields: $0) } ?? doc
-            }
+        let query = try find.query(on: c, includingDocuments: false)
+        // The revisions the query names, not their bodies: each (id, rev) names an unchanging
+        // revision, so reading bodies afterwards cannot slip in a document that does not match.
+        let matches: [(id: String, rev: String)] = try query.execute().compactMap { row in
+            guard let id = row.string(forKey: "id"), let rev = row.string(forKey: "rev") else { return nil }
+            return (id, rev)
         }
-        var out: [String: DocumentValue] = ["docs": .array(docs), "bookmark": .string(Self.bookmark(skip: find.skip + docs.count))]
+        var warning: String?
         let known = find.useIndex.isEmpty ? [] : try Set(c.indexes)
         if let missing = find.useIndex.first(where: { !known.contains(Self.indexName(designDocument: $0)) }) {
-            out["warning"] = .string("\(missing) was not found, or is not a valid index for this query.")
+            warning = "\(missing) was not found, or is not a valid index for this query."
         } else if !(try query.explain()).split(separator: "\n").contains(where: { $0.hasPrefix("SEARCH") && $0.contains(" USING ") }) {
             // SQLite's plan steps name any index they search ("SEARCH s0 USING INDEX ..."); the SQL above them is not looked at.
-            out["warning"] = "No matching index found, create an index to optimize query time."
+            warning = "No matching index found, create an index to optimize query time."
         }
-        if body["execution_stats"] == .bool(true) {
-            let elapsed = started.duration(to: .now)
-            let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-            out["execution_stats"] = ["results_returned": .int(Int64(docs.count)), "execution_time_ms": .double(milliseconds)]
+        let wantsStats = body["execution_stats"] == .bool(true)
+        return AnswerStream.response(budget: answerBudget) { [self, warning] stream, writer in
+            stream.json.writeRaw(#"{"docs":["#)
+            var sent = 0
+            defer { metrics.documentsRead(sent) }
+            var next = 0
+            while next < matches.count {
+                let run = try AnswerStream.run(count: matches.count, from: next, in: c) { index in
+                    let body = try c.body(id: matches[index].id, rev: matches[index].rev, readingAtMost: AnswerStream.largeBody)
+                    if case .text(let text)? = body { return (body, text.utf8.count) }
+                    return (body, 0)
+                }
+                for (offset, body) in run.enumerated() {
+                    // Compacted away since the query ran: no longer there to send.
+                    guard let body else { continue }
+                    let (id, rev) = matches[next + offset]
+                    if sent > 0 { stream.json.writeRaw(",") }
+                    try await stream.writeDocument(
+                        id: id, rev: rev, deleted: false, body: body, simple: find.fields == nil, collection: c, to: &writer
+                    ) { text in
+                        let wire = try WireDocument.encode(id: id, rev: rev, deleted: false, body: text, collection: c)
+                        guard let fields = find.fields else { return wire }
+                        return Self.project(try DocumentValue(json: wire), fields: fields).toJSON()
+                    }
+                    sent += 1
+                }
+                next += run.count
+            }
+            stream.json.writeRaw(#"],"bookmark":"#)
+            stream.json.writeString(Self.bookmark(skip: find.skip + sent))
+            if let warning {
+                stream.json.writeRaw(#","warning":"#)
+                stream.json.writeString(warning)
+            }
+            if wantsStats {
+                let elapsed = started.duration(to: .now)
+                let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+                stream.json.writeRaw(#","execution_stats":"#)
+                stream.json.writeRaw(DocumentValue.dictionary([
+                    "results_returned": .int(Int64(sent)), "execution_time_ms": .double(milliseconds),
+                ]).toJSON())
+            }
+            stream.json.writeRaw("}")
         }
-        return HTTP.json(.dictionary(out))
     }
 
     /// `GET /{db}/_index` lists the indexes (value indexes as CouchDB's `json`

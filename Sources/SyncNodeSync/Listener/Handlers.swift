@@ -20,6 +20,8 @@ struct Handlers: Sendable {
     let tlsIdentity: @Sendable () -> TLSIdentity?
     /// Tells feeds and jobs that who may do what changed.
     let accessWatch: AccessWatch
+    /// What large bodies in answers being written may hold at once.
+    let answerBudget: AnswerBudget
     let logger: Logger
 
     var directory: NodeDirectory { config.directory }

@@ -100,7 +100,8 @@ public final class Listener: Sendable {
         let responder = ListenerResponder(
             handlers: Handlers(config: config, replications: replications, compactions: compactions, metrics: metrics,
                                port: { [weak self] in self?.port }, status: { [weak self] in self?.status ?? ListenerStatus() },
-                               tlsIdentity: { [weak self] in self?.tlsIdentity }, accessWatch: accessWatch, logger: logger),
+                               tlsIdentity: { [weak self] in self?.tlsIdentity }, accessWatch: accessWatch,
+                               answerBudget: AnswerBudget(capacity: config.answerMemoryBudget), logger: logger),
             authentication: authentication, redemption: redemption,
             allowedOrigins: config.allowedOrigins, stats: stats, faultInjector: config.faultInjector, logger: logger)
         let stats = self.stats

@@ -102,6 +102,11 @@ public struct ListenerConfiguration: Sendable {
     /// The largest attachment accepted by a standalone upload (`PUT /{db}/{doc}/{name}`), which
     /// streams to the blob store instead of being held in memory (413 beyond).
     public var maxAttachmentSize: Int
+    /// Memory that large document bodies (over 256 KiB) may hold at once while answers are
+    /// written (`_all_docs`, `_changes`, `_bulk_get`, `_find`, `open_revs`), shared by every
+    /// answer: readers of big databases take turns rather than add up. A body larger than
+    /// this still goes out, alone.
+    public var answerMemoryBudget: Int = 96 << 20
     /// A connection that sends nothing for this long is closed: no TLS
     /// ClientHello, headers or a body that stop arriving, an idle keep-alive.
     /// A response being written (a long poll, a continuous feed) is exempt.

@@ -121,6 +121,22 @@ enum WireDocument {
     static func appendSimple(id: String, rev: String, deleted: Bool, body: String?, revisions: [String]? = nil, to out: inout JSONWriter) -> Bool {
         let body = body ?? "{}"
         guard !hasBlobs(body) else { return false }
+        appendSimpleHead(id: id, rev: rev, deleted: deleted, revisions: revisions, to: &out)
+        if body.utf8.count > 2 {
+            out.writeRaw(",")
+            var body = body
+            // Through `withUTF8`: appending `utf8.dropFirst()` copies byte by byte.
+            body.withUTF8 { out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: $0.dropFirst())) }
+        } else {
+            out.writeRaw("}")
+        }
+        return true
+    }
+
+    /// What ``appendSimple(id:rev:deleted:body:revisions:to:)`` writes before the body: the
+    /// object's opening and its `_` members, unclosed. The body follows without its `{`, after
+    /// a comma (or a lone `}` for an empty body).
+    static func appendSimpleHead(id: String, rev: String, deleted: Bool, revisions: [String]?, to out: inout JSONWriter) {
         out.writeRaw(#"{"_id":"#)
         out.writeString(id)
         out.writeRaw(#","_rev":"#)
@@ -134,15 +150,6 @@ enum WireDocument {
             }
             out.writeRaw("],\"start\":\(start)}")
         }
-        if body.utf8.count > 2 {
-            out.writeRaw(",")
-            var body = body
-            // Through `withUTF8`: appending `utf8.dropFirst()` copies byte by byte.
-            body.withUTF8 { out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: $0.dropFirst())) }
-        } else {
-            out.writeRaw("}")
-        }
-        return true
     }
 
     /// `{meta..., body...}` without re-serializing the body.

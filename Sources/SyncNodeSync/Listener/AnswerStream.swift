@@ -1,0 +1,130 @@
+import Hummingbird
+import NIOCore
+import SyncNodeStore
+
+/// A JSON answer written to its client as it is produced (`_all_docs`,
+/// `_changes`, `_bulk_get`, `_find`, `_query`, `open_revs`).
+///
+/// Text gathers in a writer and leaves in pieces of about 64 KiB, each written
+/// before more is read: an answer holds a piece at a time, never the whole,
+/// and a client that reads slowly slows its answer down instead of making the
+/// node buffer it. A large document body is measured before it is read, read
+/// only once the listener's ``AnswerBudget`` has room for it, and written in
+/// slices straight from the string read.
+///
+/// The pieces stay below glibc's mmap threshold, which `serve` fixes at
+/// 256 KiB: larger buffers are fresh mappings whose pages fault in and are
+/// unmapped again, which once cost a serving node about 15% of its CPU during
+/// a pull. Pieces below it come from the heap and are reused.
+struct AnswerStream {
+    static let pieceSize = 64 * 1024
+    /// Bodies up to this size are read with their rows; larger ones wait for the budget.
+    static let largeBody = 256 * 1024
+    /// How much of a run of rows' bodies is read in one snapshot before it is written.
+    static let runBytes = 1 << 20
+    private static let sliceSize = 128 * 1024
+
+    var json = JSONWriter(capacity: pieceSize + pieceSize / 4)
+    let budget: AnswerBudget
+
+    /// An answer whose JSON `produce` writes through a stream (then flushed and finished).
+    static func response(
+        budget: AnswerBudget, contentType: String = HTTP.json,
+        _ produce: @escaping @Sendable (inout AnswerStream, inout any ResponseBodyWriter) async throws -> Void
+    ) -> Response {
+        let body = ResponseBody { writer in
+            var stream = AnswerStream(budget: budget)
+            try await produce(&stream, &writer)
+            try await stream.flush(&writer, all: true)
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: contentType], body: body)
+    }
+
+    /// The next run of `count` items from `start`, read by `read` (what it read and its bytes)
+    /// in one snapshot of `collection` (one read transaction, not one each), ending once about
+    /// ``runBytes`` of bodies have been read.
+    static func run<Read>(
+        count: Int, from start: Int, in collection: DocumentCollection, read: (Int) throws -> (Read, bytes: Int)
+    ) throws -> [Read] {
+        try collection.inSnapshot {
+            var run: [Read] = []
+            var bytes = 0
+            var index = start
+            while index < count, bytes < runBytes, run.count < 1000 {
+                let (item, size) = try read(index)
+                run.append(item)
+                bytes += size
+                index += 1
+            }
+            return run
+        }
+    }
+
+    /// Writes what has gathered once it makes a piece (`all`: whatever there is).
+    mutating func flush(_ writer: inout any ResponseBodyWriter, all: Bool = false) async throws {
+        guard json.bytes.count >= (all ? 1 : Self.pieceSize) else { return }
+        try await writer.write(ByteBuffer(bytes: json.bytes))
+        json.bytes.removeAll(keepingCapacity: true)
+    }
+
+    /// Appends a document's wire JSON: with `simple`, a body holding no blobs is
+    /// spliced after `_id`, `_rev`, `_deleted` and `revisions` as `_revisions`;
+    /// otherwise `encode` makes the JSON from the body. A ``RevisionBody/large(_:)``
+    /// body is read here, once the budget has room for it.
+    mutating func writeDocument(
+        id: String, rev: String, deleted: Bool, body: RevisionBody, revisions: [String]? = nil, simple: Bool = true,
+        collection: DocumentCollection, to writer: inout any ResponseBodyWriter, encode: (String) throws -> String
+    ) async throws {
+        switch body {
+        case .text(let text):
+            if simple, WireDocument.appendSimple(id: id, rev: rev, deleted: deleted, body: text, revisions: revisions, to: &json) { break }
+            json.writeRaw(try encode(text))
+        case .large:
+            try await flush(&writer, all: true)
+            try await Self.withWholeBody(id: id, rev: rev, body, budget: budget, collection: collection) { text in
+                if simple, !WireDocument.hasBlobs(text) {
+                    WireDocument.appendSimpleHead(id: id, rev: rev, deleted: deleted, revisions: revisions, to: &json)
+                    json.writeRaw(",")
+                    try await flush(&writer, all: true)
+                    try await Self.writeSlices(of: text, from: 1, to: &writer)
+                } else {
+                    try await Self.writeSlices(of: try encode(text), from: 0, to: &writer)
+                }
+            }
+        }
+        try await flush(&writer)
+    }
+
+    /// Calls `use` with the whole of `body`: a large one is read only once the budget has
+    /// room for it (and for its way out), and the room is kept until `use` returns.
+    static func withWholeBody<T>(
+        id: String, rev: String, _ body: RevisionBody, budget: AnswerBudget, collection: DocumentCollection,
+        _ use: (String) async throws -> T
+    ) async throws -> T {
+        let size: Int
+        switch body {
+        case .text(let text): return try await use(text)
+        case .large(let bytes): size = bytes
+        }
+        let reserved = try await budget.reserve(size + sliceSize * 2)
+        defer { budget.release(reserved) }
+        guard case .text(let text)? = try collection.body(id: id, rev: rev) else {
+            throw CouchError(status: 500, error: "unknown_error", reason: "The body of '\(id)' \(rev) was removed while it was being sent.")
+        }
+        return try await use(text)
+    }
+
+    /// Writes `text`'s UTF-8 bytes from `start` on, a slice at a time: no copy of the whole.
+    static func writeSlices(of text: String, from start: Int, to writer: inout any ResponseBodyWriter) async throws {
+        var text = text
+        let count = text.utf8.count
+        var offset = start
+        while offset < count {
+            let end = min(offset + Self.sliceSize, count)
+            let slice = text.withUTF8 { ByteBuffer(bytes: UnsafeBufferPointer(rebasing: $0[offset..<end])) }
+            try await writer.write(slice)
+            offset = end
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Hummingbird
+import SyncNodeStore
+
+extension Handlers {
+    /// `POST /{db}/_bulk_get`: the revisions `docs` names (`{"id","rev","atts_since"}`), each
+    /// as `{"ok": doc}` or `{"error": ...}`, written as they are read (see ``AnswerStream``).
+    /// With `latest`, the leaves descending from `rev`; with `revs`, each one's history.
+    func bulkGet(_ request: Request, collection: DocumentCollection) async throws -> Response {
+        let query = QueryOptions(request.uri)
+        let revs = try query.bool("revs")
+        let latest = try query.bool("latest")
+        let wantAttachments = try query.bool("attachments")
+        let body = try await request.jsonObject(limit: bodyLimit)
+        guard case .array(let asked)? = body["docs"] else { throw CouchError.badRequest("POST body must include a `docs` array") }
+        let entries = asked.map(BulkGetEntry.init)
+        return AnswerStream.response(budget: answerBudget) { [self] stream, writer in
+            stream.json.writeRaw(#"{"results":["#)
+            var served = 0
+            defer { metrics.documentsRead(served) }
+            var next = 0
+            while next < entries.count {
+                let run = try AnswerStream.run(count: entries.count, from: next, in: collection) { index in
+                    let found = try entries[index].revisions(in: collection, latest: latest)
+                    return (found, found.reduce(0) { $0 + $1.bytesRead })
+                }
+                for (offset, found) in run.enumerated() {
+                    let entry = entries[next + offset]
+                    if next + offset > 0 { stream.json.writeRaw(",") }
+                    guard let id = entry.id else {
+                        stream.json.writeRaw(#"{"id":null,"docs":[{"error":{"id":null,"rev":null,"error":"bad_request","reason":"each entry needs an id"}}]}"#)
+                        continue
+                    }
+                    stream.json.writeRaw(#"{"id":"#)
+                    stream.json.writeString(id)
+                    stream.json.writeRaw(#","docs":["#)
+                    var any = false
+                    for revision in found {
+                        guard let body = revision.body else { continue }
+                        stream.json.writeRaw(any ? #",{"ok":"# : #"{"ok":"#)
+                        try await stream.writeDocument(
+                            id: id, rev: revision.rev, deleted: revision.deleted, body: body, revisions: revs ? revision.history : nil,
+                            collection: collection, to: &writer
+                        ) { text in
+                            let stored = revision.stored(body: text)
+                            let mode = wantAttachments ? try WireDocument.attachments(of: stored, attsSince: entry.attsSince, collection: collection) : .stubs
+                            return try wireJSON(stored, collection: collection, revs: revs, attachments: mode)
+                        }
+                        stream.json.writeRaw("}")
+                        any = true
+                        served += 1
+                    }
+                    if !any {
+                        stream.json.writeRaw(#"{"error":{"id":"#)
+                        stream.json.writeString(id)
+                        stream.json.writeRaw(#","rev":"#)
+                        if let rev = entry.rev { stream.json.writeString(rev) } else { stream.json.writeRaw("null") }
+                        stream.json.writeRaw(#","error":"not_found","reason":"missing"}}"#)
+                    }
+                    stream.json.writeRaw("]}")
+                    try await stream.flush(&writer)
+                }
+                next += run.count
+            }
+            stream.json.writeRaw("]}")
+        }
+    }
+}
+
+/// One entry of a `_bulk_get` request.
+private struct BulkGetEntry: Sendable {
+    let id: String?
+    let rev: String?
+    let attsSince: [String]
+
+    init(_ item: DocumentValue) {
+        guard case .dictionary(let spec) = item, case .string(let id)? = spec["id"] else {
+            (id, rev, attsSince) = (nil, nil, [])
+            return
+        }
+        self.id = id
+        rev = spec["rev"]?.stringValue
+        if case .array(let atts)? = spec["atts_since"] { attsSince = atts.compactMap { $0.stringValue } } else { attsSince = [] }
+    }
+
+    /// The revisions it names: `rev` (the winner without), or with `latest` the leaves descending from `rev`.
+    func revisions(in collection: DocumentCollection, latest: Bool) throws -> [StreamedRevision] {
+        guard let id else { return [] }
+        if let rev, latest {
+            return try collection.streamedLeaves(id: id, readingAtMost: AnswerStream.largeBody).filter { $0.history.contains(rev) }
+        }
+        return try collection.streamedRevision(id: id, rev: rev, readingAtMost: AnswerStream.largeBody).map { [$0] } ?? []
+    }
+}
