@@ -15,8 +15,8 @@ import Testing
 
     /// A listener whose budget (1 MiB) is below two large bodies, with large and small documents
     /// (`big0`...`big2` of 600 KB, `small`), a deleted one and `twin`, a large document in conflict.
-    static func harness() async throws -> ListenerHarness {
-        let h = try await ListenerHarness(answerMemoryBudget: 1 << 20)
+    static func harness(maxRequestBodySize: Int = 64 << 20) async throws -> ListenerHarness {
+        let h = try await ListenerHarness(maxRequestBodySize: maxRequestBodySize, answerMemoryBudget: 1 << 20)
         let c = try #require(try h.node.database("db", create: true)).defaultCollection()
         for i in 0..<3 { try c.save(try MutableDocument(id: "big\(i)", data: ["kind": "big", "text": text(i, size: 600_000)])) }
         try c.save(try MutableDocument(id: "small", data: ["kind": "small", "text": "s"]))
@@ -107,6 +107,21 @@ import Testing
                 }
                 for try await whole in group { #expect(whole) }
             }
+        }
+    }
+
+    /// SQL++ results are built whole, so they are bounded (by the request body limit): beyond it,
+    /// 400 with what to do, and nothing held.
+    @Test func aQueryResultBeyondTheLimitIsRefusedWithAWayOut() async throws {
+        let h = try await Self.harness(maxRequestBodySize: 1 << 20)
+        try await withCleanup({ await h.shutdown() }) {
+            let all = try await h.request(.POST, "/db/_query", body: #"{"query":"SELECT * FROM _"}"#)
+            #expect(all.status == 400 && all["error"] == "query_parse_error")
+            #expect(all["reason"]?.string?.contains("LIMIT and OFFSET") == true)
+            let paged = try await h.request(.POST, "/db/_query", body: #"{"query":"SELECT * FROM _ ORDER BY meta().id LIMIT 1"}"#)
+            #expect(paged.status == 200 && paged["results"]?.array?.count == 1)
+            let ids = try await h.request(.POST, "/db/_query", body: #"{"query":"SELECT meta().id FROM _"}"#)
+            #expect(ids.status == 200 && ids["results"]?.array?.count == 5)
         }
     }
 }

@@ -140,7 +140,8 @@ extension Handlers {
     // MARK: - _query
 
     /// `{"query": "SELECT ...", "params": {"name": value}}` -> `{"results": [row, ...]}`;
-    /// FROM names the database's collections (`_` is its default collection).
+    /// FROM names the database's collections (`_` is its default collection). Rows holding more
+    /// than the request body limit (64 MiB) in all are refused (400): page them with LIMIT and OFFSET.
     private func query(_ request: Request, database: SyncNodeStore.Database) async throws -> Response {
         let body = try await request.jsonObject(limit: bodyLimit)
         guard case .string(let sql)? = body["query"] else { throw CouchError.badRequest("POST body must include a `query` string (SQL++)") }
@@ -152,14 +153,18 @@ extension Handlers {
         }
         let query = try database.createQuery(sql)
         query.parameters = Parameters(parameters)
-        var writer = JSONWriter()
-        writer.writeRaw("{\"results\":[")
-        for (i, result) in try query.execute().enumerated() {
-            if i > 0 { writer.writeRaw(",") }
-            writer.writeRaw(result.toJSON())
+        // Built whole (a statement cannot stay open while the answer is written), so bounded: a result
+        // larger than the largest request body is refused with a way to narrow it.
+        let results = try query.execute(atMostBytes: bodyLimit)
+        return AnswerStream.response(budget: answerBudget) { stream, writer in
+            stream.json.writeRaw("{\"results\":[")
+            for (i, result) in results.enumerated() {
+                if i > 0 { stream.json.writeRaw(",") }
+                stream.json.writeRaw(result.toJSON())
+                try await stream.flush(&writer)
+            }
+            stream.json.writeRaw("]}")
         }
-        writer.writeRaw("]}")
-        return HTTP.json(writer.text)
     }
 
     /// The wire JSON of a stored revision.
