@@ -7,6 +7,8 @@
 #                                      1,000 100 KB attachments pulled vs cp; a mixed batch
 #   scripts/bench.sh scale [N ...]      import and pull at 100k and 1M (or the given N), then
 #                                       the query benchmark at 1M (SCALE_QUERY_N overrides)
+#   scripts/bench.sh answers [MB]      peak RSS of a serve answering big reads over two MB-sized
+#                                      databases (default 1024: 50 MB and 100 KB documents)
 #   scripts/bench.sh couchdb [N ...]   replication with CouchDB and PouchDB (needs SYNCNODE_COUCHDB_URL,
 #                                      an admin URL, and SYNCNODE_POUCHDB_DIR, as the interoperability tests)
 set -euo pipefail
@@ -50,13 +52,16 @@ case "$what" in
   query|codable)
     "$bin/SyncNodeBenchmarks" "$what" "$n"
     ;;
+  answers)
+    python3 scripts/bench/answers.py "$bin" "${2:-1024}"
+    ;;
   attachments)
     log="$(mktemp)"
     trap 'rm -f "$log"' EXIT
     "$bin/SyncNodeBenchmarks" attachments "${2:-1024}" 2>"$log" || { cat "$log" >&2; exit 1; }
     ;;
   *)
-    echo "usage: scripts/bench.sh [store|listener|replication|query|codable|mesh] [N] | attachments [MB] | scale [N ...] | couchdb [N ...]" >&2
+    echo "usage: scripts/bench.sh [store|listener|replication|query|codable|mesh] [N] | attachments [MB] | answers [MB] | scale [N ...] | couchdb [N ...]" >&2
     exit 2
     ;;
 esac

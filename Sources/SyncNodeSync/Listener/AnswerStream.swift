@@ -29,7 +29,7 @@ struct AnswerStream {
 
     /// An answer whose JSON `produce` writes through a stream (then flushed and finished).
     static func response(
-        budget: AnswerBudget, contentType: String = HTTP.json,
+        budget: AnswerBudget, headers: HTTPFields = [:],
         _ produce: @escaping @Sendable (inout AnswerStream, inout any ResponseBodyWriter) async throws -> Void
     ) -> Response {
         let body = ResponseBody { writer in
@@ -38,7 +38,9 @@ struct AnswerStream {
             try await stream.flush(&writer, all: true)
             try await writer.finish(nil)
         }
-        return Response(status: .ok, headers: [.contentType: contentType], body: body)
+        var fields = headers
+        fields[.contentType] = HTTP.json
+        return Response(status: .ok, headers: fields, body: body)
     }
 
     /// The next run of `count` items from `start`, read by `read` (what it read and its bytes)
@@ -64,6 +66,11 @@ struct AnswerStream {
     /// Writes what has gathered once it makes a piece (`all`: whatever there is).
     mutating func flush(_ writer: inout any ResponseBodyWriter, all: Bool = false) async throws {
         guard json.bytes.count >= (all ? 1 : Self.pieceSize) else { return }
+        try await Self.write(&json, to: &writer)
+    }
+
+    private static func write(_ json: inout JSONWriter, to writer: inout any ResponseBodyWriter) async throws {
+        guard !json.bytes.isEmpty else { return }
         try await writer.write(ByteBuffer(bytes: json.bytes))
         json.bytes.removeAll(keepingCapacity: true)
     }
@@ -76,21 +83,27 @@ struct AnswerStream {
         id: String, rev: String, deleted: Bool, body: RevisionBody, revisions: [String]? = nil, simple: Bool = true,
         collection: DocumentCollection, to writer: inout any ResponseBodyWriter, encode: (String) throws -> String
     ) async throws {
+        /// A large body: its `_` members, then the body in slices, never copied whole.
+        func writeLarge(_ text: String, json: inout JSONWriter) async throws {
+            try await Self.write(&json, to: &writer)
+            if simple, !WireDocument.hasBlobs(text) {
+                WireDocument.appendSimpleHead(id: id, rev: rev, deleted: deleted, revisions: revisions, to: &json)
+                json.writeRaw(",")
+                try await Self.write(&json, to: &writer)
+                try await Self.writeSlices(of: text, from: 1, to: &writer)
+            } else {
+                try await Self.writeSlices(of: try encode(text), from: 0, to: &writer)
+            }
+        }
         switch body {
-        case .text(let text):
+        case .text(let text) where text.utf8.count <= Self.largeBody:
             if simple, WireDocument.appendSimple(id: id, rev: rev, deleted: deleted, body: text, revisions: revisions, to: &json) { break }
             json.writeRaw(try encode(text))
+        case .text(let text):
+            try await writeLarge(text, json: &json)
         case .large:
-            try await flush(&writer, all: true)
             try await Self.withWholeBody(id: id, rev: rev, body, budget: budget, collection: collection) { text in
-                if simple, !WireDocument.hasBlobs(text) {
-                    WireDocument.appendSimpleHead(id: id, rev: rev, deleted: deleted, revisions: revisions, to: &json)
-                    json.writeRaw(",")
-                    try await flush(&writer, all: true)
-                    try await Self.writeSlices(of: text, from: 1, to: &writer)
-                } else {
-                    try await Self.writeSlices(of: try encode(text), from: 0, to: &writer)
-                }
+                try await writeLarge(text, json: &json)
             }
         }
         try await flush(&writer)

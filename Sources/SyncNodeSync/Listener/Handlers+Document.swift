@@ -17,25 +17,27 @@ extension Handlers {
             return response
         case .put:
             try checkWritable()
-            var object: [String: DocumentValue]
-            var files: [String: AttachmentFile] = [:]
+            let parsed: WireRevision
             if let boundary = request.headers[.contentType].flatMap(MultipartRelated.boundary(contentType:)) {
                 // The JSON part is bounded like any JSON body; attachments stream into the blob store.
                 // Parts carry their own encodings: the whole upload is never content-encoded.
                 guard try ContentCoding(request) == .identity else {
                     throw CouchError.unsupportedMediaType("a multipart/related upload is not content-encoded as a whole; gzip its attachments instead")
                 }
-                (object, files) = try await MultipartRelated.read(
+                let (object, files) = try await MultipartRelated.read(
                     request.body, boundary: boundary, jsonLimit: bodyLimit, attachmentLimit: config.maxAttachmentSize, into: c)
+                parsed = WireRevision(object: object, files: files)
             } else {
-                object = try await request.jsonObject(limit: bodyLimit)
+                // Canonicalized from the text, as `_bulk_docs` does: no value tree of a body that may be 64 MB.
+                parsed = try WireRevision(json: try await request.textBody(limit: bodyLimit))
             }
-            if object["_rev"] == nil, let rev = query["rev"] ?? request.headers[.ifMatch].map(unquote) { object["_rev"] = .string(rev) }
-            if let bodyID = object["_id"], bodyID != .string(id) {
+            var meta = parsed.meta
+            if meta["_rev"] == nil, let rev = query["rev"] ?? request.headers[.ifMatch].map(unquote) { meta["_rev"] = .string(rev) }
+            if let bodyID = meta["_id"], bodyID != .string(id) {
                 throw CouchError.badRequest("_id in the body does not match the URL")
             }
-            object["_id"] = .string(id)
-            let revision = WireRevision(object: object, files: files)
+            meta["_id"] = .string(id)
+            let revision = parsed.replacing(meta: meta, files: parsed.files)
             if try !query.bool("new_edits", default: true) {
                 try ReplicatedRevision.insert(revision, into: c, author: author)
                 return HTTP.json(["ok": true, "id": .string(id), "rev": .string(revision.rev)], status: .created)
@@ -98,28 +100,39 @@ extension Handlers {
                 plan = try c.streamedLeaves(id: id, readingAtMost: -1).map { .success($0) }
             }
             let budget = answerBudget, sending = plan
-            /// Calls `send` with the revision's body, or not at all when it was compacted away.
-            @Sendable func withBody(_ revision: StreamedRevision, _ send: (String) async throws -> Void) async throws {
-                guard let body = try c.body(id: id, rev: revision.rev, readingAtMost: AnswerStream.largeBody) else { return }
-                try await AnswerStream.withWholeBody(id: id, rev: revision.rev, body, budget: budget, collection: c, send)
-            }
             // CouchDB's replicator asks for multipart/mixed and cannot read a JSON array.
             if multipart {
                 return MultipartMixed.response { boundary, writer in
+                    var stream = AnswerStream(budget: budget)
                     for entry in sending {
+                        let revision: StreamedRevision
                         switch entry {
-                        case .success(let revision):
-                            try await withBody(revision) { text in
-                                var files: [String: AttachmentFile] = [:]
-                                let stored = revision.stored(body: text)
-                                let json = try WireDocument.encode(
-                                    id: id, rev: revision.rev, deleted: revision.deleted, body: text,
-                                    revisions: revs ? revision.history : nil, attachments: try attachments(stored).asFiles, collection: c, files: &files)
-                                try await MultipartMixed.write(.init(json: json, files: files), boundary: boundary, to: &writer)
-                            }
+                        case .success(let found): revision = found
                         case .failure(let missing):
                             let json = (["missing": .string(missing.rev)] as DocumentValue).toJSON()
                             try await MultipartMixed.write(.init(json: json, error: true), boundary: boundary, to: &writer)
+                            continue
+                        }
+                        // Compacted away: nothing to send.
+                        guard let body = try c.body(id: id, rev: revision.rev, readingAtMost: AnswerStream.largeBody) else { continue }
+                        let history = revs ? revision.history : nil
+                        try await AnswerStream.withWholeBody(id: id, rev: revision.rev, body, budget: budget, collection: c) { text in
+                            guard WireDocument.hasBlobs(text) else {
+                                // A plain JSON part, written as `_bulk_get` writes a document.
+                                try await writer.write(ByteBuffer(string: "--\(boundary)\r\nContent-Type: application/json\r\n\r\n"))
+                                try await stream.writeDocument(
+                                    id: id, rev: revision.rev, deleted: revision.deleted, body: .text(text), revisions: history,
+                                    collection: c, to: &writer
+                                ) { try WireDocument.encode(id: id, rev: revision.rev, deleted: revision.deleted, body: $0, revisions: history, collection: c) }
+                                try await stream.flush(&writer, all: true)
+                                try await writer.write(ByteBuffer(string: "\r\n"))
+                                return
+                            }
+                            var files: [String: AttachmentFile] = [:]
+                            let json = try WireDocument.encode(
+                                id: id, rev: revision.rev, deleted: revision.deleted, body: text, revisions: history,
+                                attachments: try attachments(revision.stored(body: text)).asFiles, collection: c, files: &files)
+                            try await MultipartMixed.write(.init(json: json, files: files), boundary: boundary, to: &writer)
                         }
                     }
                 }
@@ -151,20 +164,40 @@ extension Handlers {
             }
         }
 
-        guard let revision = try c.revision(id: id, rev: query["rev"]), revision.body != nil else {
+        guard let streamed = try c.streamedRevision(id: id, rev: query["rev"], readingAtMost: AnswerStream.largeBody),
+              let body = streamed.body else {
             throw CouchError.notFound("missing")
         }
         // A deleted winner reads as missing unless its revision was asked for.
-        if revision.deleted, query["rev"] == nil { throw CouchError.notFound("deleted") }
-        let etag = "\"\(revision.rev)\""
+        if streamed.deleted, query["rev"] == nil { throw CouchError.notFound("deleted") }
+        let etag = "\"\(streamed.rev)\""
         if let match = request.headers[.ifNoneMatch], match == etag {
             return Response(status: .notModified, headers: [.eTag: etag])
         }
         let conflicts = try query.bool("conflicts") ? try c.conflictingRevisions(id: id) : nil
+        let revsInfo = try query.bool("revs_info") && query["rev"] == nil
+        if case .large = body, !revsInfo {
+            // Written as read, like the answers that carry many documents (see ``AnswerStream``).
+            return AnswerStream.response(budget: answerBudget, headers: [.eTag: etag]) { stream, writer in
+                try await stream.writeDocument(
+                    id: id, rev: streamed.rev, deleted: streamed.deleted, body: body, revisions: revs ? streamed.history : nil,
+                    simple: conflicts?.isEmpty ?? true, collection: c, to: &writer
+                ) { text in
+                    let stored = streamed.stored(body: text)
+                    return try wireJSON(stored, collection: c, revs: revs, conflicts: conflicts, attachments: attachments(stored))
+                }
+            }
+        }
+        let text: String?
+        switch body {
+        case .text(let small): text = small
+        case .large: text = try c.revision(id: id, rev: streamed.rev)?.body
+        }
+        let revision = streamed.stored(body: text)
         var json = try wireJSON(revision, collection: c, revs: revs, conflicts: conflicts, attachments: attachments(revision))
         // As CouchDB: the winner's path, newest first, each available, deleted or missing (compacted away); not with ?rev=.
         // (`att_encoding_info` adds nothing: attachments are stored decoded, and identity ones carry no encoding fields.)
-        if try query.bool("revs_info"), query["rev"] == nil, case .dictionary(var object) = try DocumentValue(json: json) {
+        if revsInfo, case .dictionary(var object) = try DocumentValue(json: json) {
             object["_revs_info"] = .array(try c.inSnapshot {
                 try revision.history.map { rev in
                     let stored = rev == revision.rev ? revision : try c.revision(id: id, rev: rev)
