@@ -10,7 +10,7 @@ import Testing
         let python = try packageExecutable(".venv/bin/python")
         let user = "hostile", password = "s3cret-Pass"
         let idleTimeout = 3
-        let node = try ServeProcess(user: user, password: password, arguments: ["--idle-timeout", "\(idleTimeout)"])
+        let node = try ServeProcess(user: user, password: password, arguments: ["--idle-timeout", "\(idleTimeout)", "--max-attachment-mb", "4"])
         var arguments = [packageRoot.appendingPathComponent("Tests/hostile/hostile_input.py").path,
                          "https://localhost:\(node.port)", user, password, node.certificate.path,
                          "\(node.process.processIdentifier)", "--idle-timeout", "\(idleTimeout)"]

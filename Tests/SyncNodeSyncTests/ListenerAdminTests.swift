@@ -1,4 +1,6 @@
+import AsyncHTTPClient
 import Foundation
+import NIOCore
 import NIOHTTP1
 import Testing
 @testable import SyncNodeStore
@@ -131,21 +133,37 @@ import Testing
         }
     }
 
+    /// A one-shot `_replicate` whose asker leaves (closes its connection) stops: its task is gone
+    /// at once, not after `connection_timeout` per attempt (here ten minutes).
+    @Test func aOneShotReplicationEndsWhenItsAskerLeaves() async throws {
+        let (tarpit, port) = try Tarpit.open()
+        defer { close(tarpit) }
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            #expect(try await h.request(.PUT, "/a").status == 201)
+            var request = HTTPClientRequest(url: h.base + "/_replicate")
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: ListenerHarness.authorization)
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: #"{"source":"a","target":"http://127.0.0.1:\#(port)/db","connection_timeout":600000}"#))
+            // The asker gives up after two seconds: its client closes the connection.
+            await #expect(throws: (any Error).self) { _ = try await h.client.execute(request, timeout: .seconds(2)) }
+            var tasks = try await h.request(.GET, "/_active_tasks").json
+            let deadline = ContinuousClock.now + .seconds(20)
+            while tasks != [], ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                tasks = try await h.request(.GET, "/_active_tasks").json
+            }
+            #expect(tasks == [], "\(tasks)")
+        }
+    }
+
     /// A one-shot `_replicate` toward a peer that accepts connections and never answers (a
     /// tarpit: a socket that listens and never reads) answers 502 naming the peer, after
     /// `connection_timeout` per attempt, and leaves no task behind.
     @Test func aOneShotReplicationTowardATarpitAnswers502() async throws {
-        let tarpit = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (tarpit, port) = try Tarpit.open()
         defer { close(tarpit) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(tarpit, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        #expect(bound == 0 && listen(tarpit, 16) == 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(tarpit, $0, &length) } }
-        let port = Int(UInt16(bigEndian: address.sin_port))
-
         let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {
             #expect(try await h.request(.PUT, "/a").status == 201)

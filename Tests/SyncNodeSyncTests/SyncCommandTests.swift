@@ -38,6 +38,27 @@ import Testing
         }
     }
 
+    /// Toward a peer that accepts connections and never answers, `sync` gives up within its
+    /// `--timeout` and retries (not after minutes), saying which peer did not do what.
+    @Test func syncTowardATarpitGivesUpSayingWhy() async throws {
+        let (tarpit, port) = try Tarpit.open()
+        defer { close(tarpit) }
+        let peer = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-tarpit-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: peer) }
+        // Over TLS the wait is the connection's (TCP and handshake, 5 s): HTTPS peers fail there.
+        for (scheme, says) in [("http", "sent nothing for 1 s"), ("https", "within 5 s")] {
+            let started = ContinuousClock.now
+            let (status, _, errors) = try await Self.runDetached(["--dir", peer.path, "sync", "\(scheme)://127.0.0.1:\(port)/db", "--timeout", "1"])
+            let took = ContinuousClock.now - started
+            #expect(status != 0)
+            #expect(errors.contains("\(scheme)://127.0.0.1:\(port) ") && errors.contains(says), "\(errors)")
+            // About a connect timeout and two seconds of retries; a loose bound for a shared machine.
+            #expect(took < .seconds(60), "\(scheme): gave up after \(took)")
+            print("sync toward a \(scheme) tarpit with --timeout 1: gave up after \(took)")
+        }
+        #expect(try await Self.runDetached(["--dir", peer.path, "sync", "http://127.0.0.1:\(port)/db", "--timeout", "0"]).0 != 0)
+    }
+
     /// Runs `syncnode sync URL --pull` into `peer` and kills it (-9) once `midway` holds;
     /// false when it finished first.
     static func killPull(into peer: URL, from url: URL, when midway: () -> Bool) async throws -> Bool {

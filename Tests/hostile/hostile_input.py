@@ -13,9 +13,14 @@ abuse, methods, and slow clients. It fails (exit 1, one line per problem) when:
 - any answer takes longer than the idle timeout plus a margin, or a slow client is not cut off;
 - the node's RSS after the campaign exceeds the limit;
 - the reference documents (written before, read back after with revisions, conflicts and
-  attachments) changed, or the node stopped answering.
+  attachments) changed, or the node stopped answering;
+- a `_replicate` toward a tarpit (a peer that accepts connections and never answers) does not
+  answer 502 naming it within its connection_timeout and retries, or stays in _active_tasks once
+  its asker left; or one from a peer whose attachment streams on without a length is not refused
+  at the node's attachment limit (serve's --max-attachment-mb, which must be 4).
 """
 import argparse, base64, gzip, json, os, random, socket, ssl, string, sys, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import quote, urlsplit
 
 REF_DB, SCRATCH_DB = "hostile-ref", "hostile-scratch"
@@ -111,6 +116,68 @@ class Connection:
         except Closed:
             pass
         return status, headers, body, True
+
+
+class EndlessAttachmentPeer(BaseHTTPRequestHandler):
+    """A CouchDB-shaped peer with one document whose attachment stub has no length, and whose
+    attachment streams zeros without end (chunked)."""
+    DOC = {"_id": "endless", "_rev": "1-0123456789abcdef0123456789abcdef", "_revisions": {"start": 1, "ids": ["0123456789abcdef0123456789abcdef"]},
+           "_attachments": {"a.bin": {"stub": True, "content_type": "application/octet-stream", "digest": "md5-AAAAAAAAAAAAAAAAAAAAAA==", "revpos": 1}}}
+
+    def log_message(self, *args):
+        pass
+
+    def answer(self, status, value):
+        body = json.dumps(value).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        path = urlsplit(self.path).path
+        if path == "/":
+            self.answer(200, {"couchdb": "Welcome", "uuid": "e0d1e55a77ac4e1ba5ec0ffee0000001", "version": "3.3.3"})
+        elif path == "/db":
+            self.answer(200, {"db_name": "db", "update_seq": "1", "doc_count": 1, "instance_start_time": "0"})
+        elif path == "/db/_changes":
+            self.answer(200, {"results": [{"seq": "1", "id": "endless", "changes": [{"rev": self.DOC["_rev"]}]}], "last_seq": "1", "pending": 0})
+        elif path == "/db/endless/a.bin":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            chunk = b"%x\r\n" % (1 << 20) + b"\0" * (1 << 20) + b"\r\n"
+            try:
+                for _ in range(1 << 12):  # 4 GiB at most: far past any limit a test sets
+                    self.wfile.write(chunk)
+            except OSError:
+                pass
+        elif path.startswith("/db/_local/"):
+            self.answer(404, {"error": "not_found", "reason": "missing"})
+        elif path == "/db/endless":
+            self.answer(200, [{"ok": self.DOC}])
+        else:
+            self.answer(404, {"error": "not_found", "reason": path})
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        path = urlsplit(self.path).path
+        if path == "/db/_changes":
+            self.do_GET()
+        elif path == "/db/_bulk_get":
+            self.answer(200, {"results": [{"id": "endless", "docs": [{"ok": self.DOC}]}]})
+        elif path == "/db/_revs_diff":
+            self.answer(200, {})
+        else:
+            self.answer(404, {"error": "not_found", "reason": path})
+
+    def do_PUT(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        self.answer(201, {"ok": True})
 
 
 class Campaign:
@@ -496,6 +563,53 @@ class Campaign:
         expect("malformed Content-MD5", put(f"/{db}/att/m.txt?rev={rev}", b"hello", {"Content-Type": "text/plain", "Content-MD5": "not base64!"}), 400)
         expect("right Content-MD5", put(f"/{db}/att/m.txt?rev={rev}", b"hello", {"Content-Type": "text/plain", "Content-MD5": "XUFAKrxLKna5cZ2REBfFkg=="}), 201)
 
+    def check_peers(self):
+        """Peers that never answer, or never stop: _replicate answers, lets go, and refuses."""
+        tarpit = socket.socket()
+        tarpit.bind(("127.0.0.1", 0))
+        tarpit.listen(64)
+        port = tarpit.getsockname()[1]
+        try:
+            started = time.monotonic()
+            body = json.dumps({"source": SCRATCH_DB, "target": f"http://127.0.0.1:{port}/db", "connection_timeout": 1000}).encode()
+            answer = self.exchange(self.request("POST", "/_replicate", body, {"Content-Type": "application/json"}), "peers", allowed_5xx=(502,))
+            took = time.monotonic() - started
+            if not answer or answer[0] != 502 or f"127.0.0.1:{port}" not in answer[2].decode(errors="replace") or took > 30:
+                self.problems.append(f"[peers] _replicate toward a tarpit: {answer and answer[0]} after {took:.1f} s: {answer and answer[2][:200]}")
+            # The asker leaves after a second: the replication must go with it.
+            leaving = self.connect()
+            body = json.dumps({"source": SCRATCH_DB, "target": f"http://127.0.0.1:{port}/db", "connection_timeout": 600000}).encode()
+            leaving.send(self.request("POST", "/_replicate", body, {"Content-Type": "application/json"}))
+            time.sleep(1)
+            leaving.close()
+            deadline = time.monotonic() + 15
+            while True:
+                tasks = self.json_call("GET", "/_active_tasks")[1]
+                if not any(str(port) in json.dumps(t) for t in tasks) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            if any(str(port) in json.dumps(t) for t in tasks):
+                self.problems.append(f"[peers] a one-shot _replicate still runs 15 s after its asker left: {tasks}")
+        finally:
+            tarpit.close()
+        server = ThreadingHTTPServer(("127.0.0.1", 0), EndlessAttachmentPeer)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            started = time.monotonic()
+            source = f"http://127.0.0.1:{server.server_address[1]}/db"
+            body = json.dumps({"source": source, "target": SCRATCH_DB, "connection_timeout": 5000}).encode()
+            answer = self.exchange(self.request("POST", "/_replicate", body, {"Content-Type": "application/json"}), "peers", allowed_5xx=(502,))
+            took = time.monotonic() - started
+            text = answer[2].decode(errors="replace") if answer else ""
+            if not answer or answer[0] != 502 or "bytes declared or allowed" not in text:
+                self.problems.append(f"[peers] an endless attachment without a length: {answer and answer[0]} after {took:.1f} s: {text[:300]}")
+            if self.json_call("GET", f"/{SCRATCH_DB}/endless")[0] != 404:
+                self.problems.append("[peers] the document of an endless attachment was stored")
+        finally:
+            server.shutdown()
+            server.server_close()
+
     def gen_method(self):
         method = self.pick(self.METHODS)
         path = self.pick(["/", "/_uuids", "/_all_dbs", f"/{SCRATCH_DB}", f"/{SCRATCH_DB}/doc-1", f"/{SCRATCH_DB}/_changes",
@@ -573,6 +687,7 @@ class Campaign:
         slow_results = []
         slow_threads = self.slow_clients(slow_results)
         self.check_encodings()
+        self.check_peers()
         generators = [self.gen_random_body, self.gen_wrong_shape, self.gen_bad_revision, self.gen_path,
                       self.gen_invalid_utf8, self.gen_framing, self.gen_method, self.gen_unauthenticated, self.gen_encoding]
         weights = [14, 22, 18, 12, 12, 12, 7, 3, 4]

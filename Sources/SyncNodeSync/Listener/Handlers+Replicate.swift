@@ -48,6 +48,8 @@ extension Handlers {
             return HTTP.json(["ok": true, "_local_id": .string(id)])
         }
         var config = try configuration(source: source, target: target, createTarget: createTarget)
+        // What this node takes from a client, it takes from a peer.
+        config.maxAttachmentSize = self.config.maxAttachmentSize
         // A local target's validator is told the asker wrote what arrives, not the peer it came from.
         config.localAuthor = WriteAuthor(name: principal.name, roles: principal.roles, origin: .client)
         config.documentIDs = documentIDs
@@ -78,8 +80,11 @@ extension Handlers {
         let result: ReplicationResult
         replications.tasks.add(replicator)
         defer { replications.tasks.remove(replicator) }
+        // Its asker gone (the connection closed), nobody waits for the answer: the run stops.
+        let run = Task { try await replicator.runOnce() }
+        await RequestConnection.departure()?.whenComplete { _ in run.cancel() }
         do {
-            result = try await replicator.runOnce()
+            result = try await withTaskCancellationHandler { try await run.value } onCancel: { run.cancel() }
         } catch let error as StoreError {
             throw error  // this node's own failure, as any other request reports it
         } catch {

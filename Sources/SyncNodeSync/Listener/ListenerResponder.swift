@@ -75,7 +75,9 @@ struct ListenerResponder: HTTPResponder {
         let login = try await authentication.check(request, context: context)
         let segments = try Self.segments(request.uri.path)
         var response = try await Authentication.$ofRequest.withValue(login.current) {
-            try await handlers.handle(request, segments: segments, principal: login.principal)
+            try await RequestConnection.$channel.withValue(context.channel) {
+                try await handlers.handle(request, segments: segments, principal: login.principal)
+            }
         }
         if let cookie = login.refreshedCookie { response.headers[.setCookie] = cookie }
         return response

@@ -92,25 +92,27 @@ extension HTTPRemote {
         let path = "\(db)/\(WireURL.escape(id))/\(escapedName)?rev=\(WireURL.escape(rev))"
         var request = HTTPClientRequest(url: root + path)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
-        let response = try await client.execute(request, timeout: .seconds(300))
+        let response = try await execute(request)
         let status = Int(response.status.code)
         guard (200..<300).contains(status) else {
             let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
             throw Self.error(status, (try? DocumentValue(json: text)) ?? .null)
         }
-        var declared = Int.max
-        if case .int(let n)? = entry["length"] { declared = Int(clamping: n) }
+        // The stub's length, else the answer's, and never more than this node takes from a peer.
+        var declared = maxAttachmentSize
+        if case .int(let n)? = entry["length"] { declared = min(declared, Int(clamping: n)) }
+        if let length = response.headers.first(name: "Content-Length").flatMap(Int.init) { declared = min(declared, length) }
         let writer = try local.blobWriter()
         do {
             for try await piece in response.body {
                 guard writer.length + piece.readableBytes <= declared else {
-                    throw CouchError(status: 502, error: "bad_gateway", reason: "attachment '\(name)' of \(id) is longer than its declared \(declared) bytes")
+                    throw CouchError(status: 502, error: "bad_gateway", reason: "attachment '\(name)' of \(id) is longer than the \(declared) bytes declared or allowed")
                 }
                 try piece.withUnsafeReadableBytes { try writer.append($0) }
             }
         } catch {
             writer.abandon()
-            throw error
+            throw timeouts.describe(error, peer: root)
         }
         let digest = try writer.finish { md5, length in
             do {

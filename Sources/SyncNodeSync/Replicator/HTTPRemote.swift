@@ -18,6 +18,9 @@ final class HTTPRemote: ReplicationPeer, Sendable {
     let configuredUUID: String?
     /// The local collection on the other side of the replication: pulled attachments stream into its blob store.
     let local: DocumentCollection
+    let timeouts: PeerTimeouts
+    /// The largest attachment accepted from the peer.
+    let maxAttachmentSize: Int
     /// False once the peer refused `_bulk_get` (fetches may run two at a time).
     private let hasBulkGet = Atomic(true)
 
@@ -42,11 +45,17 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         if let auth = config.authenticator { headers.append(("Authorization", auth.authorizationHeader)) }
         let remote = HTTPRemote(
             root: WireURL.root(scheme: scheme, host: host, port: port), database: database, client: client, headers: headers,
-            configuredUUID: config.remoteUUID, local: config.collection)
+            configuredUUID: config.remoteUUID, local: config.collection,
+            timeouts: PeerTimeouts(connect: config.connectTimeout, read: config.readTimeout), maxAttachmentSize: config.maxAttachmentSize)
         return (remote, pinnedFingerprint)
     }
 
-    private init(root: String, database: String, client: HTTPClient, headers: [(String, String)], configuredUUID: String?, local: DocumentCollection) {
+    private init(
+        root: String, database: String, client: HTTPClient, headers: [(String, String)], configuredUUID: String?, local: DocumentCollection,
+        timeouts: PeerTimeouts, maxAttachmentSize: Int
+    ) {
+        self.timeouts = timeouts
+        self.maxAttachmentSize = maxAttachmentSize
         self.root = root
         self.database = database
         self.client = client
@@ -56,6 +65,16 @@ final class HTTPRemote: ReplicationPeer, Sendable {
     }
 
     func shutdown() async { try? await client.shutdown() }
+
+    /// Sends `request`. The deadline is for the answer's head; its body, and an upload, go on
+    /// while bytes keep moving (the read and write timeouts). Timeouts come back in words.
+    func execute(_ request: HTTPClientRequest, deadline: Duration = .seconds(300)) async throws -> HTTPClientResponse {
+        do {
+            return try await client.execute(request, timeout: .init(deadline))
+        } catch {
+            throw timeouts.describe(error, peer: root)
+        }
+    }
 
     // MARK: - HTTP
 
@@ -85,13 +104,18 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         }
         let response: HTTPClientResponse
         do {
-            response = try await client.execute(request, timeout: .seconds(300))
+            response = try await execute(request)
         } catch let error as NIOSSLError {
             guard case .handshakeFailed = error else { throw error }
             // A certificate no retry will change: stop with what to do, not after minutes of backoff.
             throw SyncError.invalidIdentity("TLS with \(root) failed (\(error)); pin the peer's certificate with a pairing URL (fp=...) or accept it on first use (acceptOnlySelfSignedServerCertificate)")
         }
-        let data = try await response.body.collect(upTo: 1 << 30)
+        let data: ByteBuffer
+        do {
+            data = try await response.body.collect(upTo: 1 << 30)
+        } catch {
+            throw timeouts.describe(error, peer: root)
+        }
         return (Int(response.status.code), String(buffer: data))
     }
 
@@ -355,8 +379,8 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         request.headers.add(name: "Content-Type", value: upload.contentType)
         request.body = .stream(upload, length: .known(Int64(upload.length)))
-        // A large attachment on a slow link takes long: the timeout is for a stalled transfer.
-        let response = try await client.execute(request, timeout: .seconds(300 + Int64(upload.length >> 20)))
+        // A large attachment on a slow link takes long: no deadline, the write timeout catches a stalled transfer.
+        let response = try await execute(request, deadline: .seconds(365 * 86_400))
         let status = Int(response.status.code)
         let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
         guard (200..<300).contains(status) else { throw Self.error(status, (try? DocumentValue(json: text)) ?? .null) }

@@ -128,8 +128,9 @@ public final class Replicator: Sendable {
     }
 
     /// One replication pass in the configured direction(s), until caught up.
-    /// Transient failures (connection errors, 408, 429, 5xx) are retried with
-    /// exponential backoff up to `maxAttempts`; 401/403 and pin failures stop at once.
+    /// Transient failures (connection errors, timeouts, 408, 429, 5xx) are retried with
+    /// exponential backoff, up to `maxAttempts` times and for at most `maxRetryDuration`
+    /// per request; 401/403 and pin failures stop at once.
     /// The error thrown is also left in ``status``.
     /// - Throws: ``CouchError`` for the peer's refusal (4xx other than 408/429), or its last transient error
     ///   once `maxAttempts` are spent; ``SyncError/invalidIdentity(_:)`` for a certificate that does not match
@@ -278,7 +279,8 @@ public final class Replicator: Sendable {
     private func waitForWork(remote: any ReplicationPeer, remoteSince: String?, localSignal: ChangeSignal) async throws {
         let pushing = config.replicatorType != .pull && state.withLock { $0.pushRefusal == nil }
         let documentIDs = config.documentIDs
-        let heartbeat = config.heartbeat
+        // The long poll must answer before the read timeout gives up on a silent peer.
+        let heartbeat = max(.seconds(1), min(config.heartbeat, config.readTimeout - .seconds(5)))
         try await withThrowingTaskGroup(of: Void.self) { group in
             if pushing {
                 group.addTask { _ = await localSignal.wait(timeout: heartbeat + .seconds(5)) }
@@ -370,10 +372,11 @@ public final class Replicator: Sendable {
     func withRetries<T: Sendable>(_ operation: @Sendable () async throws -> T) async throws -> T {
         var attempt = 1
         var backoff = Backoff(maximum: config.maxAttemptWaitTime)
+        let started = ContinuousClock.now
         while true {
             do {
                 return try await operation()
-            } catch where Self.isPermanent(error) || attempt >= config.maxAttempts {
+            } catch where Self.isPermanent(error) || attempt >= config.maxAttempts || started.duration(to: .now) >= config.maxRetryDuration {
                 throw error
             } catch {
                 logger.notice("transient replication error; retrying", metadata: ["attempt": "\(attempt)", "error": "\(error)"])

@@ -108,16 +108,27 @@ public struct ReplicatorConfiguration: Sendable {
     public var maxRequestBytes = 8 << 20
     /// Attempts before a transient failure stops a one-shot replication (continuous ones retry forever).
     public var maxAttempts = 10
+    /// How long a one-shot replication keeps retrying a request that keeps failing before it
+    /// stops with the last error (continuous ones retry forever). With ``readTimeout``, this
+    /// bounds how long a peer that accepts connections but never answers holds a one-shot
+    /// replication: about a minute and a half by default.
+    public var maxRetryDuration: Duration = .seconds(60)
     /// The longest wait between attempts.
     public var maxAttemptWaitTime: Duration = .seconds(300)
-    /// How long a continuous pull's long poll waits for a remote change before asking again.
-    public var heartbeat: Duration = .seconds(55)
-    /// TCP connect timeout (also how fast a wrong pin fails).
+    /// How long a continuous pull's long poll waits for a remote change before asking again;
+    /// kept 5 s under ``readTimeout`` (the long poll is silent that long).
+    public var heartbeat: Duration = .seconds(25)
+    /// How long making a connection may take: TCP connect, then the TLS handshake, each
+    /// (also how fast a wrong pin fails).
     public var connectTimeout: Duration = .seconds(5)
-    /// How long a request may wait for the peer's next bytes (its answer, or the next piece of
-    /// it) before it fails as a transient error. Longer than ``heartbeat``: a continuous pull's
-    /// long poll is silent that long.
-    public var readTimeout: Duration = .seconds(120)
+    /// How long a request may wait for the peer's first byte of an answer, and then for each
+    /// next piece of it, or to take the next piece of an upload, before it fails as a transient
+    /// error (CouchDB's replicator waits 30 s too). Downloads and uploads of any size go on as
+    /// long as bytes keep moving.
+    public var readTimeout: Duration = .seconds(30)
+    /// The largest attachment accepted from a peer: one streaming longer than this, or longer
+    /// than the length its stub declares, is refused (502) before it fills the disk.
+    public var maxAttachmentSize = 16 << 30
 
     /// Replicates `collection` with `target`. A URL's user info becomes the Basic credentials, its `fp` the pinned certificate fingerprint and its `uuid` the peer's identity for checkpoints.
     public init(collection: DocumentCollection, target: ReplicationEndpoint) {

@@ -12,9 +12,9 @@ package enum PeerClient {
     /// the peer's next bytes. Returns the fingerprint pinned, if any.
     package static func make(scheme: String, host: String, port: Int, pinnedCertificate: [UInt8]? = nil, pinnedFingerprint: String?,
                            acceptSelfSigned: Bool = false, clientIdentity: TLSIdentity? = nil,
-                           connectTimeout: Duration, readTimeout: Duration = .seconds(120)) async throws -> (HTTPClient, pinned: String?) {
+                           connectTimeout: Duration, readTimeout: Duration = .seconds(30)) async throws -> (HTTPClient, pinned: String?) {
         var configuration = HTTPClient.Configuration(
-            timeout: .init(connect: .init(connectTimeout), read: .init(readTimeout)))
+            timeout: .init(connect: .init(connectTimeout), read: .init(readTimeout), write: .init(readTimeout)))
         configuration.httpVersion = .http1Only
         // One retry policy, the replicator's (with backoff and attempt counts), not a second one inside the client.
         configuration.connectionPool.retryConnectionEstablishment = false

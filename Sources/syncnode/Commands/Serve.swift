@@ -56,6 +56,8 @@ struct Serve: AsyncParsableCommand {
     var corsOrigins: [String] = []
     @Option(name: .customLong("idle-timeout"), help: "Seconds a connection may stay silent (TLS handshake, headers, a body that stops, idle keep-alive) before it is closed; feeds with heartbeats stay open.")
     var idleTimeout: Int = 60
+    @Option(name: .customLong("max-attachment-mb"), help: "The largest attachment, in MiB, taken by an upload or from a peer (413 or 502 beyond).")
+    var maxAttachmentMB: Int = 16 << 10
     @Option(help: "How to draw the pairing QR code on stdout: light-on-dark (dark terminals), dark-on-light, or none. Never drawn when stdout is not a terminal.")
     var qr: QRStyle = .lightOnDark
 
@@ -81,6 +83,7 @@ struct Serve: AsyncParsableCommand {
         if noTls && tlsCert != nil { throw ValidationError("--no-tls serves plain HTTP: drop --tls-cert and --tls-key, or drop --no-tls") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
         guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1...86400 seconds") }
+        guard (1...(1 << 30)).contains(maxAttachmentMB) else { throw ValidationError("--max-attachment-mb must be 1 or more (MiB)") }
         for text in syncWith { _ = try PeerURL.parse(text, option: "--sync-with") }
         for text in pairWith {
             guard let url = try? PairingURL(string: text), url.fingerprint != nil else {
@@ -124,7 +127,7 @@ struct Serve: AsyncParsableCommand {
         let listening = ListenerConfiguration(
             directory: directory, databases: databases.isEmpty ? nil : databases, port: port, host: host ?? (anonymous ? "127.0.0.1" : "0.0.0.0"),
             disableTLS: noTls, tlsIdentity: identity, authenticator: authenticator, readOnly: readOnly, allowedOrigins: corsOrigins,
-            trustedPeers: anonymous || noTls ? nil : trust, idleTimeout: .seconds(idleTimeout))
+            trustedPeers: anonymous || noTls ? nil : trust, maxAttachmentSize: maxAttachmentMB << 20, idleTimeout: .seconds(idleTimeout))
         var config = MeshConfiguration(directory: directory, listener: listening, trust: trust)
         config.name = name ?? ProcessInfo.processInfo.hostName
         // Databases with members or readers in their _security stay off the LAN-wide TXT record (and so out of auto-sync).

@@ -17,10 +17,13 @@ struct Sync: AsyncParsableCommand {
     @Flag(help: "Keep replicating until SIGINT/SIGTERM (progress on stderr).") var continuous = false
     @Option(help: "The local keyspace (NAME or NAME.SCOPE.COLLECTION).") var keyspace = Keyspace.defaultDatabase
     @Option(help: "Attempts before a transient failure (connection refused, 5xx) gives up; waits double from 0.2 s.") var attempts = 10
+    @Option(help: "Seconds to wait for the peer's answer (its first byte, then each next piece) before an attempt fails; a one-shot sync gives up after retrying twice this long.")
+    var timeout = 30
     @Option(help: "resolve: pick each conflict's winner and tombstone the other leaves, alike on every node; keep: leave conflicts as CouchDB does.")
     var conflicts: ConflictPolicy = .resolve
 
     func validate() throws {
+        guard timeout >= 1 else { throw ValidationError("--timeout is whole seconds, at least 1") }
         guard !(push && pull) else { throw ValidationError("--push and --pull exclude each other; give neither for both directions") }
         guard attempts > 0 else { throw ValidationError("--attempts must be at least 1") }
         _ = try PeerURL.parse(url, option: "URL")
@@ -43,6 +46,8 @@ struct Sync: AsyncParsableCommand {
         var config = ReplicatorConfiguration(collection: collection, target: .url(target))
         config.replicatorType = push ? .push : pull ? .pull : .pushAndPull
         config.maxAttempts = attempts
+        config.readTimeout = .seconds(timeout)
+        config.maxRetryDuration = .seconds(2 * timeout)
         config.continuous = continuous
         config.conflictResolver = conflicts.resolver
         // The node signs in with its certificate too: a peer that trusts it needs no password.

@@ -1,0 +1,32 @@
+import AsyncHTTPClient
+
+/// The limits on waiting for a peer (see ``ReplicatorConfiguration/connectTimeout`` and
+/// ``ReplicatorConfiguration/readTimeout``), and what a peer that exceeded one did, said
+/// in words.
+struct PeerTimeouts: Sendable {
+    let connect: Duration
+    let read: Duration
+
+    /// The HTTP client's timeouts and lost connections as ``SyncError/connectionFailed(_:)``
+    /// (retried, and shown to users as they are): which peer, what it did not do, in how long.
+    /// Other errors are returned as they are.
+    func describe(_ error: any Error, peer: String) -> any Error {
+        guard let error = error as? HTTPClientError else { return error }
+        let what: String
+        switch error {
+        case .connectTimeout: what = "did not accept a connection within \(Self.text(connect))"
+        case .tlsHandshakeTimeout: what = "did not complete a TLS handshake within \(Self.text(connect))"
+        case .readTimeout: what = "sent nothing for \(Self.text(read)) (read timeout)"
+        case .writeTimeout: what = "took nothing of what was sent for \(Self.text(read)) (write timeout)"
+        case .deadlineExceeded: what = "did not answer before the request's deadline"
+        case .remoteConnectionClosed: what = "closed the connection before answering"
+        default: return error
+        }
+        return SyncError.connectionFailed("\(peer) \(what)")
+    }
+
+    static func text(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        return attoseconds == 0 ? "\(seconds) s" : "\(Double(seconds) + Double(attoseconds) / 1e18) s"
+    }
+}
