@@ -1,5 +1,7 @@
+import CompressNIO
 import Crypto
 import Foundation
+import NIOCore
 import Testing
 @testable import SyncNodeStore
 @testable import SyncNodeSync
@@ -43,6 +45,44 @@ import Testing
             // Only the good upload's content is a blob; nothing half-written is left.
             let blobs = try FileManager.default.contentsOfDirectory(atPath: h.directory.appendingPathComponent("db.syncnode/blobs").path)
             #expect(blobs.filter { !$0.hasSuffix(".md5") }.count == 1, "\(blobs)")
+        }
+    }
+
+    /// Gzip-encoded parts (as CouchDB's replicator sends text attachments) are decoded as they
+    /// arrive, into the blob store: two parts each larger than the JSON body limit are stored
+    /// decoded (they were once held in memory, and refused beyond that limit); a part decoding
+    /// past its declared length, or not matching its digest, is refused.
+    @Test func gzipPartsAreDecodedAsTheyArrive() async throws {
+        let h = try await ListenerHarness(maxRequestBodySize: 64 << 10)
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            // Text that compresses only so much: each gzip part stays well over 64 KiB.
+            var generator = SystemRandomNumberGenerator()
+            let texts = (0..<2).map { _ in (0..<(600 << 10)).map { _ in UInt8(ascii: "a") + UInt8.random(in: 0..<16, using: &generator) } }
+            let parts = try texts.map { text in
+                var input = ByteBuffer(bytes: text)
+                return Array(buffer: try input.compress(with: .gzip()))
+            }
+            func entry(_ n: Int, length: Int, digest: String) -> String {
+                #""t\#(n).txt":{"content_type":"text/plain","follows":true,"encoding":"gzip","length":\#(length),"digest":"\#(digest)"}"#
+            }
+            func upload(_ id: String, entries: [String], parts: [[UInt8]]) async throws -> ListenerHarness.Reply {
+                let json = #"{"_id":"\#(id)","_rev":"1-abc","_attachments":{\#(entries.joined(separator: ","))}}"#
+                var body = Array("--B\r\nContent-Type: application/json\r\n\r\n\(json)".utf8)
+                for part in parts { body += Array("\r\n--B\r\n\r\n".utf8) + part }
+                body += Array("\r\n--B--".utf8)
+                return try await h.request(.PUT, "/db/\(id)?new_edits=false", bytes: body, headers: [("Content-Type", "multipart/related; boundary=B")])
+            }
+            let digests = parts.map { "md5-" + Data(Insecure.MD5.hash(data: $0)).base64EncodedString() }
+            #expect(parts.allSatisfy { $0.count > 64 << 10 })
+            let stored = try await upload("ok", entries: (0..<2).map { entry($0, length: texts[$0].count, digest: digests[$0]) }, parts: parts)
+            #expect(stored.status == 201, "\(stored.body)")
+            for n in 0..<2 { #expect(try await h.request(.GET, "/db/ok/t\(n).txt").bytes == texts[n]) }
+            let bomb = try await upload("bomb", entries: [entry(0, length: 1000, digest: digests[0])], parts: [parts[0]])
+            #expect(bomb.status == 413, "\(bomb.body)")
+            let corrupt = try await upload("corrupt", entries: [entry(0, length: texts[0].count, digest: digests[1])], parts: [parts[0]])
+            #expect(corrupt.status == 400 && corrupt.body.contains("digest"), "\(corrupt.body)")
+            for id in ["bomb", "corrupt"] { #expect(try await h.request(.GET, "/db/\(id)").status == 404) }
         }
     }
 

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import NIOCore
 import SyncNodeStore
@@ -27,7 +28,8 @@ enum MultipartRelated {
     /// written to `collection`'s blob store (checked against the length and digest the
     /// document declares) and returned as a file. The JSON part may hold `jsonLimit` bytes,
     /// each attachment `attachmentLimit`. A gzip-encoded attachment (CouchDB sends text
-    /// ones so) is small by nature: it is kept as inline data, to be decoded on storing.
+    /// ones so) is decoded as it arrives, into the blob store like the others: no part is
+    /// held in memory, however many there are.
     /// - Throws: `CouchError` 400 for a malformed body or content that does not match its
     ///   declaration, 413 beyond a limit.
     static func read<Body: AsyncSequence>(
@@ -70,7 +72,9 @@ enum MultipartRelated {
         /// The attachment part being read.
         private var current: (name: String, entry: [String: DocumentValue])?
         private var writer: BlobWriter?
-        private var encoded: [UInt8]?
+        /// For a gzip-encoded part: its decoder, and the MD5 of the bytes as sent (what its digest covers).
+        private var decoder: GzipDecoder?
+        private var encodedMD5 = Insecure.MD5()
 
         init(jsonLimit: Int, attachmentLimit: Int, collection: DocumentCollection) {
             self.jsonLimit = jsonLimit
@@ -89,11 +93,9 @@ enum MultipartRelated {
                     return
                 }
                 try startPart()
-                if let count = encoded?.count {
-                    guard count + bytes.readableBytes <= jsonLimit else {
-                        throw CouchError.tooLarge("an encoded attachment part is larger than \(jsonLimit) bytes")
-                    }
-                    encoded?.append(contentsOf: bytes.readableBytesView)
+                if let decoder, let writer {
+                    bytes.withUnsafeReadableBytes { encodedMD5.update(bufferPointer: $0) }
+                    try decoder.feed(bytes) { piece in try piece.withUnsafeReadableBytes { try writer.append($0) } }
                 } else if let writer {
                     guard writer.length + bytes.readableBytes <= attachmentLimit else {
                         throw CouchError.tooLarge("Attachment is larger than \(attachmentLimit) bytes")
@@ -165,10 +167,16 @@ enum MultipartRelated {
             waiting.remove(at: index)
             current = (name, entry)
             if case .string(let encoding)? = entry["encoding"], encoding != "identity" {
-                encoded = []
-            } else {
-                writer = try collection.blobWriter()
+                guard encoding == "gzip" else {
+                    throw CouchError.unsupportedMediaType("attachment '\(name)' is \(encoding)-encoded; send it decoded or gzip-encoded")
+                }
+                // Decoded to at most its declared length (the decoder refuses more), and never beyond the limit.
+                var limit = attachmentLimit
+                if case .int(let declared)? = entry["length"], declared >= 0 { limit = min(limit, Int(clamping: declared)) }
+                decoder = try GzipDecoder(limit: limit)
+                encodedMD5 = Insecure.MD5()
             }
+            writer = try collection.blobWriter()
         }
 
         private func finishPart() throws {
@@ -176,11 +184,17 @@ enum MultipartRelated {
             defer { current = nil }
             var stored = entry
             stored["follows"] = nil
-            if let bytes = encoded {
-                // Decoded (and checked) where inline data is.
-                stored["data"] = .string(Data(bytes).base64EncodedString())
-                encoded = nil
-            } else if let writer {
+            if let decoder {
+                self.decoder = nil
+                try decoder.finish()
+                // The sender's MD5 covers the bytes as sent (gzip); a mismatch is corruption in transit.
+                let md5 = "md5-" + Data(encodedMD5.finalize()).base64EncodedString()
+                if case .string(let digest)? = entry["digest"], digest.hasPrefix("md5-"), digest != md5 {
+                    throw CouchError.badRequest("attachment '\(name)': the content does not match its digest \(digest)")
+                }
+                for key in ["encoding", "encoded_length"] { stored[key] = nil }
+            }
+            if let writer {
                 self.writer = nil
                 let digest = try writer.finish { md5, length in
                     try AttachmentFile.verify(md5: md5, length: length, against: entry, name: name)
