@@ -34,7 +34,15 @@ struct Authentication: Sendable {
     }
 
     /// The sign-in of the request being handled, for the answers that outlive it (feeds, jobs).
-    @TaskLocal static var ofRequest: (@Sendable () -> Principal?)?
+    /// A class: a task-local of an optional function type was miscompiled by Swift 6.3's
+    /// optimizer (a null type in `withValue`), crashing release builds on every request.
+    @TaskLocal static var ofRequest: CurrentPrincipal?
+
+    /// Who a request's sign-in names now (see ``Login/current``).
+    final class CurrentPrincipal: Sendable {
+        let current: @Sendable () -> Principal?
+        init(_ current: @escaping @Sendable () -> Principal?) { self.current = current }
+    }
 
     /// Nobody signed in (on a node with authentication).
     static let nobody = Login(principal: Principal(name: nil, roles: []), current: { Principal(name: nil, roles: []) })

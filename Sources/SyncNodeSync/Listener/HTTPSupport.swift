@@ -8,17 +8,6 @@ import SyncNodeStore
 
 /// The per-request context: the client's address, for auth rate limiting, and its connection,
 /// for the certificate a peer signs in with.
-/// The connection of the request being handled, for work that should stop when its client leaves.
-enum RequestConnection {
-    @TaskLocal static var channel: (any Channel)?
-
-    /// Completes when the client of the request being handled leaves (see ``ClientDeparture``).
-    static func departure() async -> EventLoopFuture<Void>? {
-        guard let channel else { return nil }
-        return await ClientDeparture.of(channel)
-    }
-}
-
 struct ListenerContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     let remoteAddress: String

@@ -31,7 +31,7 @@ extension Handlers {
         let token = collection.addChangeListener { _ in signal.fire() }
         // A waiting feed outlives its request's sign-in check: it wakes when access changes, and
         // ends when its asker may read this keyspace no more.
-        let revocation = FeedRevocation(handlers: self, current: Authentication.ofRequest, keyspace: Keyspace(collection).name, signal: signal)
+        let revocation = FeedRevocation(handlers: self, current: Authentication.ofRequest?.current, keyspace: Keyspace(collection).name, signal: signal)
         switch spec.feed {
         case .normal, .longpoll:
             defer {

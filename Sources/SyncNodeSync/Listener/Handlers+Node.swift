@@ -93,7 +93,7 @@ extension Handlers {
     private func events() -> Response {
         let console = config.console, tasks = replications.tasks, audit = config.auditLog
         // It runs on after the request: it ends once its asker is no longer a server admin.
-        let current = Authentication.ofRequest
+        let current = Authentication.ofRequest?.current
         let body = ResponseBody { writer in
             var sent: [String: String] = [:]
             var lastWrite = ContinuousClock.now

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import NIOCore
 import SyncNodeStore
 
 extension Handlers {
@@ -7,7 +8,7 @@ extension Handlers {
     /// database of this node and another one, here or at a URL. One-shot
     /// requests answer when done with CouchDB's history shape; continuous ones
     /// answer at once with `_local_id`, and `cancel: true` stops them.
-    func replicate(_ request: Request, principal: Principal) async throws -> Response {
+    func replicate(_ request: Request, principal: Principal, connection: (any Channel)?) async throws -> Response {
         guard request.method == .post else { throw Self.methodNotAllowed("POST") }
         // A peer may sync its scope, not make this node reach out to any URL it names.
         if principal.isPeer { throw CouchError.forbidden("Peers may not start replications here; \(principal.description) signed in by certificate.") }
@@ -65,7 +66,7 @@ extension Handlers {
         if continuous {
             // It runs on after this request: it ends when its asker may no longer read its local
             // source or write its local target.
-            let current = Authentication.ofRequest
+            let current = Authentication.ofRequest?.current
             let localSource: String? = if case .local(let name) = source { name } else { nil }
             let localTarget: String? = if case .local(let name) = target { name } else { nil }
             // (One side at least is local: two remote ends are refused above.)
@@ -82,7 +83,7 @@ extension Handlers {
         defer { replications.tasks.remove(replicator) }
         // Its asker gone (the connection closed), nobody waits for the answer: the run stops.
         let run = Task { try await replicator.runOnce() }
-        await RequestConnection.departure()?.whenComplete { _ in run.cancel() }
+        if let connection { await ClientDeparture.of(connection)?.whenComplete { _ in run.cancel() } }
         do {
             result = try await withTaskCancellationHandler { try await run.value } onCancel: { run.cancel() }
         } catch let error as StoreError {

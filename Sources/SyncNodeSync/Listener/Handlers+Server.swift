@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 import SyncNodeStore
 
 extension Handlers {
@@ -19,7 +20,7 @@ extension Handlers {
     /// The version the welcome and `/_node/info` report.
     static let version = "0.1"
 
-    func server(_ request: Request, endpoint: String, rest: [String], principal: Principal) async throws -> Response {
+    func server(_ request: Request, endpoint: String, rest: [String], principal: Principal, connection: (any Channel)?) async throws -> Response {
         if endpoint == "_node" { return try await node(request, rest: rest, principal: principal) }
         if endpoint == "_scheduler", rest == ["jobs"] { return try schedulerJobs(request, principal: principal) }
         guard rest.isEmpty else { throw CouchError.notFound() }
@@ -36,7 +37,7 @@ extension Handlers {
             let count = min(try QueryOptions(request.uri).int("count") ?? 1, 1000)
             return HTTP.json(["uuids": .array((0..<count).map { _ in .string(WireID.random()) })])
         case "_replicate":
-            return try await replicate(request, principal: principal)
+            return try await replicate(request, principal: principal, connection: connection)
         case "_active_tasks":
             guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
             try requireServerAdmin(principal)

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 import Logging
 import SyncNodeStore
 
@@ -27,9 +28,12 @@ struct Handlers: Sendable {
     var directory: NodeDirectory { config.directory }
     var bodyLimit: Int { config.maxRequestBodySize }
 
-    func handle(_ request: Request, segments: [String], principal: Principal) async throws -> Response {
+    /// `connection` is the request's, for work that stops when its client leaves (see ``ClientDeparture``).
+    func handle(_ request: Request, segments: [String], principal: Principal, connection: (any Channel)? = nil) async throws -> Response {
         guard let first = segments.first else { return try welcome(request) }
-        if first.hasPrefix("_") { return try await server(request, endpoint: first, rest: Array(segments.dropFirst()), principal: principal) }
+        if first.hasPrefix("_") {
+            return try await server(request, endpoint: first, rest: Array(segments.dropFirst()), principal: principal, connection: connection)
+        }
         let keyspace = first
         try authorize(request, keyspace: keyspace, rest: Array(segments.dropFirst()), principal: principal)
         // What a collection's validator is told about who writes.
