@@ -63,6 +63,14 @@ struct AnswerStream {
         }
     }
 
+    /// A run item's body for ``run(count:from:in:read:)``: revision `rev` of `id`, read when at most
+    /// `maxSize` bytes (``largeBody``), else only measured; and the bytes read.
+    static func body(of id: String, rev: String, in collection: DocumentCollection, readingAtMost maxSize: Int = largeBody) throws -> (RevisionBody?, bytes: Int) {
+        let body = try collection.body(id: id, rev: rev, readingAtMost: maxSize)
+        if case .text(let text)? = body { return (body, text.utf8.count) }
+        return (body, 0)
+    }
+
     /// Writes what has gathered once it makes a piece (`all`: whatever there is).
     mutating func flush(_ writer: inout any ResponseBodyWriter, all: Bool = false) async throws {
         guard json.bytes.count >= (all ? 1 : Self.pieceSize) else { return }

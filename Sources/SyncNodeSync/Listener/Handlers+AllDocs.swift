@@ -103,9 +103,7 @@ extension Handlers {
                     while next < page.count {
                         let run = try AnswerStream.run(count: page.count, from: next, in: collection) { index in
                             guard includeDocs else { return (RevisionBody?.none, 0) }
-                            let body = try collection.body(id: page[index].id, rev: page[index].rev, readingAtMost: maxBody)
-                            if case .text(let text)? = body { return (body, text.utf8.count) }
-                            return (body, 0)
+                            return try AnswerStream.body(of: page[index].id, rev: page[index].rev, in: collection)
                         }
                         for (offset, body) in run.enumerated() {
                             let (id, rev) = page[next + offset]

@@ -186,9 +186,7 @@ extension Handlers {
     ) throws -> [RevisionBody?] {
         guard spec.includeDocs else { return Array(repeating: nil, count: entries.count - start) }
         return try AnswerStream.run(count: entries.count, from: start, in: collection) { index in
-            let body = try collection.body(id: entries[index].id, rev: entries[index].rev, readingAtMost: AnswerStream.largeBody)
-            if case .text(let text)? = body { return (body, text.utf8.count) }
-            return (body, 0)
+            try AnswerStream.body(of: entries[index].id, rev: entries[index].rev, in: collection)
         }
     }
 

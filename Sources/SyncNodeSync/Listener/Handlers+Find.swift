@@ -41,9 +41,7 @@ extension Handlers {
             var next = 0
             while next < matches.count {
                 let run = try AnswerStream.run(count: matches.count, from: next, in: c) { index in
-                    let body = try c.body(id: matches[index].id, rev: matches[index].rev, readingAtMost: AnswerStream.largeBody)
-                    if case .text(let text)? = body { return (body, text.utf8.count) }
-                    return (body, 0)
+                    try AnswerStream.body(of: matches[index].id, rev: matches[index].rev, in: c)
                 }
                 for (offset, body) in run.enumerated() {
                     // Compacted away since the query ran: no longer there to send.
