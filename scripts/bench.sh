@@ -11,6 +11,7 @@
 #                                      databases (default 1024: 50 MB and 100 KB documents)
 #   scripts/bench.sh load [CLIENTS] [SECONDS]  many clients at once against a serve (200 for 60 s)
 #   scripts/bench.sh kill [KILLS]      a serve killed (SIGKILL) during writes and replication (30)
+#   scripts/bench.sh compaction [MB]   how long writes wait while a MB-sized database compacts
 #   scripts/bench.sh couchdb [N ...]   replication with CouchDB and PouchDB (needs SYNCNODE_COUCHDB_URL,
 #                                      an admin URL, and SYNCNODE_POUCHDB_DIR, as the interoperability tests)
 set -euo pipefail
@@ -63,13 +64,16 @@ case "$what" in
   kill)
     python3 scripts/bench/kill.py "$bin" "${2:-30}"
     ;;
+  compaction)
+    python3 scripts/bench/compaction.py "$bin" "${2:-1024}"
+    ;;
   attachments)
     log="$(mktemp)"
     trap 'rm -f "$log"' EXIT
     "$bin/SyncNodeBenchmarks" attachments "${2:-1024}" 2>"$log" || { cat "$log" >&2; exit 1; }
     ;;
   *)
-    echo "usage: scripts/bench.sh [store|listener|replication|query|codable|mesh] [N] | attachments [MB] | answers [MB] | load [CLIENTS] [SECONDS] | kill [KILLS] | scale [N ...] | couchdb [N ...]" >&2
+    echo "usage: scripts/bench.sh [store|listener|replication|query|codable|mesh] [N] | attachments [MB] | answers [MB] | load [CLIENTS] [SECONDS] | kill [KILLS] | compaction [MB] | scale [N ...] | couchdb [N ...]" >&2
     exit 2
     ;;
 esac
