@@ -43,14 +43,16 @@ final class AnswerBudget: Sendable {
 
     /// Waits until `bytes` (at most ``capacity``) are free, takes them, and
     /// returns how many were taken: give exactly that back to ``release(_:)``.
-    /// - Throws: `CancellationError` when the task is cancelled while waiting
-    ///   (the answer's client left).
-    func reserve(_ bytes: Int) async throws -> Int {
+    /// - Throws: `CancellationError` when the task is cancelled while waiting,
+    ///   or when the answer's client (`departure`) has left before or while it waits.
+    func reserve(_ bytes: Int, departure: ClientDeparture? = nil) async throws -> Int {
         let bytes = min(max(bytes, 0), capacity)
         let id = state.withLock { s in
             defer { s.nextID += 1 }
             return s.nextID
         }
+        let ask = departure?.onDeparture { [self] in withdraw(id) }
+        defer { if let ask { departure?.forget(ask) } }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let outcome: Result<Void, any Error>? = state.withLock { s in
@@ -65,19 +67,29 @@ final class AnswerBudget: Sendable {
                 if let outcome { continuation.resume(with: outcome) }
             }
         } onCancel: {
-            let waiter = state.withLock { s -> Waiter? in
-                guard let index = s.waiters.firstIndex(where: { $0.id == id }) else {
-                    s.cancelled.insert(id)
-                    return nil
-                }
-                return s.waiters.remove(at: index)
-            }
-            waiter?.continuation.resume(throwing: CancellationError())
-            // The queue's head may have been waiting behind this one.
-            release(0)
+            withdraw(id)
         }
+        if let ask { departure?.forget(ask) }
         state.withLock { _ = $0.cancelled.remove(id) }
+        if departure?.hasDeparted == true {
+            release(bytes)
+            throw CancellationError()
+        }
         return bytes
+    }
+
+    /// Takes reservation `id` out of the queue, failing its wait (or, not queued yet, its coming wait).
+    private func withdraw(_ id: Int) {
+        let waiter = state.withLock { s -> Waiter? in
+            guard let index = s.waiters.firstIndex(where: { $0.id == id }) else {
+                s.cancelled.insert(id)
+                return nil
+            }
+            return s.waiters.remove(at: index)
+        }
+        waiter?.continuation.resume(throwing: CancellationError())
+        // The queue's head may have been waiting behind this one.
+        release(0)
     }
 
     /// Gives back what ``reserve(_:)`` took, and lets waiters in, in order.

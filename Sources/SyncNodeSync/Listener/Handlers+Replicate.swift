@@ -82,10 +82,8 @@ extension Handlers {
         replications.tasks.add(replicator)
         defer { replications.tasks.remove(replicator) }
         // Its asker gone (the connection closed), nobody waits for the answer: the run stops.
-        let run = Task { try await replicator.runOnce() }
-        if let connection { await ClientDeparture.of(connection)?.whenComplete { _ in run.cancel() } }
         do {
-            result = try await withTaskCancellationHandler { try await run.value } onCancel: { run.cancel() }
+            result = try await ClientDeparture.cancelling(on: connection) { try await replicator.runOnce() }
         } catch let error as StoreError {
             throw error  // this node's own failure, as any other request reports it
         } catch {

@@ -106,11 +106,15 @@ public final class Listener: Sendable {
             allowedOrigins: config.allowedOrigins, stats: stats, faultInjector: config.faultInjector, logger: logger)
         let stats = self.stats
         let limits = ConnectionLimits(total: config.maxConnections, perAddress: config.maxConnectionsPerAddress)
+        let idleTimeout = TimeAmount.nanoseconds(
+            config.idleTimeout.components.seconds * 1_000_000_000 + config.idleTimeout.components.attoseconds / 1_000_000_000)
         let http1 = HTTP1Channel.Configuration(
             additionalChannelHandlers: [ConnectionCounter(stats: stats, limits: limits)],
-            idleTimeout: .nanoseconds(config.idleTimeout.components.seconds * 1_000_000_000 + config.idleTimeout.components.attoseconds / 1_000_000_000),
+            idleTimeout: idleTimeout,
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 64 * 1024, maxHeaderListSize: 128 * 1024, maxHeaderFieldCount: 200))
-        let plain = HTTPServerBuilder { responder in ListenerHTTP1Channel(base: HTTP1Channel(responder: responder, configuration: http1)) }
+        let plain = HTTPServerBuilder { responder in 
+            ListenerHTTP1Channel(base: HTTP1Channel(responder: responder, configuration: http1), writeStallTimeout: idleTimeout)
+        }
         let server: HTTPServerBuilder = try identity.map {
             try .tls(plain, configuration: $0.serverConfiguration(acceptingClientCertificates: config.trustedPeers != nil))
         } ?? plain

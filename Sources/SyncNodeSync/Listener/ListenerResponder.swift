@@ -48,14 +48,16 @@ struct ListenerResponder: HTTPResponder {
         // A browser takes each answer for the type it is said to be (JSON is never sniffed into a page).
         response.headers[Self.contentTypeOptions] = "nosniff"
         // Counts bytes as written, keeping the body's length (`ResponseBody.map` drops it: chunked).
-        let stats = stats, body = response.body, pacer = WritePacer(channel: context.channel)
+        let stats = stats, body = response.body, channel = context.channel, pacer = WritePacer(channel: channel)
         response.body = ResponseBody(contentLength: body.contentLength) { writer in
             withExtendedLifetime(active) {}
-            try await body.write(writer.map { buffer in
-                stats.sent(buffer.readableBytes)
-                try await pacer.pace(buffer)
-                return buffer
-            })
+            try await ClientDeparture.$connection.withValue(channel) {
+                try await body.write(writer.map { buffer in
+                    stats.sent(buffer.readableBytes)
+                    try await pacer.pace(buffer)
+                    return buffer
+                })
+            }
         }
         return response
     }
