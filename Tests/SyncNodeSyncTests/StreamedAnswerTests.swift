@@ -15,8 +15,9 @@ import Testing
 
     /// A listener whose budget (1 MiB) is below two large bodies, with large and small documents
     /// (`big0`...`big2` of 600 KB, `small`), a deleted one and `twin`, a large document in conflict.
-    static func harness(maxRequestBodySize: Int = 64 << 20) async throws -> ListenerHarness {
-        let h = try await ListenerHarness(maxRequestBodySize: maxRequestBodySize, answerMemoryBudget: 1 << 20)
+    static func harness(maxRequestBodySize: Int = 64 << 20, tls: Bool = true, idleTimeout: Duration = .seconds(60)) async throws -> ListenerHarness {
+        let h = try await ListenerHarness(
+            tls: tls, idleTimeout: idleTimeout, maxRequestBodySize: maxRequestBodySize, answerMemoryBudget: 1 << 20)
         let c = try #require(try h.node.database("db", create: true)).defaultCollection()
         for i in 0..<3 { try c.save(try MutableDocument(id: "big\(i)", data: ["kind": "big", "text": text(i, size: 600_000)])) }
         try c.save(try MutableDocument(id: "small", data: ["kind": "small", "text": "s"]))
@@ -84,6 +85,9 @@ import Testing
             #expect(docs.count == 4 && docs.allSatisfy { Self.isWhole($0) })
             let projected = try await h.request(.POST, "/db/_find", body: #"{"selector":{"kind":"big"},"fields":["_id","kind"]}"#)
             #expect(projected["docs"]?.array?.allSatisfy { $0["text"] == nil && $0["kind"] == "big" } == true)
+
+            let single = try await h.request(.GET, "/db/big1?revs_info=true")
+            #expect(Self.isWhole(single.json) && single["_revs_info"]?.array?.first?["status"] == "available")
 
             let leaves = try #require(try await h.request(.GET, "/db/twin?open_revs=all&revs=true").json.array)
             #expect(leaves.count == 2 && leaves.allSatisfy { Self.isWhole($0["ok"]) })

@@ -86,35 +86,70 @@ struct AnswerStream {
     /// Appends a document's wire JSON: with `simple`, a body holding no blobs is
     /// spliced after `_id`, `_rev`, `_deleted` and `revisions` as `_revisions`;
     /// otherwise `encode` makes the JSON from the body. A ``RevisionBody/large(_:)``
-    /// body is read here, once the budget has room for it.
+    /// body is read here, once the budget has room for it, and so is a body whose
+    /// encoding costs more than ``largeBody`` (see ``encodingCost(of:inliningAttachments:)``):
+    /// `inliningAttachments` says that `encode` puts the attachments' content in it.
     mutating func writeDocument(
         id: String, rev: String, deleted: Bool, body: RevisionBody, revisions: [String]? = nil, simple: Bool = true,
+        inliningAttachments: Bool = false,
         collection: DocumentCollection, to writer: inout any ResponseBodyWriter, encode: (String) throws -> String
     ) async throws {
-        /// A large body: its `_` members, then the body in slices, never copied whole.
-        func writeLarge(_ text: String, json: inout JSONWriter) async throws {
+        let budget = budget
+        // What this document holds of the budget: its body's size when large, more to encode it.
+        var held = 0
+        defer { budget.release(held) }
+        let text: String
+        switch body {
+        case .text(let small):
+            text = small
+        case .large(let size):
+            held = try await budget.reserve(size + Self.sliceSize * 2, departure: await Self.departure())
+            text = try Self.read(id: id, rev: rev, in: collection)
+        }
+        let size = text.utf8.count
+        if simple, size <= Self.largeBody, WireDocument.appendSimple(id: id, rev: rev, deleted: deleted, body: text, revisions: revisions, to: &json) {
+            // Spliced with its row.
+        } else if simple, size > Self.largeBody, !WireDocument.hasBlobs(text) {
+            // Its `_` members, then the body in slices, never copied whole.
             try await Self.write(&json, to: &writer)
-            if simple, !WireDocument.hasBlobs(text) {
-                WireDocument.appendSimpleHead(id: id, rev: rev, deleted: deleted, revisions: revisions, to: &json)
-                json.writeRaw(",")
-                try await Self.write(&json, to: &writer)
-                try await Self.writeSlices(of: text, from: 1, to: &writer)
+            WireDocument.appendSimpleHead(id: id, rev: rev, deleted: deleted, revisions: revisions, to: &json)
+            json.writeRaw(",")
+            try await Self.write(&json, to: &writer)
+            try await Self.writeSlices(of: text, from: 1, to: &writer)
+        } else {
+            let cost = try Self.encodingCost(of: text, inliningAttachments: inliningAttachments)
+            if cost <= max(held, Self.largeBody) {
+                json.writeRaw(try encode(text))
             } else {
+                // What is held is given back and the whole taken at once: holding part while
+                // waiting for the rest could wait on itself.
+                budget.release(held)
+                held = 0
+                held = try await budget.reserve(cost, departure: await Self.departure())
+                try await Self.write(&json, to: &writer)
                 try await Self.writeSlices(of: try encode(text), from: 0, to: &writer)
             }
         }
-        switch body {
-        case .text(let text) where text.utf8.count <= Self.largeBody:
-            if simple, WireDocument.appendSimple(id: id, rev: rev, deleted: deleted, body: text, revisions: revisions, to: &json) { break }
-            json.writeRaw(try encode(text))
-        case .text(let text):
-            try await writeLarge(text, json: &json)
-        case .large:
-            try await Self.withWholeBody(id: id, rev: rev, body, budget: budget, collection: collection) { text in
-                try await writeLarge(text, json: &json)
-            }
-        }
         try await flush(&writer)
+    }
+
+    /// What encoding `text` may hold at its peak: the body parsed and written again beside it,
+    /// and, `inliningAttachments`, their content as data, base64 text and JSON.
+    static func encodingCost(of text: String, inliningAttachments: Bool) throws -> Int {
+        3 * text.utf8.count + 5 * (inliningAttachments ? try WireDocument.inlineBytes(of: text) : 0)
+    }
+
+    /// The client of the answer being written, when the listener set it (see ``ClientDeparture``).
+    private static func departure() async -> ClientDeparture? {
+        guard let channel = ClientDeparture.connection else { return nil }
+        return await ClientDeparture.of(channel)
+    }
+
+    private static func read(id: String, rev: String, in collection: DocumentCollection) throws -> String {
+        guard case .text(let text)? = try collection.body(id: id, rev: rev) else {
+            throw CouchError(status: 500, error: "unknown_error", reason: "The body of '\(id)' \(rev) was removed while it was being sent.")
+        }
+        return text
     }
 
     /// Calls `use` with the whole of `body`: a large one is read only once the budget has
@@ -128,12 +163,9 @@ struct AnswerStream {
         case .text(let text): return try await use(text)
         case .large(let bytes): size = bytes
         }
-        let reserved = try await budget.reserve(size + sliceSize * 2)
+        let reserved = try await budget.reserve(size + sliceSize * 2, departure: await departure())
         defer { budget.release(reserved) }
-        guard case .text(let text)? = try collection.body(id: id, rev: rev) else {
-            throw CouchError(status: 500, error: "unknown_error", reason: "The body of '\(id)' \(rev) was removed while it was being sent.")
-        }
-        return try await use(text)
+        return try await use(try read(id: id, rev: rev, in: collection))
     }
 
     /// Writes `text`'s UTF-8 bytes from `start` on, a slice at a time: no copy of the whole.

@@ -32,6 +32,21 @@ extension Handlers {
             skip: skip, limit: try query.int("limit"))
         let total = try collection.count
         let maxBody = includeDocs ? AnswerStream.largeBody : -1
+        @Sendable func keyedRun(_ keys: [DocumentValue], from start: Int) throws -> [StreamedRevision?] {
+            try AnswerStream.run(count: keys.count, from: start, in: collection) { index -> (StreamedRevision?, bytes: Int) in
+                guard case .string(let id) = keys[index],
+                      let revision = try collection.streamedRevision(id: id, readingAtMost: maxBody) else { return (nil, 0) }
+                return (revision, revision.bytesRead)
+            }
+        }
+        @Sendable func readPage(after: String?, limit: Int) throws -> [(id: String, rev: String)] {
+            try collection.liveRevisions(
+                from: range.start, to: range.end, inclusiveEnd: range.inclusiveEnd, descending: range.descending,
+                after: after, skip: after == nil ? range.skip : 0, limit: min(1000, limit))
+        }
+        // The first rows are read before the answer starts, so that a failing store gets an error status, not a cut 200.
+        let firstRun = try keys.map { try keyedRun($0, from: 0) }
+        let firstPage = keys == nil ? try readPage(after: nil, limit: range.limit ?? .max) : nil
         return AnswerStream.response(budget: answerBudget) { [self, keys] stream, writer in
             var served = 0
             defer { metrics.documentsRead(served) }
@@ -65,12 +80,9 @@ extension Handlers {
             }
             if let keys {
                 var next = 0
+                var pending = firstRun
                 while next < keys.count {
-                    let run = try AnswerStream.run(count: keys.count, from: next, in: collection) { index -> (StreamedRevision?, bytes: Int) in
-                        guard case .string(let id) = keys[index],
-                              let revision = try collection.streamedRevision(id: id, readingAtMost: maxBody) else { return (nil, 0) }
-                        return (revision, revision.bytesRead)
-                    }
+                    let run = try pending.take() ?? keyedRun(keys, from: next)
                     for (offset, revision) in run.enumerated() {
                         let key = keys[next + offset]
                         guard let revision else {
@@ -95,10 +107,9 @@ extension Handlers {
             } else {
                 var after: String?
                 var remaining = range.limit ?? .max
+                var pending = firstPage
                 while remaining > 0 {
-                    let page = try collection.liveRevisions(
-                        from: range.start, to: range.end, inclusiveEnd: range.inclusiveEnd, descending: range.descending,
-                        after: after, skip: after == nil ? range.skip : 0, limit: min(1000, remaining))
+                    let page = try pending.take() ?? readPage(after: after, limit: remaining)
                     var next = 0
                     while next < page.count {
                         let run = try AnswerStream.run(count: page.count, from: next, in: collection) { index in

@@ -13,16 +13,22 @@ extension Handlers {
         let body = try await request.jsonObject(limit: bodyLimit)
         guard case .array(let asked)? = body["docs"] else { throw CouchError.badRequest("POST body must include a `docs` array") }
         let entries = asked.map(BulkGetEntry.init)
+        @Sendable func run(from start: Int) throws -> [[StreamedRevision]] {
+            try AnswerStream.run(count: entries.count, from: start, in: collection) { index in
+                let found = try entries[index].revisions(in: collection, latest: latest)
+                return (found, found.reduce(0) { $0 + $1.bytesRead })
+            }
+        }
+        // Read before the answer starts, so that a failing store gets an error status, not a cut 200.
+        let first = try run(from: 0)
         return AnswerStream.response(budget: answerBudget) { [self] stream, writer in
             stream.json.writeRaw(#"{"results":["#)
             var served = 0
             defer { metrics.documentsRead(served) }
             var next = 0
+            var pending = Optional(first)
             while next < entries.count {
-                let run = try AnswerStream.run(count: entries.count, from: next, in: collection) { index in
-                    let found = try entries[index].revisions(in: collection, latest: latest)
-                    return (found, found.reduce(0) { $0 + $1.bytesRead })
-                }
+                let run = try pending.take() ?? run(from: next)
                 for (offset, found) in run.enumerated() {
                     let entry = entries[next + offset]
                     if next + offset > 0 { stream.json.writeRaw(",") }
@@ -39,7 +45,7 @@ extension Handlers {
                         stream.json.writeRaw(any ? #",{"ok":"# : #"{"ok":"#)
                         try await stream.writeDocument(
                             id: id, rev: revision.rev, deleted: revision.deleted, body: body, revisions: revs ? revision.history : nil,
-                            collection: collection, to: &writer
+                            inliningAttachments: wantAttachments, collection: collection, to: &writer
                         ) { text in
                             let stored = revision.stored(body: text)
                             let mode = wantAttachments ? try WireDocument.attachments(of: stored, attsSince: entry.attsSince, collection: collection) : .stubs

@@ -147,7 +147,7 @@ extension Handlers {
                         stream.json.writeRaw(first ? #"{"ok":"# : #",{"ok":"#)
                         try await stream.writeDocument(
                             id: id, rev: revision.rev, deleted: revision.deleted, body: body, revisions: revs ? revision.history : nil,
-                            collection: c, to: &writer
+                            inliningAttachments: inline, collection: c, to: &writer
                         ) { text in
                             let stored = revision.stored(body: text)
                             return try wireJSON(stored, collection: c, revs: revs, attachments: try attachments(stored))
@@ -175,39 +175,33 @@ extension Handlers {
             return Response(status: .notModified, headers: [.eTag: etag])
         }
         let conflicts = try query.bool("conflicts") ? try c.conflictingRevisions(id: id) : nil
-        let revsInfo = try query.bool("revs_info") && query["rev"] == nil
-        if case .large = body, !revsInfo {
-            // Written as read, like the answers that carry many documents (see ``AnswerStream``).
-            return AnswerStream.response(budget: answerBudget, headers: [.eTag: etag]) { stream, writer in
-                try await stream.writeDocument(
-                    id: id, rev: streamed.rev, deleted: streamed.deleted, body: body, revisions: revs ? streamed.history : nil,
-                    simple: conflicts?.isEmpty ?? true, collection: c, to: &writer
-                ) { text in
-                    let stored = streamed.stored(body: text)
-                    return try wireJSON(stored, collection: c, revs: revs, conflicts: conflicts, attachments: attachments(stored))
-                }
-            }
-        }
-        let text: String?
-        switch body {
-        case .text(let small): text = small
-        case .large: text = try c.revision(id: id, rev: streamed.rev)?.body
-        }
-        let revision = streamed.stored(body: text)
-        var json = try wireJSON(revision, collection: c, revs: revs, conflicts: conflicts, attachments: attachments(revision))
         // As CouchDB: the winner's path, newest first, each available, deleted or missing (compacted away); not with ?rev=.
         // (`att_encoding_info` adds nothing: attachments are stored decoded, and identity ones carry no encoding fields.)
-        if revsInfo, case .dictionary(var object) = try DocumentValue(json: json) {
-            object["_revs_info"] = .array(try c.inSnapshot {
-                try revision.history.map { rev in
-                    let stored = rev == revision.rev ? revision : try c.revision(id: id, rev: rev)
-                    let status = stored?.body == nil ? "missing" : stored?.deleted == true ? "deleted" : "available"
-                    return ["rev": .string(rev), "status": .string(status)]
-                }
-            })
-            json = DocumentValue.dictionary(object).toJSON()
+        let revsInfo: [DocumentValue]? = try query.bool("revs_info") && query["rev"] == nil ? try c.inSnapshot {
+            try streamed.history.map { rev in
+                // Measured, not read: an ancestor may be as large as the winner.
+                let found = rev == streamed.rev ? streamed : try c.streamedRevision(id: id, rev: rev, readingAtMost: -1)
+                let status = found?.body == nil ? "missing" : found?.deleted == true ? "deleted" : "available"
+                return ["rev": .string(rev), "status": .string(status)]
+            }
+        } : nil
+        @Sendable func encode(_ text: String) throws -> String {
+            let stored = streamed.stored(body: text)
+            let json = try wireJSON(stored, collection: c, revs: revs, conflicts: conflicts, attachments: attachments(stored))
+            guard let revsInfo, case .dictionary(var object) = try DocumentValue(json: json) else { return json }
+            object["_revs_info"] = .array(revsInfo)
+            return DocumentValue.dictionary(object).toJSON()
         }
-        return HTTP.json(json, headers: [.eTag: etag])
+        if case .text(let text) = body, !(inline && WireDocument.hasBlobs(text)) {
+            return HTTP.json(try encode(text), headers: [.eTag: etag])
+        }
+        // Large, or with attachments inline: written as read, under the answers' memory budget (see ``AnswerStream``).
+        return AnswerStream.response(budget: answerBudget, headers: [.eTag: etag]) { stream, writer in
+            try await stream.writeDocument(
+                id: id, rev: streamed.rev, deleted: streamed.deleted, body: body, revisions: revs ? streamed.history : nil,
+                simple: (conflicts?.isEmpty ?? true) && revsInfo == nil, inliningAttachments: inline,
+                collection: c, to: &writer, encode: encode)
+        }
     }
 
     // MARK: - Attachments

@@ -201,6 +201,15 @@ enum WireDocument {
         return .data(known: known)
     }
 
+    /// Bytes of attachment content that inlining `body`'s attachments (``AttachmentContent/allData``)
+    /// puts in its wire JSON, counted before base64: what sending it costs beyond the body.
+    static func inlineBytes(of body: String) throws -> Int {
+        guard hasBlobs(body) else { return 0 }
+        var total = 0
+        forEachBlob(in: try DocumentValue(json: body), path: "") { _, blob in total += blob.length }
+        return total
+    }
+
     static func hasBlobs(_ body: String) -> Bool {
         StringScan.contains(body, "\"@type\":\"blob\"") || StringScan.contains(body, "\"_attachments\"")
     }
