@@ -172,6 +172,28 @@ import Testing
         #expect(integrity == "ok")
     }
 
+    /// Compaction scans blob references without holding the writer: a save made after its scan
+    /// that refers to a blob nothing else refers to keeps that blob.
+    @Test func aBlobReferredToAgainDuringCompactionIsKept() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let doc = MutableDocument(id: "d")
+        doc.setBlob(Blob(contentType: "text/plain", data: Data("v1".utf8)), forKey: "att")
+        try c.save(doc)
+        doc.removeValue(forKey: "att")
+        try c.save(doc)
+        try db.compact(blobGracePeriod: 0) { step in
+            guard step == .collections(done: 1, of: 1) else { return }
+            let again = MutableDocument(id: "again")
+            again.setBlob(Blob(contentType: "text/plain", data: Data("v1".utf8)), forKey: "att")
+            #expect(throws: Never.self) { try c.save(again) }
+        }
+        #expect(try c.document(id: "again")?.blob(forKey: "att")?.content == Data("v1".utf8))
+        #expect(try blobFiles(db).count == 1)
+    }
+
     @Test func spooledStreamContentIsRemovedWithTheBlob() throws {
         let dir = try TempDirectory()
         let db = try dir.open()

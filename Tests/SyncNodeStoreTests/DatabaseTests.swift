@@ -121,6 +121,32 @@ import Testing
         #expect(try c.count == 6 && c.deletedCount() == 3)
     }
 
+    /// Compaction gives free pages back a batch at a time (incremental vacuum, set on every new
+    /// file); a file made before that is rewritten whole once, and kept so from then on.
+    @Test func compactionGivesSpaceBackAndOlderFilesLearnHow() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        func pragma(_ name: String) throws -> Int { try db.read { try Int.fetchOne($0, sql: "PRAGMA \(name)") } ?? -1 }
+        #expect(try pragma("auto_vacuum") == Database.incrementalVacuum)
+        for i in 0..<300 { try c.save(try MutableDocument(id: "d\(i)", data: ["text": String(repeating: "x", count: 10_000)])) }
+        for i in 0..<300 { try c.purge(id: "d\(i)") }
+        let pages = try pragma("page_count")
+        #expect(try pragma("freelist_count") > 500)
+        try db.compact()
+        #expect(try pragma("freelist_count") == 0 && pragma("page_count") < pages / 4)
+
+        try db.pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA auto_vacuum = 0")
+            try db.execute(sql: "VACUUM")
+        }
+        #expect(try pragma("auto_vacuum") == 0)
+        try db.compact()
+        #expect(try pragma("auto_vacuum") == Database.incrementalVacuum)
+        #expect(try db.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") } == "ok")
+    }
+
     /// A file whose stored winner predates CouchDB's order (text order between a 32-hex suffix and
     /// a 40-hex one) shows CouchDB's winner once opened, with every leaf and body kept.
     @Test func openingAnOlderFileRepicksWinnersInCouchDBsOrder() throws {

@@ -99,7 +99,14 @@ public final class Database: Sendable {
         grdb.label = "syncnode.\(name)"
         // Another process (a CLI command beside a running node) may hold the write lock briefly.
         grdb.busyMode = .timeout(10)
-        grdb.prepareDatabase { db in SQLFunctions.register(db) }
+        grdb.prepareDatabase { db in
+            SQLFunctions.register(db)
+            // Only a file with no pages yet (before its journal mode is set) can take this: it lets
+            // compaction give space back a batch at a time instead of rewriting the file.
+            if try Int.fetchOne(db, sql: "PRAGMA page_count") == 0 {
+                try db.execute(sql: "PRAGMA auto_vacuum = \(Self.incrementalVacuum)")
+            }
+        }
         let file = path.appendingPathComponent(Self.fileName).path
         pointReader = PointReader(path: file, databaseName: name)
         let checkpointer = BackgroundCheckpointer(path: file)
