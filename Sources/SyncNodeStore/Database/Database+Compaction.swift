@@ -124,7 +124,14 @@ extension Database {
                     try db.execute(sql: "PRAGMA incremental_vacuum(\(Self.compactionBatch * 4))")
                     return try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
                 }) > 0 {}
-                try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)") }
+                // The moved pages went through the WAL, whose file keeps its length until it is
+                // truncated. That needs the readers gone: wait a second for them, not the writers'
+                // full patience, and leave the WAL long if one is still reading.
+                try pool.writeWithoutTransaction { db in
+                    try db.execute(sql: "PRAGMA busy_timeout = 1000")
+                    defer { try? db.execute(sql: "PRAGMA busy_timeout = \(Int(Self.busyTimeout * 1000))") }
+                    try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                }
             } else {
                 try pool.writeWithoutTransaction { db in
                     try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
@@ -136,6 +143,9 @@ extension Database {
             throw StoreError.storage("vacuum: \(error)")
         }
     }
+
+    /// How long a connection waits for a lock another holds (a CLI command beside a running node).
+    static let busyTimeout: TimeInterval = 10
 
     /// SQLite's `auto_vacuum` mode that keeps what `incremental_vacuum` needs to give pages back.
     static let incrementalVacuum = 2

@@ -97,8 +97,7 @@ public final class Database: Sendable {
         blobStore.removeTemporaryFiles()
         var grdb = Configuration()
         grdb.label = "syncnode.\(name)"
-        // Another process (a CLI command beside a running node) may hold the write lock briefly.
-        grdb.busyMode = .timeout(10)
+        grdb.busyMode = .timeout(Self.busyTimeout)
         grdb.prepareDatabase { db in
             SQLFunctions.register(db)
             // Only a file with no pages yet (before its journal mode is set) can take this: it lets
