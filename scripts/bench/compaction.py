@@ -5,8 +5,8 @@
 
 A database of MB megabytes of 100 KB documents, a tenth of them updated (so compaction has
 something to drop, and a big file to rewrite), is served; a writer creates small documents one after another, timing each,
-while `POST /db/_compact` runs until `compact_running` is false. Prints the compaction's time
-and the writes' p50, p99 and longest wait during it, against the same writer before it.
+while `POST /db/_compact` runs until `compact_running` is false. Prints the compaction's time,
+the file's size before and after (WAL included), and the writes' p50, p99 and longest wait during it, against the same writer before it.
 """
 import http.client, json, os, shutil, ssl, statistics, subprocess, sys, tempfile, threading, time
 
@@ -65,11 +65,13 @@ def main():
         thread = threading.Thread(target=writer, daemon=True)
         thread.start()
         time.sleep(3)
+        size_before = call("GET", "/db")[1]["sizes"]["file"]
         compact_started = time.monotonic()
         call("POST", "/db/_compact")
         while call("GET", "/db")[1]["compact_running"]:
             time.sleep(0.05)
         compact_ended = time.monotonic()
+        size_after = call("GET", "/db")[1]["sizes"]["file"]
         time.sleep(1)
         stop.set()
         thread.join()
@@ -78,7 +80,8 @@ def main():
         def figures(values):
             return (f"{len(values)} writes, p50 {statistics.median(values) * 1000:.1f} ms, "
                     f"p99 {values[int(len(values) * 0.99)] * 1000:.1f} ms, longest {values[-1] * 1000:.0f} ms") if values else "no writes"
-        print(f"compaction of {megabytes} MB ({count} documents, a tenth updated) took {compact_ended - compact_started:.1f} s")
+        print(f"compaction of {megabytes} MB ({count} documents, a tenth updated) took {compact_ended - compact_started:.1f} s; "
+              f"the file went from {size_before / 1e6:.0f} MB to {size_after / 1e6:.0f} MB")
         print(f"writes before it: {figures(before)}")
         print(f"writes during it: {figures(during)}")
     finally:
