@@ -10,7 +10,8 @@ abuse, methods, and slow clients. It fails (exit 1, one line per problem) when:
 - any answer is a 5xx (501 is allowed for a Transfer-Encoding the node does not implement, 502 for a
   `_replicate` whose peer is unreachable);
 - an error answer lacks a JSON body with "error" and "reason", or its framing is wrong;
-- any answer takes longer than the idle timeout plus a margin, or a slow client is not cut off;
+- any answer takes longer than the idle timeout plus a margin, or a slow client is not cut off (one
+  that stops sending at any stage, or one that asks for an 8 MB answer and reads none of it);
 - the node's RSS after the campaign exceeds the limit;
 - the reference documents (written before, read back after with revisions, conflicts and
   attachments) changed, or the node stopped answering;
@@ -23,7 +24,8 @@ import argparse, base64, gzip, json, os, random, socket, ssl, string, sys, threa
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import quote, urlsplit
 
-REF_DB, SCRATCH_DB = "hostile-ref", "hostile-scratch"
+REF_DB, SCRATCH_DB, BIG_DB = "hostile-ref", "hostile-scratch", "hostile-big"
+BIG_DOCS, BIG_SIZE = 8, 1 << 20
 
 
 class Closed(Exception):
@@ -287,6 +289,11 @@ class Campaign:
         # A conflict, as a replicator would write it.
         status, _ = self.json_call("POST", f"/{REF_DB}/_bulk_docs", {"new_edits": False, "docs": [
             {"_id": "ref-1", "_rev": "2-" + "a" * 32, "_revisions": {"start": 2, "ids": ["a" * 32, "b" * 32]}, "side": "A"}]})
+        assert status == 201, status
+        # Big answers, for a client that asks for one and reads none of it.
+        self.json_call("PUT", f"/{BIG_DB}")
+        status, _ = self.json_call("POST", f"/{BIG_DB}/_bulk_docs", {"docs": [
+            {"_id": f"big-{i}", "text": string.ascii_letters[i] * BIG_SIZE} for i in range(BIG_DOCS)]})
         assert status == 201, status
 
     def snapshot(self):
@@ -642,7 +649,40 @@ class Campaign:
                 t = threading.Thread(target=self._watch_close, args=(name, opener, deadline_after, results))
                 t.start()
                 threads.append(t)
+        for _ in range(4):
+            t = threading.Thread(target=self._watch_unread, args=(deadline_after, results))
+            t.start()
+            threads.append(t)
         return threads
+
+    def _watch_unread(self, deadline_after, results):
+        """A client that asks for an answer of 8 MB and reads none of it: closed once its connection stays full."""
+        raw = socket.socket()
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        raw.connect((self.host, self.port))
+        sock = self.context.wrap_socket(raw, server_hostname="localhost")
+        sock.sendall(self.request("GET", f"/{BIG_DB}/_all_docs?include_docs=true"))
+        started = time.monotonic()
+        time.sleep(deadline_after - 2)
+        # What the buffers hold comes out, then the end, when the node has let go.
+        sock.settimeout(2.0)
+        received, closed = 0, False
+        while time.monotonic() - started < deadline_after + 10:
+            try:
+                data = sock.recv(65536)
+            except socket.timeout:
+                break
+            except (OSError, ssl.SSLError):
+                closed = True
+                break
+            if not data:
+                closed = True
+                break
+            received += len(data)
+        sock.close()
+        if received >= BIG_DOCS * BIG_SIZE:
+            self.problems.append(f"[slow] a client reading nothing got the whole answer ({received} bytes): nothing was stalled")
+        results.append(("reads none of a big answer", closed, time.monotonic() - started))
 
     def _stalled(self, data, read_answer=False, trickle=b""):
         raw = socket.create_connection((self.host, self.port))
