@@ -8,8 +8,16 @@ import SyncNodeSync
 /// each replication's progress lines.
 final class MeshEventPrinter: Sendable {
     private let untrusted: UntrustedPeerReporter
-    /// Per replication label: its progress lines, and whether its peer's refusal was told.
-    private let replications = Mutex<[String: (reporter: ProgressReporter, refusalReported: Bool)]>([:])
+    /// Per replication label: its progress lines and what was told of it.
+    private let replications = Mutex<[String: Replication]>([:])
+
+    private struct Replication {
+        let reporter: ProgressReporter
+        /// Whether the peer's refusal of this node's writes was told.
+        var refusalTold = false
+        /// The interruption told last, until the replication is caught up again.
+        var interruption: String?
+    }
 
     init(directory: URL) {
         untrusted = UntrustedPeerReporter(directory: directory)
@@ -39,19 +47,30 @@ final class MeshEventPrinter: Sendable {
     }
 
     private func replication(_ label: String, _ status: ReplicatorStatus) {
-        let (reporter, tellRefusal) = replications.withLock { all in
-            var entry = all[label] ?? (ProgressReporter(label: label, inPlace: false), false)
-            let refused = (status.error as? CouchError)?.status == 403 && status.activity != .stopped
-            let tell = refused && !entry.refusalReported
-            if tell { entry.refusalReported = true }
+        let (reporter, told) = replications.withLock { all in
+            var entry = all[label] ?? Replication(reporter: ProgressReporter(label: label, inPlace: false))
+            var told: [String] = []
+            if let refusal = status.error as? CouchError, refusal.status == 403, status.activity != .stopped, !entry.refusalTold {
+                entry.refusalTold = true
+                told.append("\(label): the peer refuses this node's writes (\(refusal.reason)); pulling only")
+            }
+            // A peer that cannot be reached, or stops answering, is said once per reason (not per
+            // retry), and its return once caught up: the log answers "are we in sync?".
+            if status.activity == .offline, let error = status.error {
+                let reason = "\(error)"
+                if entry.interruption != reason { told.append("\(label): interrupted, retrying: \(reason)") }
+                entry.interruption = reason
+            } else if status.activity == .idle, entry.interruption != nil {
+                entry.interruption = nil
+                told.append("\(label): caught up again")
+            }
             all[label] = entry
-            return (entry.reporter, tell)
+            return (entry.reporter, told)
         }
         reporter.show(status)
         if status.activity == .stopped, let error = status.error {
             Output.error("\(label) stopped: \(error)")
-        } else if tellRefusal, let refusal = status.error as? CouchError {
-            Output.error("\(label): the peer refuses this node's writes (\(refusal.reason)); pulling only")
         }
+        for line in told { Output.error(line) }
     }
 }
