@@ -50,23 +50,28 @@ public final class Query: Sendable, CustomStringConvertible {
     ///   query too complex to compile...); ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``
     ///   when SQLite fails.
     public func execute() throws -> ResultSet {
-        try execute(atMostBytes: .max)
+        var rows: [[DocumentValue?]] = []
+        let layout = try forEachResult { rows.append($0.values) }
+        return ResultSet(layout: layout, rows: rows)
     }
 
-    /// ``execute()``, refused once the rows read hold more than `limit` bytes of values:
-    /// the listener's bound on an answer it builds whole.
-    package func execute(atMostBytes limit: Int) throws -> ResultSet {
+    /// Runs the query and hands each row to `body` as it is read, in one snapshot, without
+    /// keeping them: a result larger than memory can be written out. Returns the rows' layout.
+    /// - Throws: as ``execute()``, and what `body` throws (which ends the query).
+    @discardableResult
+    package func forEachResult(_ body: (Result) throws -> Void) throws -> ResultLayout {
         let parameters = state.withLock { $0.parameters } ?? Parameters()
         // One statement reads one snapshot: no transaction needed around it.
         return try database.readStatement { db in
             do {
-                return try Self.run(try compiledQuery(db), parameters: parameters, db: db, blobStore: database.blobStore, limit: limit)
+                return try Self.run(try compiledQuery(db), parameters: parameters, db: db, blobStore: database.blobStore, body)
             } catch let failure as PrepareFailure {
                 // The schema may have changed since compiling (another process deleted or made a
                 // collection or full-text index): compile against the current one and try once more.
+                // Nothing was handed to `body` yet: preparing comes before the first row.
                 state.withLock { $0.compiled = nil }
                 do {
-                    return try Self.run(try compiledQuery(db), parameters: parameters, db: db, blobStore: database.blobStore, limit: limit)
+                    return try Self.run(try compiledQuery(db), parameters: parameters, db: db, blobStore: database.blobStore, body)
                 } catch let again as PrepareFailure {
                     throw StoreError.invalidQuery("cannot prepare the query: \(again.message ?? failure.message ?? "unknown error")")
                 }
@@ -147,8 +152,8 @@ public final class Query: Sendable, CustomStringConvertible {
     }
 
     static func run(
-        _ compiled: CompiledQuery, parameters: Parameters, db: GRDB.Database, blobStore: BlobStore, limit: Int = .max
-    ) throws -> ResultSet {
+        _ compiled: CompiledQuery, parameters: Parameters, db: GRDB.Database, blobStore: BlobStore, _ body: (Result) throws -> Void
+    ) throws -> ResultLayout {
         let statement: Statement
         do {
             statement = try db.cachedStatement(sql: compiled.sql)
@@ -160,8 +165,6 @@ public final class Query: Sendable, CustomStringConvertible {
         bind(compiled, parameters, to: handle)
         let width = compiled.layout.columnNames.count
         let originColumns = Int32(width * 2)..<Int32(width * 2 + compiled.layout.originCount * 2)
-        var rows: [[DocumentValue?]] = []
-        var bytes = 0
         while true {
             let status = sqlite3_step(handle)
             if status == SQLITE_DONE { break }
@@ -173,21 +176,14 @@ public final class Query: Sendable, CustomStringConvertible {
             var row: [DocumentValue?] = []
             row.reserveCapacity(width + originColumns.count)
             for i in 0..<Int32(width) {
-                // Measured before the value is made of it; only text and blobs (their size needs no conversion).
-                let type = sqlite3_column_type(handle, i * 2)
-                if type == SQLITE_TEXT || type == SQLITE_BLOB { bytes += Int(sqlite3_column_bytes(handle, i * 2)) }
-                if bytes > limit {
-                    throw StoreError.invalidQuery(
-                        "the result holds more than \(limit >> 20) MB: select fewer properties, or read it in pages with LIMIT and OFFSET")
-                }
                 row.append(try value(handle, column: i * 2, blobStore: blobStore))
             }
             for i in originColumns {
                 row.append(sqlite3_column_type(handle, i) == SQLITE_NULL ? nil : .string(text(handle, i)))
             }
-            rows.append(row)
+            try body(Result(layout: compiled.layout, values: row))
         }
-        return ResultSet(layout: compiled.layout, rows: rows)
+        return compiled.layout
     }
 
     private static func text(_ handle: OpaquePointer, _ column: Int32) -> String { SQLiteStatement(handle).text(column) }

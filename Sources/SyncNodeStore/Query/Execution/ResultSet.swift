@@ -25,7 +25,7 @@ public struct ResultSet: Sequence, Sendable, Equatable {
 }
 
 /// What the columns of a query's rows are.
-struct ResultLayout: Sendable, Equatable {
+package struct ResultLayout: Sendable, Equatable {
     let columnNames: [String]
     /// For each column, the source whose whole document (`* AS data`) or
     /// whose ID (`meta().id`) it holds.
