@@ -140,8 +140,9 @@ extension Handlers {
     // MARK: - _query
 
     /// `{"query": "SELECT ...", "params": {"name": value}}` -> `{"results": [row, ...]}`;
-    /// FROM names the database's collections (`_` is its default collection). Rows holding more
-    /// than the request body limit (64 MiB) in all are refused (400): page them with LIMIT and OFFSET.
+    /// FROM names the database's collections (`_` is its default collection). The rows are
+    /// written to a file as they are read, then sent from it (``QuerySpill``): a result of
+    /// more than 4 GiB is refused (413), to be paged with LIMIT and OFFSET.
     private func query(_ request: Request, database: SyncNodeStore.Database) async throws -> Response {
         let body = try await request.jsonObject(limit: bodyLimit)
         guard case .string(let sql)? = body["query"] else { throw CouchError.badRequest("POST body must include a `query` string (SQL++)") }
@@ -153,16 +154,12 @@ extension Handlers {
         }
         let query = try database.createQuery(sql)
         query.parameters = Parameters(parameters)
-        // Built whole (a statement cannot stay open while the answer is written), so bounded: a result
-        // larger than the largest request body is refused with a way to narrow it.
-        let results = try query.execute(atMostBytes: bodyLimit)
+        // Run before the 200 goes out: a query that fails is answered with its error.
+        let spill = try await QuerySpill.run(query, in: database.path)
         return AnswerStream.response(budget: answerBudget) { stream, writer in
             stream.json.writeRaw("{\"results\":[")
-            for (i, result) in results.enumerated() {
-                if i > 0 { stream.json.writeRaw(",") }
-                stream.json.writeRaw(result.toJSON())
-                try await stream.flush(&writer)
-            }
+            try await stream.flush(&writer, all: true)
+            try await spill.send(to: &writer)
             stream.json.writeRaw("]}")
         }
     }
