@@ -87,6 +87,28 @@ import Testing
         #expect(body == #"{"file":{"@type":"blob","content_type":"text/plain","digest":"\#(blob.digest)","length":10}}"#)
     }
 
+    /// Rows written as read (whole documents as SQLite holds their text) say what the rows
+    /// built from values say, blobs and nested ones included.
+    @Test func queryRowsWrittenAsReadCarryBlobsAsBuiltOnesDo() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let doc = MutableDocument(id: "a")
+        doc.setBlob(Blob(contentType: "text/plain", data: Data("hello blob".utf8)), forKey: "file")
+        doc.setDocumentValue(["list": [1, 2.5, "é\u{1F600}", ["deep": .null]], "flag": true], forKey: "nested")
+        try c.save(doc)
+        try c.save(MutableDocument(id: "b", data: ["n": 1]))
+        let query = try db.createQuery("SELECT *, meta().id, nested.list, file, missing FROM _ ORDER BY meta().id")
+        var streamed: [UInt8] = []
+        try query.writeRowsJSON { streamed.append(contentsOf: $0) }
+        let written = try DocumentValue(json: "[" + String(decoding: streamed, as: UTF8.self) + "]")
+        let built = DocumentValue.array(try query.execute().map { try DocumentValue(json: $0.toJSON()) })
+        #expect(written == built, "\(String(decoding: streamed, as: UTF8.self))")
+        guard case .array(let rows) = written else { Issue.record("not an array: \(written)"); return }
+        #expect(rows.count == 2)
+    }
+
     @Test func blobsFromFilesAndStreamsInNestedValues() throws {
         let dir = try TempDirectory()
         let db = try dir.open()

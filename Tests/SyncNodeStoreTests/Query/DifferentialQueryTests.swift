@@ -60,6 +60,15 @@ import Testing
                 Issue.record("\(context)\nexpected \(Self.describe(expected))\nactual   \(Self.describe(actual))\nSQL: \(try query.explain())")
                 failures += 1
             }
+            // The rows as an HTTP answer writes them (JSON text from SQLite, not parsed) say the same.
+            var streamed: [UInt8] = []
+            try query.writeRowsJSON { streamed.append(contentsOf: $0) }
+            let written = try DocumentValue(json: "[" + String(decoding: streamed, as: UTF8.self) + "]")
+            let built = DocumentValue.array(try query.execute().map { try DocumentValue(json: $0.toJSON()) })
+            if written != built {
+                Issue.record("\(context)\nwritten as read: \(String(decoding: streamed, as: UTF8.self))\nbuilt: \(built.toJSON())")
+                failures += 1
+            }
             checked += 1
         }
         #expect(failures == 0)

@@ -60,18 +60,26 @@ public final class Query: Sendable, CustomStringConvertible {
     /// - Throws: as ``execute()``, and what `body` throws (which ends the query).
     @discardableResult
     package func forEachResult(_ body: (Result) throws -> Void) throws -> ResultLayout {
+        let blobStore = database.blobStore
+        return try forEachRow { compiled, handle in
+            try body(Result(layout: compiled.layout, values: try Self.values(handle, compiled, blobStore: blobStore)))
+        }
+    }
+
+    /// Runs the query in one snapshot (one statement), calling `row` with the statement at each row.
+    func forEachRow(_ row: (CompiledQuery, OpaquePointer) throws -> Void) throws -> ResultLayout {
         let parameters = state.withLock { $0.parameters } ?? Parameters()
         // One statement reads one snapshot: no transaction needed around it.
         return try database.readStatement { db in
             do {
-                return try Self.run(try compiledQuery(db), parameters: parameters, db: db, blobStore: database.blobStore, body)
+                return try Self.step(try compiledQuery(db), parameters: parameters, db: db, row)
             } catch let failure as PrepareFailure {
                 // The schema may have changed since compiling (another process deleted or made a
                 // collection or full-text index): compile against the current one and try once more.
-                // Nothing was handed to `body` yet: preparing comes before the first row.
+                // No row was read yet: preparing comes before the first.
                 state.withLock { $0.compiled = nil }
                 do {
-                    return try Self.run(try compiledQuery(db), parameters: parameters, db: db, blobStore: database.blobStore, body)
+                    return try Self.step(try compiledQuery(db), parameters: parameters, db: db, row)
                 } catch let again as PrepareFailure {
                     throw StoreError.invalidQuery("cannot prepare the query: \(again.message ?? failure.message ?? "unknown error")")
                 }
@@ -151,8 +159,8 @@ public final class Query: Sendable, CustomStringConvertible {
         let message: String?
     }
 
-    static func run(
-        _ compiled: CompiledQuery, parameters: Parameters, db: GRDB.Database, blobStore: BlobStore, _ body: (Result) throws -> Void
+    private static func step(
+        _ compiled: CompiledQuery, parameters: Parameters, db: GRDB.Database, _ row: (CompiledQuery, OpaquePointer) throws -> Void
     ) throws -> ResultLayout {
         let statement: Statement
         do {
@@ -163,8 +171,6 @@ public final class Query: Sendable, CustomStringConvertible {
         let handle = statement.sqliteStatement
         defer { sqlite3_reset(handle) }
         bind(compiled, parameters, to: handle)
-        let width = compiled.layout.columnNames.count
-        let originColumns = Int32(width * 2)..<Int32(width * 2 + compiled.layout.originCount * 2)
         while true {
             let status = sqlite3_step(handle)
             if status == SQLITE_DONE { break }
@@ -173,23 +179,30 @@ public final class Query: Sendable, CustomStringConvertible {
                 // Errors thrown by our SQL functions arrive as their description already.
                 throw StoreError.invalidQuery(message.hasPrefix("invalid query: ") ? String(message.dropFirst(15)) : "the query failed: \(message)")
             }
-            var row: [DocumentValue?] = []
-            row.reserveCapacity(width + originColumns.count)
-            for i in 0..<Int32(width) {
-                row.append(try value(handle, column: i * 2, blobStore: blobStore))
-            }
-            for i in originColumns {
-                row.append(sqlite3_column_type(handle, i) == SQLITE_NULL ? nil : .string(text(handle, i)))
-            }
-            try body(Result(layout: compiled.layout, values: row))
+            try row(compiled, handle)
         }
         return compiled.layout
+    }
+
+    /// The row at `handle`: the result columns, then `(id, rev)` of each source when known.
+    private static func values(_ handle: OpaquePointer, _ compiled: CompiledQuery, blobStore: BlobStore) throws -> [DocumentValue?] {
+        let width = compiled.layout.columnNames.count
+        let originColumns = Int32(width * 2)..<Int32(width * 2 + compiled.layout.originCount * 2)
+        var row: [DocumentValue?] = []
+        row.reserveCapacity(width + originColumns.count)
+        for i in 0..<Int32(width) {
+            row.append(try value(handle, column: i * 2, blobStore: blobStore))
+        }
+        for i in originColumns {
+            row.append(sqlite3_column_type(handle, i) == SQLITE_NULL ? nil : .string(text(handle, i)))
+        }
+        return row
     }
 
     private static func text(_ handle: OpaquePointer, _ column: Int32) -> String { SQLiteStatement(handle).text(column) }
 
     /// Reads the value/tag column pair at `column`.
-    private static func value(_ handle: OpaquePointer, column: Int32, blobStore: BlobStore) throws -> DocumentValue? {
+    static func value(_ handle: OpaquePointer, column: Int32, blobStore: BlobStore) throws -> DocumentValue? {
         guard sqlite3_column_type(handle, column + 1) != SQLITE_NULL else { return nil }
         guard let tagBytes = sqlite3_column_text(handle, column + 1) else { return nil }
         switch tagBytes[0] {
