@@ -132,8 +132,15 @@ import Testing
             #expect(empty.status == 200 && empty["results"] == [])
             let failing = try await h.request(.POST, "/db/_query", body: #"{"query":"SELECT REGEXP_LIKE(kind, '(') FROM _"}"#)
             #expect(failing.status == 400 && failing["error"] == "query_parse_error")
-            let directory = try #require(try h.node.database("db")).path
-            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix(".query-") } == [])
+            let database = try #require(try h.node.database("db"))
+            // Past its limit (4 GiB in the listener) a result is refused, with a way to narrow it.
+            do {
+                _ = try await QuerySpill.run(try database.createQuery("SELECT * FROM _"), in: database.path, limit: 1_000_000)
+                Issue.record("a result past the limit was not refused")
+            } catch let error as CouchError {
+                #expect(error.status == 413 && error.reason.contains("LIMIT and OFFSET"))
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: database.path.path).filter { $0.hasPrefix(".query-") } == [])
         }
     }
 }

@@ -50,26 +50,22 @@ final class QuerySpill: @unchecked Sendable {
     private func spill(_ query: Query, limit: Int64) throws {
         var piece: [UInt8] = []
         piece.reserveCapacity(AnswerStream.pieceSize * 2)
-        try query.forEachResult { result in
-            var text = result.toJSON()
-            let comma = size > 0
-            size += Int64(text.utf8.count) + (comma ? 1 : 0)
+        try query.writeRowsJSON { bytes in
+            size += Int64(bytes.count)
             if size > limit {
                 throw CouchError(status: 413, error: "too_large", reason: "the query's result holds more than \(limit >> 20) MB: select fewer properties, or read it in pages with LIMIT and OFFSET")
             }
-            if comma { piece.append(UInt8(ascii: ",")) }
-            if text.utf8.count < AnswerStream.pieceSize {
-                piece.append(contentsOf: text.utf8)
+            if bytes.count < AnswerStream.pieceSize {
+                piece.append(contentsOf: bytes)
+                guard piece.count >= AnswerStream.pieceSize else { return }
             } else {
-                // A big row goes straight from its string: no second copy of it.
+                // A big value (a whole document) goes straight from SQLite's copy: no second one.
                 try piece.withUnsafeBytes(writeAll)
                 piece.removeAll(keepingCapacity: true)
-                try text.withUTF8 { try writeAll(UnsafeRawBufferPointer($0)) }
+                try writeAll(bytes)
             }
-            if piece.count >= AnswerStream.pieceSize {
-                try piece.withUnsafeBytes(writeAll)
-                piece.removeAll(keepingCapacity: true)
-            }
+            try piece.withUnsafeBytes(writeAll)
+            piece.removeAll(keepingCapacity: true)
         }
         try piece.withUnsafeBytes(writeAll)
         try file.seek(toOffset: 0)
