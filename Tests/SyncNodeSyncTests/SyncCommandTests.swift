@@ -57,6 +57,18 @@ import Testing
             print("sync toward a \(scheme) tarpit with --timeout 1: gave up after \(took)")
         }
         #expect(try await Self.runDetached(["--dir", peer.path, "sync", "http://127.0.0.1:\(port)/db", "--timeout", "0"]).0 != 0)
+        // A port bound but not listening refuses connections: said so, not as a socket error's text.
+        let closed = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(closed) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try #require(withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(closed, $0, length) == 0 && getsockname(closed, $0, &length) == 0
+        } })
+        let refused = try await Self.runDetached(["--dir", peer.path, "sync", "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/db", "--timeout", "1"])
+        #expect(refused.0 != 0 && refused.2.contains("refused the connection (nothing listens on that port)"), "\(refused.2)")
     }
 
     /// Runs `syncnode sync URL --pull` into `peer` and kills it (-9) once `midway` holds;

@@ -1,4 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
 import AsyncHTTPClient
+import NIOCore
 
 /// The limits on waiting for a peer (see ``ReplicatorConfiguration/connectTimeout`` and
 /// ``ReplicatorConfiguration/readTimeout``), and what a peer that exceeded one did, said
@@ -7,10 +13,17 @@ struct PeerTimeouts: Sendable {
     let connect: Duration
     let read: Duration
 
-    /// The HTTP client's timeouts and lost connections as ``SyncError/connectionFailed(_:)``
+    /// The HTTP client's timeouts, lost connections and failed connects as ``SyncError/connectionFailed(_:)``
     /// (retried, and shown to users as they are): which peer, what it did not do, in how long.
     /// Other errors are returned as they are.
     func describe(_ error: any Error, peer: String) -> any Error {
+        // A failed connect arrives as NIO's socket error, which reads "connection reset (error set): ...".
+        if let error = error as? IOError {
+            let what = error.errnoCode == ECONNREFUSED
+                ? "refused the connection (nothing listens on that port)"
+                : "could not be reached: \(String(cString: strerror(error.errnoCode)))"
+            return SyncError.connectionFailed("\(peer) \(what)")
+        }
         guard let error = error as? HTTPClientError else { return error }
         let what: String
         switch error {
