@@ -38,6 +38,28 @@ import Testing
         }
     }
 
+    /// A `_query` whose client left stops reading: nobody waits for its rows.
+    @Test func aQueryWhoseClientLeftStops() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-spill-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let database = try Database(name: "db", config: DatabaseConfiguration(directory: dir))
+        defer { try? database.close() }
+        let c = try database.defaultCollection()
+        for i in 0..<10 { try c.save(MutableDocument(id: "d\(i)", data: ["n": i])) }
+        let channel = EmbeddedChannel()
+        let departure = ClientDeparture()
+        try channel.pipeline.syncOperations.addHandler(departure)
+        let query = try database.createQuery("SELECT * FROM _")
+        #expect(try await QuerySpill.run(query, in: database.path, departure: departure).size > 0)
+        channel.pipeline.fireChannelInactive()
+        do {
+            _ = try await QuerySpill.run(query, in: database.path, departure: departure)
+            Issue.record("the query went on after its client left")
+        } catch let error as CouchError {
+            #expect(error.status == 499)
+        }
+    }
+
     /// A reader whose client leaves while it waits for the budget stops waiting.
     @Test func aWaitingReaderWhoseClientLeavesStopsWaiting() async throws {
         let budget = AnswerBudget(capacity: 100)

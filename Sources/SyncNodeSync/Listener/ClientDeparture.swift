@@ -21,7 +21,8 @@ final class ClientDeparture: ChannelInboundHandler, RemovableChannelHandler, Sen
     private let state = Mutex(State())
 
     /// The connection of the answer being written, for work deep inside it that must stop when
-    /// its client leaves (set by the listener's responder while it writes a body).
+    /// its client leaves (set by the listener's responder while it handles a request and writes
+    /// its answer).
     @TaskLocal static var connection: (any Channel)?
 
     /// Whether the client has left.

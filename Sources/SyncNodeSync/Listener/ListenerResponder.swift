@@ -76,8 +76,11 @@ struct ListenerResponder: HTTPResponder {
         if request.uri.path == InvitationRedemption.path { return try await redemption.redeem(request, context: context) }
         let login = try await authentication.check(request, context: context)
         let segments = try Self.segments(request.uri.path)
+        // The connection is known to the handler too: work only its client waits for can end when it leaves.
         var response = try await Authentication.$ofRequest.withValue(Authentication.CurrentPrincipal(login.current)) {
-            try await handlers.handle(request, segments: segments, principal: login.principal, connection: context.channel)
+            try await ClientDeparture.$connection.withValue(context.channel) {
+                try await handlers.handle(request, segments: segments, principal: login.principal, connection: context.channel)
+            }
         }
         if let cookie = login.refreshedCookie { response.headers[.setCookie] = cookie }
         return response

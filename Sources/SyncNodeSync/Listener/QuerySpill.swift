@@ -26,12 +26,14 @@ final class QuerySpill: @unchecked Sendable {
 
     /// Runs `query` on a thread of its own (a big result takes seconds, which the cooperative
     /// threads must not wait out) and writes its rows to a new spill file.
-    /// - Throws: `StoreError` from the query, ``CouchError`` 413 past `limit`, or the file's error.
-    static func run(_ query: Query, in directory: URL, limit: Int64 = limit) async throws -> QuerySpill {
+    /// The query stops once `departure` tells that the client left: nobody waits for its rows.
+    /// - Throws: `StoreError` from the query, ``CouchError`` 413 past `limit`, 499 when the client
+    ///   left, or the file's error.
+    static func run(_ query: Query, in directory: URL, limit: Int64 = limit, departure: ClientDeparture? = nil) async throws -> QuerySpill {
         let spill = try QuerySpill(directory: directory)
         try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, Error>) in
             Thread {
-                done.resume(with: Swift.Result { try spill.spill(query, limit: limit) })
+                done.resume(with: Swift.Result { try spill.spill(query, limit: limit, departure: departure) })
             }.start()
         }
         return spill
@@ -47,10 +49,13 @@ final class QuerySpill: @unchecked Sendable {
         file = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
     }
 
-    private func spill(_ query: Query, limit: Int64) throws {
+    private func spill(_ query: Query, limit: Int64, departure: ClientDeparture?) throws {
         var piece: [UInt8] = []
         piece.reserveCapacity(AnswerStream.pieceSize * 2)
         try query.writeRowsJSON { bytes in
+            if departure?.hasDeparted == true {
+                throw CouchError(status: 499, error: "client_closed", reason: "the client left before the query's result was read")
+            }
             size += Int64(bytes.count)
             if size > limit {
                 throw CouchError(status: 413, error: "too_large", reason: "the query's result holds more than \(limit >> 20) MB: select fewer properties, or read it in pages with LIMIT and OFFSET")
