@@ -184,6 +184,19 @@ import Testing
             await #expect(throws: CouchError.self) { try await giving.runOnce() }
             #expect((giving.status.error as? CouchError)?.status == 503)
 
+            // Continuous and retrying it: stopped on request, it keeps no error (it was not what stopped it).
+            var retrying = config
+            retrying.continuous = true
+            let continuous = Replicator(config: retrying)
+            let seen = Collector<Int>()
+            let watch = continuous.addChangeListener { if ($0.status.error as? CouchError)?.status == 503 { seen.append(503) } }
+            defer { watch.remove() }
+            continuous.start()
+            #expect(await seen.wait(count: 1).count == 1)
+            continuous.stop()
+            await continuous.waitUntilStopped()
+            #expect(continuous.status.activity == .stopped && continuous.status.error == nil, "\(String(describing: continuous.status.error))")
+
             // Wrong password: stopped at once, 401 kept, continuous or not.
             var wrong = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h, password: "nope")))
             wrong.continuous = true

@@ -164,7 +164,8 @@ public final class Replicator: Sendable {
     /// Replicates until the task is cancelled: a pass, then waiting for the
     /// next local change (push) or remote change (pull, by long poll), then
     /// another pass. Transient failures are retried forever with backoff;
-    /// 401/403 and a wrong pin stop it.
+    /// 401/403 and a wrong pin stop it. Once it has stopped, ``status`` keeps
+    /// only an error that stopped it, not a failure it was retrying.
     /// - Throws: the errors no retry can fix: ``CouchError`` for a 4xx other than 408/429,
     ///   ``SyncError`` (other than ``SyncError/connectionFailed(_:)``), `StoreError`; `CancellationError`
     ///   when the task is cancelled during a backoff wait (cancelled elsewhere, it returns normally).
@@ -174,7 +175,13 @@ public final class Replicator: Sendable {
         defer { token.remove() }
         var backoff = Backoff(maximum: config.maxAttemptWaitTime)
         var reset = reset
-        defer { update { $0.activity = .stopped } }
+        defer {
+            update {
+                $0.activity = .stopped
+                // Stopped on request: a failure it was retrying is no longer why it is not running.
+                if let error = $0.error, !Self.isPermanent(error) { $0.error = nil }
+            }
+        }
         while !Task.isCancelled {
             do {
                 update { $0.activity = .connecting }
