@@ -32,9 +32,12 @@ final class QuerySpill: @unchecked Sendable {
     static func run(_ query: Query, in directory: URL, limit: Int64 = limit, departure: ClientDeparture? = nil) async throws -> QuerySpill {
         let spill = try QuerySpill(directory: directory)
         try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, Error>) in
-            Thread {
+            let thread = Thread {
                 done.resume(with: Swift.Result { try spill.spill(query, limit: limit, departure: departure) })
-            }.start()
+            }
+            // SQLite's recursion (deep expressions, nested JSON) wants a main thread's stack.
+            thread.stackSize = 8 << 20
+            thread.start()
         }
         return spill
     }
