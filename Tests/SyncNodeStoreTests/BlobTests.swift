@@ -99,7 +99,7 @@ import Testing
         doc.setDocumentValue(["list": [1, 2.5, "é\u{1F600}", ["deep": .null]], "flag": true], forKey: "nested")
         try c.save(doc)
         try c.save(MutableDocument(id: "b", data: ["n": 1]))
-        let query = try db.createQuery("SELECT *, meta().id, nested.list, file, missing FROM _ ORDER BY meta().id")
+        let query = try db.createQuery("SELECT *, meta().id, nested.list, file, missing, n AS twice, missing AS twice FROM _ ORDER BY meta().id")
         var streamed: [UInt8] = []
         try query.writeRowsJSON { streamed.append(contentsOf: $0) }
         let written = try DocumentValue(json: "[" + String(decoding: streamed, as: UTF8.self) + "]")

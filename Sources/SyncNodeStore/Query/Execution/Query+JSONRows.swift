@@ -6,23 +6,29 @@ extension Query {
     ///
     /// An object or array column (a whole document above all) goes as the JSON text SQLite
     /// holds, not parsed and written again: a row of a 50 MB document costs that text once.
-    /// Its keys come in SELECT order, not sorted as ``Result/toJSON()`` sorts them; a name
-    /// selected twice keeps its last value, and MISSING columns are left out, as there.
+    /// Its keys are not sorted as ``Result/toJSON()`` sorts them (the last selected comes
+    /// first); a name selected twice keeps its last value that is not MISSING, and MISSING
+    /// columns are left out, as there.
     /// - Throws: as ``execute()``, and what `write` throws (which ends the query).
     package func writeRowsJSON(_ write: (UnsafeRawBufferPointer) throws -> Void) throws {
         var json = JSONWriter(capacity: 4096)
-        var kept: [(name: String, column: Int32)]?
         var rows = 0
+        var shared: Bool?
         _ = try forEachRow { compiled, handle in
-            let columns = kept ?? Self.lastOfEachName(compiled.layout.columnNames)
-            kept = columns
+            let names = compiled.layout.columnNames
+            // A name selected twice takes its last value present in this row: the columns are
+            // looked at from the last, and a name written is not written again.
+            let sharing = shared ?? (Set(names).count < names.count)
+            shared = sharing
+            var written = Set<String>()
             if rows > 0 { json.writeRaw(",") }
             json.writeRaw("{")
             rows += 1
             var first = true
-            for (name, column) in columns {
-                let tagColumn = column + 1
+            for (index, name) in names.enumerated().reversed() {
+                let column = Int32(index * 2), tagColumn = Int32(index * 2 + 1)
                 guard sqlite3_column_type(handle, tagColumn) != SQLITE_NULL, let tag = sqlite3_column_text(handle, tagColumn) else { continue }
+                if sharing, !written.insert(name).inserted { continue }
                 if !first { json.writeRaw(",") }
                 first = false
                 json.writeString(name)
@@ -39,15 +45,5 @@ extension Query {
             try json.bytes.withUnsafeBytes(write)
             json.bytes.removeAll(keepingCapacity: true)
         }
-    }
-
-    /// Each result column's name and value column, the last of those sharing a name only.
-    private static func lastOfEachName(_ names: [String]) -> [(name: String, column: Int32)] {
-        var seen = Set<String>()
-        var kept: [(name: String, column: Int32)] = []
-        for (i, name) in names.enumerated().reversed() where seen.insert(name).inserted {
-            kept.append((name, Int32(i * 2)))
-        }
-        return kept.reversed()
     }
 }
