@@ -65,7 +65,7 @@ final class PointReader: Sendable {
                 sqlite3_close(handle)
                 throw StoreError.storage("opening \(path) for reading: \(message)")
             }
-            sqlite3_busy_timeout(handle, 10_000)
+            sqlite3_busy_timeout(handle, Int32(Database.busyTimeout * 1000))
         }
 
         func statement(_ sql: String) throws -> SQLiteStatement {

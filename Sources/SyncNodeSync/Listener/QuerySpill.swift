@@ -46,7 +46,8 @@ final class QuerySpill: @unchecked Sendable {
         let path = directory.appendingPathComponent(".query-\(UUID().uuidString)").path
         let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            throw CouchError(status: 500, error: "unknown_error", reason: "cannot make a file for the query's result in \(directory.path): \(String(cString: strerror(errno)))")
+            let reason = String(cString: strerror(errno))
+            throw CouchError(status: 500, error: "unknown_error", reason: "cannot make a file for the query's result in \(directory.path): \(reason)")
         }
         unlink(path)
         file = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)

@@ -63,6 +63,8 @@ final class MeshEventPrinter: Sendable {
             } else if status.activity == .idle, entry.interruption != nil {
                 entry.interruption = nil
                 told.append("\(label): caught up again")
+            } else if status.activity == .stopped {
+                entry.interruption = nil
             }
             all[label] = entry
             return (entry.reporter, told)
