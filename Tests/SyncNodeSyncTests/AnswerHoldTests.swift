@@ -50,10 +50,10 @@ import Testing
         let departure = ClientDeparture()
         try channel.pipeline.syncOperations.addHandler(departure)
         let query = try database.createQuery("SELECT * FROM _")
-        #expect(try await QuerySpill.run(query, in: database.path, departure: departure).size > 0)
+        #expect(try await QuerySpill.run(query, in: database.path, usage: QuerySpill.Usage(), departure: departure).size > 0)
         channel.pipeline.fireChannelInactive()
         do {
-            _ = try await QuerySpill.run(query, in: database.path, departure: departure)
+            _ = try await QuerySpill.run(query, in: database.path, usage: QuerySpill.Usage(), departure: departure)
             Issue.record("the query went on after its client left")
         } catch let error as CouchError {
             #expect(error.status == 499)

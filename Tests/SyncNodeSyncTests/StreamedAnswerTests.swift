@@ -134,12 +134,27 @@ import Testing
             #expect(failing.status == 400 && failing["error"] == "query_parse_error")
             let database = try #require(try h.node.database("db"))
             // Past its limit (4 GiB in the listener) a result is refused, with a way to narrow it.
+            let query = try database.createQuery("SELECT * FROM _")
+            let usage = QuerySpill.Usage()
             do {
-                _ = try await QuerySpill.run(try database.createQuery("SELECT * FROM _"), in: database.path, limit: 1_000_000)
+                _ = try await QuerySpill.run(query, in: database.path, limit: 1_000_000, usage: usage)
                 Issue.record("a result past the limit was not refused")
             } catch let error as CouchError {
                 #expect(error.status == 413 && error.reason.contains("LIMIT and OFFSET"))
             }
+            #expect(usage.held == 0)
+            // Results being written share the limit: one that fits alone waits while another holds it.
+            var first: QuerySpill? = try await QuerySpill.run(query, in: database.path, limit: 3_000_000, usage: usage)
+            #expect(usage.held == first?.size && usage.held > 1_500_000)
+            do {
+                _ = try await QuerySpill.run(query, in: database.path, limit: 3_000_000, usage: usage)
+                Issue.record("two results past the shared limit were both kept")
+            } catch let error as CouchError {
+                #expect(error.status == 503 && error.reason.contains("retry later"))
+            }
+            first = nil
+            #expect(usage.held == 0)
+            #expect(try await QuerySpill.run(query, in: database.path, limit: 3_000_000, usage: usage).size > 1_500_000)
             #expect(try FileManager.default.contentsOfDirectory(atPath: database.path.path).filter { $0.hasPrefix(".query-") } == [])
         }
     }

@@ -156,7 +156,7 @@ extension Handlers {
         query.parameters = Parameters(parameters)
         // Run before the 200 goes out: a query that fails is answered with its error.
         let departure = if let channel = ClientDeparture.connection { await ClientDeparture.of(channel) } else { ClientDeparture?.none }
-        let spill = try await QuerySpill.run(query, in: database.path, departure: departure)
+        let spill = try await QuerySpill.run(query, in: database.path, usage: querySpills, departure: departure)
         return AnswerStream.response(budget: answerBudget) { stream, writer in
             stream.json.writeRaw("{\"results\":[")
             try await stream.flush(&writer, all: true)

@@ -23,6 +23,8 @@ struct Handlers: Sendable {
     let accessWatch: AccessWatch
     /// What large bodies in answers being written may hold at once.
     let answerBudget: AnswerBudget
+    /// The disk that `_query` results being written hold.
+    let querySpills = QuerySpill.Usage()
     let logger: Logger
 
     var directory: NodeDirectory { config.directory }

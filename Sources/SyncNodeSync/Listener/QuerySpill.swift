@@ -7,6 +7,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import SyncNodeStore
+import Synchronization
 
 /// A `_query` result written out as it is read, then sent from there.
 ///
@@ -17,10 +18,20 @@ import SyncNodeStore
 /// answer is sent from the file a piece at a time. Memory holds a row and a piece, whatever
 /// the result's size.
 final class QuerySpill: @unchecked Sendable {
-    /// The most a result may hold: beyond it the query is refused, with a way to narrow it.
+    /// The most a result may hold, and all the results a listener is writing at once: beyond it
+    /// a query is refused, with a way to narrow it (or to wait, when others hold the room).
     static let limit: Int64 = 4 << 30
 
+    /// What the spills of one listener hold on disk at once: their files share the file system
+    /// with the databases, which must not fill up because many big queries ran together.
+    final class Usage: Sendable {
+        fileprivate let bytes = Mutex<Int64>(0)
+        /// The bytes the spills hold now.
+        var held: Int64 { bytes.withLock { $0 } }
+    }
+
     private let file: FileHandle
+    private let usage: Usage
     /// The bytes written: the rows' JSON and the commas between them.
     private(set) var size: Int64 = 0
 
@@ -29,8 +40,10 @@ final class QuerySpill: @unchecked Sendable {
     /// The query stops once `departure` tells that the client left: nobody waits for its rows.
     /// - Throws: `StoreError` from the query, ``CouchError`` 413 past `limit`, 499 when the client
     ///   left, or the file's error.
-    static func run(_ query: Query, in directory: URL, limit: Int64 = limit, departure: ClientDeparture? = nil) async throws -> QuerySpill {
-        let spill = try QuerySpill(directory: directory)
+    static func run(
+        _ query: Query, in directory: URL, limit: Int64 = limit, usage: Usage, departure: ClientDeparture? = nil
+    ) async throws -> QuerySpill {
+        let spill = try QuerySpill(directory: directory, usage: usage)
         try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, Error>) in
             let thread = Thread {
                 done.resume(with: Swift.Result { try spill.spill(query, limit: limit, departure: departure) })
@@ -42,7 +55,8 @@ final class QuerySpill: @unchecked Sendable {
         return spill
     }
 
-    private init(directory: URL) throws {
+    private init(directory: URL, usage: Usage) throws {
+        self.usage = usage
         let path = directory.appendingPathComponent(".query-\(UUID().uuidString)").path
         let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
@@ -53,6 +67,11 @@ final class QuerySpill: @unchecked Sendable {
         file = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
     }
 
+    deinit {
+        let size = size
+        usage.bytes.withLock { $0 -= size }
+    }
+
     private func spill(_ query: Query, limit: Int64, departure: ClientDeparture?) throws {
         var piece: [UInt8] = []
         piece.reserveCapacity(AnswerStream.pieceSize * 2)
@@ -61,8 +80,12 @@ final class QuerySpill: @unchecked Sendable {
                 throw CouchError(status: 499, error: "client_closed", reason: "the client left before the query's result was read")
             }
             size += Int64(bytes.count)
+            let held = usage.bytes.withLock { $0 += Int64(bytes.count); return $0 }
             if size > limit {
                 throw CouchError(status: 413, error: "too_large", reason: "the query's result holds more than \(limit >> 20) MB: select fewer properties, or read it in pages with LIMIT and OFFSET")
+            }
+            if held > limit {
+                throw CouchError(status: 503, error: "service_unavailable", reason: "other query results being written hold the \(limit >> 20) MB of disk allowed them: retry later, or read the result in pages with LIMIT and OFFSET")
             }
             if bytes.count < AnswerStream.pieceSize {
                 piece.append(contentsOf: bytes)
