@@ -87,17 +87,14 @@ final class QuerySpill: @unchecked Sendable {
             if held > limit {
                 throw CouchError(status: 503, error: "service_unavailable", reason: "other query results being written hold the \(limit >> 20) MB of disk allowed them: retry later, or read the result in pages with LIMIT and OFFSET")
             }
-            if bytes.count < AnswerStream.pieceSize {
-                piece.append(contentsOf: bytes)
-                guard piece.count >= AnswerStream.pieceSize else { return }
-            } else {
-                // A big value (a whole document) goes straight from SQLite's copy: no second one.
+            // A big value (a whole document) goes straight from SQLite's copy, after what gathered.
+            let big = bytes.count >= AnswerStream.pieceSize
+            if !big { piece.append(contentsOf: bytes) }
+            if big || piece.count >= AnswerStream.pieceSize {
                 try piece.withUnsafeBytes(writeAll)
                 piece.removeAll(keepingCapacity: true)
-                try writeAll(bytes)
             }
-            try piece.withUnsafeBytes(writeAll)
-            piece.removeAll(keepingCapacity: true)
+            if big { try writeAll(bytes) }
         }
         try piece.withUnsafeBytes(writeAll)
         try file.seek(toOffset: 0)
