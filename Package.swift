@@ -132,8 +132,11 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // `syncnode --version`: the VERSION file and the git commit, stamped at build time.
+            plugins: ["VersionStamp"]
         ),
+        .plugin(name: "VersionStamp", capability: .buildTool()),
         .executableTarget(
             name: "SyncNodeBenchmarks",
             dependencies: [

@@ -9,6 +9,8 @@ struct SyncNodeCommand: AsyncParsableCommand {
         commandName: "syncnode",
         abstract: "An embedded document database node with CouchDB-protocol LAN sync.",
         discussion: "Every command takes --dir PATH (default $SYNCNODE_DIR, else ./syncnode-data). Exit codes: 0 ok, 1 user error, 2 usage, 3 network.\n\nExample:\n  syncnode put default greeting '{\"text\":\"hello\"}' && syncnode serve",
+        // Stamped at build time by Plugins/VersionStamp (scripts/version.sh).
+        version: buildVersion,
         subcommands: [Put.self, Get.self, Delete.self, Import.self, Export.self, Changes.self, Conflicts.self, Resolve.self, QueryCommand.self, Serve.self, Sync.self, Peers.self, Invite.self, Pair.self, Identity.self, Credential.self, User.self, Trust.self,
                       Info.self, Compact.self, Purge.self, IndexCommand.self])
 
