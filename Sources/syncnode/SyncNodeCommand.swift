@@ -20,9 +20,10 @@ struct SyncNodeCommand: AsyncParsableCommand {
     /// Exit codes: 0 ok, 1 user error, 2 usage, 3 network/peer failure.
     static func main() async {
         LoggingSystem.bootstrap { label in
+            let level = ProcessInfo.processInfo.environment["SYNCNODE_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+            if Journal.isStandardError { return JournalLogHandler(label: label, logLevel: level) }
             var handler = StreamLogHandler.standardError(label: label)
-            let level = ProcessInfo.processInfo.environment["SYNCNODE_LOG"].flatMap(Logger.Level.init(rawValue:))
-            handler.logLevel = level ?? .warning
+            handler.logLevel = level
             return handler
         }
         let command: ParsableCommand

@@ -166,7 +166,7 @@ struct Serve: AsyncParsableCommand {
                 throw error
             }
             // Written straight to the file descriptor, once the signals are the group's: scripts wait for this line.
-            Output.write("syncnode: listening on \(pairing.url.absoluteString)\n" + qr.art(pairing.url.absoluteString), to: .standardOutput)
+            Output.write(Journal.lines("syncnode: listening on \(pairing.url.absoluteString)\n", level: .notice) + qr.art(pairing.url.absoluteString), to: .standardOutput)
             if pairing.invitation != nil {
                 Output.progress("syncnode: that URL is an invitation: for 15 minutes, any device that pairs with it (`syncnode pair URL`) is trusted by its certificate; `syncnode invite` makes one-time ones, `syncnode credential` prints the admin credential for curl and CouchDB")
             }

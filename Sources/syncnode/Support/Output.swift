@@ -7,12 +7,13 @@ enum Output {
         print(DocumentValue.dictionary(object).toJSON())
     }
 
+    /// An error, or a warning when `message` starts with "warning:" (its level on the journal).
     static func error(_ message: String) {
-        write("syncnode: \(message)\n", to: .standardError)
+        write(Journal.lines("syncnode: \(message)\n", level: message.hasPrefix("warning:") ? .warning : .error), to: .standardError)
     }
 
     static func progress(_ message: String) {
-        write("\(message)\n", to: .standardError)
+        write(Journal.lines("\(message)\n", level: .info), to: .standardError)
     }
 
     /// Writes at once, unbuffered (scripts wait for lines). False when the
