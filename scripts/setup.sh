@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what SyncNode needs on Debian 12 (idempotent; run as root or with sudo).
 #   scripts/setup.sh           to build and run a node
-#   scripts/setup.sh --tests   and to run the test suite and benchmarks
+#   scripts/setup.sh --package to build the Debian package too (scripts/package.sh)
+#   scripts/setup.sh --tests   and to run the test suite and benchmarks (the package's checks included)
 set -euo pipefail
 
 # avahi, dbus, iproute2, util-linux: DNS-SD and the multi-host lab (scripts/lab.sh); curl: the multi-node test;
@@ -10,6 +11,11 @@ set -euo pipefail
 packages=(libsqlite3-dev sqlite3 python3 libavahi-client-dev libqrencode-dev avahi-daemon avahi-utils dbus
           iproute2 util-linux curl zlib1g-dev)
 tests=false
+if [ "${1:-}" = "--package" ] || [ "${1:-}" = "--tests" ]; then
+  # dpkg-dev: dpkg-shlibdeps (the package's Depends); binutils: strip and readelf; systemd:
+  # systemd-analyze verifies the unit; adduser: the package's own dependency, to install it in tests.
+  packages+=(dpkg-dev binutils systemd adduser)
+fi
 if [ "${1:-}" = "--tests" ]; then
   tests=true
   # zbar-tools: the QR tests' scanner; nodejs, chromium: PouchDB in Node.js and in a browser page;
