@@ -36,14 +36,18 @@ if [ $# -eq 0 ]; then
   # What users run is a release build, which the optimizer compiles differently (a miscompiled
   # task-local once crashed release serves on every request while every debug test passed):
   # a release serve answers big reads, many clients and repeated SIGKILLs, at a small scale.
-  swift build -c release
-  release="$(swift build -c release --show-bin-path)"
+  # Linked as scripts/package.sh ships it (the Swift libraries statically), so the build is shared.
+  swift build -c release --static-swift-stdlib
+  release="$(swift build -c release --static-swift-stdlib --show-bin-path)"
   python3 scripts/bench/answers.py "$release" 60 >"$log" 2>&1 || { echo "test: the release answers check failed:" >&2; cat "$log" >&2; exit 1; }
   python3 scripts/bench/load.py "$release" 20 5 >"$log" 2>&1 && grep -q "verdict: met" "$log" \
     || { echo "test: the release load check failed:" >&2; cat "$log" >&2; exit 1; }
   python3 scripts/bench/kill.py "$release" 3 >"$log" 2>&1 && grep -q "verdict: met" "$log" \
     || { echo "test: the release kill check failed:" >&2; cat "$log" >&2; exit 1; }
   echo "test: a release serve answered big reads, 20 clients and 3 SIGKILLs"
+  # The Debian package: built, then checked as a machine without Swift uses it (its lab part needs root).
+  bash scripts/package.sh
+  bash scripts/package-test.sh "dist/syncnode_$(sh scripts/version.sh)_$(dpkg --print-architecture).deb"
 fi
 # Discovery and sync across three hosts (network namespaces with their own avahi-daemon): needs root.
 # Needs root with the power to make namespaces (an unprivileged container's root has not); not run for a filtered run.
