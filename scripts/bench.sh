@@ -22,8 +22,8 @@ what="${1:-store}"
 n="${2:-100000}"
 
 bash scripts/setup.sh --tests
-swift build -c release >/dev/null
-bin="$(swift build -c release --show-bin-path)"
+swift build -c release --static-swift-stdlib >/dev/null
+bin="$(swift build -c release --static-swift-stdlib --show-bin-path)"
 
 case "$what" in
   store)

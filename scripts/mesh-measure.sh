@@ -15,7 +15,7 @@
 #
 # --quick makes fewer writes and a 10 s idle window: scripts/test.sh runs it on 3 hosts with the
 # debug build, for the checks (convergence, no lost write, agreement), not the figures.
-# SYNCNODE_BIN picks the binary (default: the release build; `swift build -c release` first).
+# SYNCNODE_BIN picks the binary (default: the release build; `swift build -c release --static-swift-stdlib` first, as scripts/run.sh builds it).
 # Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +34,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 0
 fi
 BIN=${SYNCNODE_BIN:-$(swift build -c release --show-bin-path)/syncnode}
-[ -x "$BIN" ] || { echo "mesh-measure: $BIN is missing: swift build -c release first" >&2; exit 1; }
+[ -x "$BIN" ] || { echo "mesh-measure: $BIN is missing: swift build -c release --static-swift-stdlib first" >&2; exit 1; }
 PY=.venv/bin/python
 WORK=$(mktemp -d /tmp/syncnode-measure.XXXXXX)
 export SYNCNODE_LAB="$WORK/lab"

@@ -15,7 +15,7 @@ export SWIFT_DETERMINISTIC_HASHING=1
 
 bash scripts/setup.sh
 bash scripts/services.sh || echo "run: DNS-SD services unavailable; the node runs without discovery" >&2
-swift build -c release --product syncnode
-bin="$(swift build -c release --show-bin-path)/syncnode"
+swift build -c release --static-swift-stdlib --product syncnode
+bin="$(swift build -c release --static-swift-stdlib --show-bin-path)/syncnode"
 export SYNCNODE_DIR="${SYNCNODE_DIR:-$PWD/syncnode-data}"
 exec env -u SWIFT_DETERMINISTIC_HASHING "$bin" serve "$@"
