@@ -18,5 +18,8 @@ struct DurationArgument: ExpressibleByArgument, Sendable, Equatable {
         text = argument
     }
 
+    /// As written (`15m`), in help and the man page.
+    var defaultValueDescription: String { text }
+
     static var defaultCompletionKind: CompletionKind { .default }
 }
