@@ -45,9 +45,15 @@ if [ $# -eq 0 ]; then
   python3 scripts/bench/kill.py "$release" 3 >"$log" 2>&1 && grep -q "verdict: met" "$log" \
     || { echo "test: the release kill check failed:" >&2; cat "$log" >&2; exit 1; }
   echo "test: a release serve answered big reads, 20 clients and 3 SIGKILLs"
-  # The Debian package: built, then checked as a machine without Swift uses it (its lab part needs root).
+  # The Debian package: built twice (the same bytes), then checked as a machine without Swift
+  # uses it (its install and lab parts need root).
   bash scripts/package.sh
-  bash scripts/package-test.sh "dist/syncnode_$(sh scripts/version.sh)_$(dpkg --print-architecture).deb"
+  deb="dist/syncnode_$(sh scripts/version.sh)_$(dpkg --print-architecture).deb"
+  first=$(sha256sum < "$deb")
+  bash scripts/package.sh >"$log" 2>&1 || { echo "test: the second package build failed:" >&2; cat "$log" >&2; exit 1; }
+  [ "$(sha256sum < "$deb")" = "$first" ] || { echo "test: a second package built at this commit differs from the first" >&2; exit 1; }
+  echo "test: a second package built at this commit has the same bytes"
+  bash scripts/package-test.sh "$deb"
 fi
 # Discovery and sync across three hosts (network namespaces with their own avahi-daemon): needs root.
 # Needs root with the power to make namespaces (an unprivileged container's root has not); not run for a filtered run.
