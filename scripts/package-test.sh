@@ -66,6 +66,7 @@ say "ok: fields (Depends: $depends) and files"
 
 # --- Libraries: Debian's only, each one's package in Depends.
 toolchain=$(dirname "$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")")
+case "$toolchain" in /|/usr|/usr/local) fail "the toolchain is installed in $toolchain, among Debian's files: it cannot be hidden" ;; esac
 libs=$(ldd "$bin")
 grep -q "not found" <<< "$libs" && fail "unresolved libraries: $libs"
 grep -q "$toolchain" <<< "$libs" && fail "the binary links the toolchain's libraries ($toolchain): $libs"
