@@ -10,7 +10,8 @@ import GRDB
 /// - per collection `c<id>_docs`: one row per document (winner revision's body,
 ///   revision tree, latest sequence, expiration); `c<id>_revs`: bodies of the
 ///   other revisions (conflicting leaves, and ancestors until compaction);
-///   `c<id>_local`: `_local` documents (checkpoints), never replicated.
+///   `c<id>_local`: `_local` documents (checkpoints), never replicated;
+///   `c<id>_digest`: the ``CollectionDigest``'s 256 buckets, kept by triggers (``DigestTable``).
 /// - `indexes(id, collection_id, name, definition)`: value indexes
 ///   (`c<cid>_ix<id>`, SQLite expression indexes on the docs table) and
 ///   full-text indexes (`c<cid>_fts<id>`, FTS5 tables kept by triggers).
@@ -51,6 +52,9 @@ enum Schema {
         }
         migrator.registerMigration("v5-couchdb-winners") { db in
             for id in try Int64.fetchAll(db, sql: "SELECT id FROM collections") { try repickWinners(db, CollectionTables(id: id)) }
+        }
+        migrator.registerMigration("v6-digests") { db in
+            for id in try Int64.fetchAll(db, sql: "SELECT id FROM collections") { try DigestTable.build(db, CollectionTables(id: id)) }
         }
         try migrator.migrate(pool)
         return try pool.read { db in
@@ -93,6 +97,7 @@ enum Schema {
                 body TEXT NOT NULL);
             """)
         try createDeletedIndex(db, t)
+        try DigestTable.create(db, t)
     }
 
     /// Tombstones by sequence, small: counting documents (database info, asked for by
@@ -124,7 +129,7 @@ enum Schema {
     static func dropCollection(_ db: GRDB.Database, id: Int64) throws {
         let t = CollectionTables(id: id)
         try IndexCatalog.deleteAll(db, collectionID: id)
-        try db.execute(sql: "DROP TABLE \(t.docs); DROP TABLE \(t.revs); DROP TABLE \(t.local);")
+        try db.execute(sql: "DROP TABLE \(t.docs); DROP TABLE \(t.revs); DROP TABLE \(t.local); DROP TABLE IF EXISTS \(t.digest);")
         try db.execute(sql: "DELETE FROM collections WHERE id = ?", arguments: [id])
     }
 
@@ -156,6 +161,7 @@ struct CollectionTables: Sendable {
     let docs: String
     let revs: String
     let local: String
+    let digest: String
 
     /// A document's row by ID: key, rev, seq, deleted, body, tree.
     let selectRow: String
@@ -178,6 +184,7 @@ struct CollectionTables: Sendable {
         docs = "c\(id)_docs"
         revs = "c\(id)_revs"
         local = "c\(id)_local"
+        digest = "c\(id)_digest"
         selectRow = "SELECT key, rev, seq, deleted, body, tree FROM \(docs) WHERE id = ?"
         selectDocument = "SELECT rev, seq, deleted, body FROM \(docs) WHERE id = ?"
         selectTree = "SELECT key, rev, tree FROM \(docs) WHERE id = ?"

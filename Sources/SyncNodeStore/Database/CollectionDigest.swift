@@ -1,0 +1,159 @@
+import Crypto
+import Foundation
+import GRDB
+
+/// A summary of a collection's content that two nodes compare to know whether they hold the
+/// same documents, without sending them.
+///
+/// It covers each document's ID, winning revision and whether that revision is a deletion,
+/// and nothing else: bodies are named by their revision IDs, and local (`_local`) documents
+/// are not replicated, so they are left out. The order of writes does not matter, only the
+/// result. Documents fall into ``bucketCount`` buckets by a hash of their ID; two collections
+/// that differ somewhere differ in the buckets that hold the differing documents, so a
+/// comparison drills down to those buckets' entries (``DocumentCollection/digestEntries(inBucket:)``)
+/// instead of listing everything.
+///
+/// The store keeps the buckets up to date in the same transaction as every write (saves,
+/// deletions, replicated revisions, purges, expiry, conflict resolution), so reading the digest
+/// reads 256 small rows, whatever the collection's size.
+///
+/// The hashes are defined so that any program can compute them (see ``bucket(of:)`` and
+/// ``Entry/hash``), for example from a CouchDB's `_changes` feed.
+public struct CollectionDigest: Sendable, Equatable {
+    /// The number of buckets.
+    public static let bucketCount = 256
+
+    /// One bucket: how many documents it holds and the combination of their entries' hashes.
+    public struct Bucket: Sendable, Equatable {
+        /// Documents in this bucket, deleted ones included.
+        public let count: Int
+        /// Deleted documents (tombstones) in this bucket.
+        public let deleted: Int
+        /// The exclusive or of its entries' ``Entry/hash``es, as 32 lowercase hex digits
+        /// (zeros when the bucket is empty).
+        public let hash: String
+
+        /// A bucket with these figures (as read from another node).
+        public init(count: Int, deleted: Int, hash: String) {
+            self.count = count
+            self.deleted = deleted
+            self.hash = hash
+        }
+    }
+
+    /// What the digest knows of one document.
+    public struct Entry: Sendable, Hashable, Codable {
+        /// The document's ID.
+        public let id: String
+        /// Its winning revision.
+        public let revisionID: String
+        /// Whether that revision is a deletion.
+        public let isDeleted: Bool
+
+        /// An entry with these values.
+        public init(id: String, revisionID: String, isDeleted: Bool) {
+            self.id = id
+            self.revisionID = revisionID
+            self.isDeleted = isDeleted
+        }
+
+        /// The entry's 128-bit hash: the first 16 bytes of the SHA-256 of the ID's UTF-8 bytes,
+        /// a zero byte, the revision ID's, a zero byte, and `1` (deleted) or `0`.
+        public var hash: [UInt8] { Self.hash(id: Array(id.utf8), rev: Array(revisionID.utf8), deleted: isDeleted) }
+
+        static func hash(id: [UInt8], rev: [UInt8], deleted: Bool) -> [UInt8] {
+            var sha = SHA256()
+            sha.update(data: id)
+            sha.update(data: [0])
+            sha.update(data: rev)
+            sha.update(data: [0, deleted ? UInt8(ascii: "1") : UInt8(ascii: "0")])
+            return Array(sha.finalize().prefix(16))
+        }
+    }
+
+    /// Documents, deleted ones included.
+    public var count: Int { buckets.reduce(0) { $0 + $1.count } }
+    /// Deleted documents (tombstones).
+    public var deletedCount: Int { buckets.reduce(0) { $0 + $1.deleted } }
+    /// The whole digest as 64 lowercase hex digits: the SHA-256 of every bucket's count, deleted
+    /// count (each 8 bytes, big-endian) and hash, in bucket order. Equal roots mean equal content.
+    public let root: String
+    /// The ``bucketCount`` buckets, in order.
+    public let buckets: [Bucket]
+
+    /// A digest of these buckets (as read from another node); nil unless there are ``bucketCount``
+    /// of them, each hash 32 hex digits.
+    public init?(buckets: [Bucket]) {
+        guard buckets.count == Self.bucketCount,
+              buckets.allSatisfy({ $0.hash.utf8.count == 32 && Self.bytes(hex: $0.hash) != nil && $0.count >= 0 && $0.deleted >= 0 })
+        else { return nil }
+        self.buckets = buckets
+        var sha = SHA256()
+        for bucket in buckets {
+            withUnsafeBytes(of: UInt64(bucket.count).bigEndian) { sha.update(bufferPointer: $0) }
+            withUnsafeBytes(of: UInt64(bucket.deleted).bigEndian) { sha.update(bufferPointer: $0) }
+            sha.update(data: Self.bytes(hex: bucket.hash) ?? [])
+        }
+        root = Self.hex(Array(sha.finalize()))
+    }
+
+    /// The digest of these entries, computed from scratch (for a peer that keeps none, such as
+    /// CouchDB, and to check the one the store keeps). Each ID must appear once.
+    public init<S: Sequence>(entries: S) where S.Element == Entry {
+        var sums = [Accumulator](repeating: Accumulator(), count: Self.bucketCount)
+        for entry in entries { sums[Self.bucket(of: entry.id)].add(entry.hash, deleted: entry.isDeleted) }
+        // Every hash is 32 hex digits and there are bucketCount buckets: it cannot fail.
+        self.init(buckets: sums.map(\.bucket))!
+    }
+
+    /// The bucket of a document ID: the first byte of the SHA-256 of its UTF-8 bytes.
+    public static func bucket(of id: String) -> Int { bucket(ofUTF8: Array(id.utf8)) }
+
+    static func bucket(ofUTF8 id: [UInt8]) -> Int { SHA256.hash(data: id).withUnsafeBytes { Int($0[0]) } }
+
+    /// Running totals of one bucket.
+    struct Accumulator {
+        var count = 0, deleted = 0
+        var hash = [UInt8](repeating: 0, count: 16)
+
+        mutating func add(_ entry: [UInt8], deleted isDeleted: Bool) {
+            count += 1
+            if isDeleted { deleted += 1 }
+            for i in 0..<16 { hash[i] ^= entry[i] }
+        }
+
+        var bucket: Bucket { Bucket(count: count, deleted: deleted, hash: CollectionDigest.hex(hash)) }
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func bytes(hex: String) -> [UInt8]? {
+        let chars = Array(hex.utf8)
+        guard chars.count % 2 == 0 else { return nil }
+        func value(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            default: nil
+            }
+        }
+        var out = [UInt8]()
+        out.reserveCapacity(chars.count / 2)
+        var i = 0
+        while i < chars.count {
+            guard let high = value(chars[i]), let low = value(chars[i + 1]) else { return nil }
+            out.append(high << 4 | low)
+            i += 2
+        }
+        return out
+    }
+}

@@ -1,0 +1,28 @@
+import GRDB
+
+extension DocumentCollection {
+    /// The collection's digest: compare it with another node's to know whether both hold the
+    /// same documents at the same winning revisions.
+    ///
+    /// It reads 256 small rows, whatever the collection's size, and includes the writes of
+    /// the current ``Database/inBatch(_:)``, if any.
+    /// - Throws: ``StoreError/collectionDeleted(_:)``, ``StoreError/databaseClosed(_:)``,
+    ///   ``StoreError/storage(_:)``.
+    public func digest() throws -> CollectionDigest {
+        try checkLive()
+        return try database.read { db in try DigestTable.read(db, tables) }
+    }
+
+    /// The entries of one of the digest's buckets, sorted by ID: where two digests' buckets
+    /// differ, these tell which documents differ.
+    /// - Parameter bucket: 0 ..< ``CollectionDigest/bucketCount``.
+    /// - Throws: ``StoreError/invalidValue(_:)`` for a bucket out of range;
+    ///   ``StoreError/collectionDeleted(_:)``, ``StoreError/databaseClosed(_:)``, ``StoreError/storage(_:)``.
+    public func digestEntries(inBucket bucket: Int) throws -> [CollectionDigest.Entry] {
+        try checkLive()
+        guard (0..<CollectionDigest.bucketCount).contains(bucket) else {
+            throw StoreError.invalidValue("digest bucket \(bucket) is not in 0...\(CollectionDigest.bucketCount - 1)")
+        }
+        return try database.read { db in try DigestTable.entries(db, tables, bucket: bucket) }
+    }
+}

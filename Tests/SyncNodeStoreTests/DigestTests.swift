@@ -1,0 +1,141 @@
+import Foundation
+import GRDB
+import Testing
+@testable import SyncNodeStore
+
+/// The digest the store keeps must equal one computed from scratch from every document's
+/// (id, winning revision, deleted), whatever wrote them.
+@Suite struct DigestTests {
+    /// What the digest should be: every document's winner, read through the changes feed.
+    private func recomputed(_ collection: DocumentCollection) throws -> CollectionDigest {
+        CollectionDigest(entries: try collection.changes(since: 0).map {
+            CollectionDigest.Entry(id: $0.id, revisionID: $0.rev, isDeleted: $0.deleted)
+        })
+    }
+
+    @Test func theHashesFollowTheirPublishedDefinition() {
+        // Computed independently: Python's hashlib.sha256(b"a\x001-x\x000").hexdigest()[:32],
+        // and hashlib.sha256(b"a").digest()[0].
+        #expect(CollectionDigest.hex(CollectionDigest.Entry(id: "a", revisionID: "1-x", isDeleted: false).hash) == "0d6140c05caba4d7d925b1f22bfc70fb")
+        #expect(CollectionDigest.bucket(of: "a") == 202)
+        let empty = CollectionDigest(entries: [])
+        #expect(empty.count == 0 && empty.buckets.allSatisfy { $0.hash == String(repeating: "0", count: 32) })
+    }
+
+    @Test func anEmptyCollectionHasTheEmptyDigest() throws {
+        let f = try TasksFixture()
+        let digest = try f.tasks.digest()
+        #expect(digest == CollectionDigest(entries: []))
+    }
+
+    @Test func everyKindOfWriteKeepsItEqualToARecomputation() throws {
+        let f = try TasksFixture()
+        let c = f.tasks
+        var random = SeededGenerator(seed: 20261129)
+        var generation: [String: Int] = [:]
+        for step in 0..<600 {
+            let id = "d\(Int.random(in: 0..<60, using: &random))"
+            switch Int.random(in: 0..<8, using: &random) {
+            case 0, 1:
+                let doc = MutableDocument(id: id)
+                doc.setInt(step, forKey: "n")
+                try c.save(doc)
+            case 2:
+                try? c.delete(id: id)
+            case 3:
+                try? c.purge(id: id)
+            case 4:
+                // A replicated revision on a branch of its own: a conflict, maybe a new winner.
+                let g = generation[id, default: 0] + 1
+                generation[id] = g
+                let rev = "\(g)-" + String(format: "%032x", Int.random(in: 0..<Int.max, using: &random))
+                try c.insertRevision(id: id, history: [rev], deleted: Bool.random(using: &random), body: ["r": .int(Int64(step))])
+            case 5:
+                if let conflicted = try c.conflictedDocumentIDs().first {
+                    let leaves = try c.leafDocuments(id: conflicted)
+                    if let keep = leaves.last(where: { !$0.isDeleted })?.revisionID { _ = try c.resolveConflict(id: conflicted, keeping: keep) }
+                }
+            case 6:
+                // Writes inside a batch that fails leave nothing behind, the digest's part included.
+                let before = try c.digest()
+                #expect(throws: (any Error).self) {
+                    try f.db.inBatch {
+                        let doc = MutableDocument(id: "batch-\(step)")
+                        try c.save(doc)
+                        throw CancellationError()
+                    }
+                }
+                let after = try c.digest()
+                #expect(after == before)
+            default:
+                try? c.setDocumentExpiration(id: id, expiration: Date(timeIntervalSinceNow: -1))
+                _ = try f.db.purgeExpired(now: Date())
+            }
+            if step % 50 == 49 {
+                let kept = try c.digest(), expected = try recomputed(c)
+                #expect(kept == expected, "after step \(step)")
+            }
+        }
+        try f.db.compact()
+        let digest = try c.digest(), expected = try recomputed(c)
+        #expect(digest == expected)
+        #expect(digest.count > 0)
+    }
+
+    @Test func bucketsListTheirEntries() throws {
+        let f = try TasksFixture()
+        for i in 0..<300 { try f.tasks.save(MutableDocument(id: "doc-\(i)")) }
+        try f.tasks.delete(id: "doc-7")
+        let digest = try f.tasks.digest()
+        var all: [CollectionDigest.Entry] = []
+        for bucket in 0..<CollectionDigest.bucketCount {
+            let entries = try f.tasks.digestEntries(inBucket: bucket)
+            #expect(entries.allSatisfy { CollectionDigest.bucket(of: $0.id) == bucket })
+            #expect(entries.map(\.id) == entries.map(\.id).sorted())
+            #expect(entries.count == digest.buckets[bucket].count)
+            all += entries
+        }
+        #expect(all.count == 300 && digest.count == 300 && digest.deletedCount == 1)
+        #expect(CollectionDigest(entries: all) == digest)
+        #expect(throws: StoreError.self) { try f.tasks.digestEntries(inBucket: 256) }
+    }
+
+    @Test func anOlderFileGetsItsDigestBuiltWhenOpened() throws {
+        let dir = try TempDirectory()
+        var expected: CollectionDigest
+        do {
+            let db = try dir.open()
+            let c = try db.defaultCollection()
+            for i in 0..<200 { try c.save(MutableDocument(id: "old-\(i)")) }
+            try c.delete(id: "old-3")
+            expected = try c.digest()
+            try db.close()
+        }
+        // The file as a version before digests left it: no table, no triggers, no migration record.
+        let queue = try DatabaseQueue(path: dir.url.appendingPathComponent("db.syncnode/db.sqlite3").path)
+        try queue.write { db in
+            try db.execute(sql: """
+                DROP TRIGGER c1_digest_insert; DROP TRIGGER c1_digest_update; DROP TRIGGER c1_digest_delete; DROP TABLE c1_digest;
+                DELETE FROM grdb_migrations WHERE identifier = 'v6-digests'
+                """)
+        }
+        try queue.close()
+        let db = try dir.open()
+        let rebuilt = try db.defaultCollection().digest()
+        #expect(rebuilt == expected)
+        try db.close()
+    }
+}
+
+/// A deterministic generator (SplitMix64), so a failure replays.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
