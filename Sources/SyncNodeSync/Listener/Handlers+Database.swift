@@ -72,6 +72,10 @@ extension Handlers {
             return try await changes(request, collection: c)
         case ("_revs_diff", .post):
             return try await revsDiff(request, collection: c)
+        case ("_digest", .get), ("_digest", .head):
+            return try digest(request, collection: c)
+        case ("_digest", _):
+            throw Self.methodNotAllowed("GET,HEAD")
         case ("_bulk_docs", .post):
             try checkWritable()
             return try await bulkDocs(request, collection: c, author: author)
