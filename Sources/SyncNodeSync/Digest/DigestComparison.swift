@@ -1,0 +1,52 @@
+import SyncNodeStore
+
+/// Which documents two collections hold differently, found by comparing their digests and then
+/// only the buckets whose hashes differ: two million-document collections that differ in three
+/// documents exchange the two digests and at most three buckets' entries.
+public enum DigestComparison {
+    /// A document the two sides hold differently: each side's entry, nil where it has none.
+    public struct Difference: Sendable, Equatable {
+        /// The document's ID.
+        public let id: String
+        /// The first side's winning revision and deletion flag, nil when it lacks the document.
+        public let a: CollectionDigest.Entry?
+        /// The second side's.
+        public let b: CollectionDigest.Entry?
+    }
+
+    /// What a comparison found.
+    public struct Outcome: Sendable {
+        /// The first side's digest.
+        public let a: CollectionDigest
+        /// The second side's digest.
+        public let b: CollectionDigest
+        /// The differing documents, sorted by ID; empty when the roots are equal.
+        public let differences: [Difference]
+        /// Whether both hold the same documents at the same winning revisions.
+        public var equal: Bool { a.root == b.root }
+    }
+
+    /// Compares `a` and `b`, drilling into the buckets that differ.
+    public static func compare(_ a: some DigestSource, _ b: some DigestSource) async throws -> Outcome {
+        async let first = a.digest()
+        async let second = b.digest()
+        let (left, right) = try await (first, second)
+        guard left.root != right.root else { return Outcome(a: left, b: right, differences: []) }
+        var differences: [Difference] = []
+        for bucket in 0..<CollectionDigest.bucketCount where left.buckets[bucket] != right.buckets[bucket] {
+            async let x = a.digestEntries(inBucket: bucket)
+            async let y = b.digestEntries(inBucket: bucket)
+            differences += diff(try await x, try await y)
+        }
+        return Outcome(a: left, b: right, differences: differences.sorted { $0.id < $1.id })
+    }
+
+    /// The entries that differ between two lists of one bucket.
+    static func diff(_ a: [CollectionDigest.Entry], _ b: [CollectionDigest.Entry]) -> [Difference] {
+        let left = Dictionary(a.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+        let right = Dictionary(b.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+        return Set(left.keys).union(right.keys).compactMap { id in
+            left[id] == right[id] ? nil : Difference(id: id, a: left[id], b: right[id])
+        }
+    }
+}
