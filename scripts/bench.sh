@@ -3,6 +3,7 @@
 # Python's executemany and `syncnode sync --pull` against that import (whole processes), all
 # on the same N generated documents.
 #   scripts/bench.sh [store|listener|replication|query|codable|mesh] [N]
+#   scripts/bench.sh digest [N]        the collection digest: write overhead, read time at N (1,000,000)
 #   scripts/bench.sh attachments [MB]  a MB-sized blob (default 1024) saved, pushed and pulled;
 #                                      1,000 100 KB attachments pulled vs cp; a mixed batch
 #   scripts/bench.sh scale [N ...]      import and pull at 100k and 1M (or the given N), then
@@ -55,6 +56,9 @@ case "$what" in
   query|codable)
     "$bin/SyncNodeBenchmarks" "$what" "$n"
     ;;
+  digest)
+    "$bin/SyncNodeBenchmarks" digest "${2:-1000000}"
+    ;;
   answers)
     python3 scripts/bench/answers.py "$bin" "${2:-1024}"
     ;;
@@ -73,7 +77,7 @@ case "$what" in
     "$bin/SyncNodeBenchmarks" attachments "${2:-1024}" 2>"$log" || { cat "$log" >&2; exit 1; }
     ;;
   *)
-    echo "usage: scripts/bench.sh [store|listener|replication|query|codable|mesh] [N] | attachments [MB] | answers [MB] | load [CLIENTS] [SECONDS] | kill [KILLS] | compaction [MB] | scale [N ...] | couchdb [N ...]" >&2
+    echo "usage: scripts/bench.sh [store|listener|replication|query|codable|mesh] [N] | digest [N] | attachments [MB] | answers [MB] | load [CLIENTS] [SECONDS] | kill [KILLS] | compaction [MB] | scale [N ...] | couchdb [N ...]" >&2
     exit 2
     ;;
 esac

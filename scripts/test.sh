@@ -28,7 +28,7 @@ fi
 if [ $# -eq 0 ]; then
   bin="$(swift build --show-bin-path)"; log="$(mktemp)"
   # (`attachments` moves over a gigabyte: too slow for a debug build, so not here.)
-  for benchmark in store listener replication query codable mesh; do
+  for benchmark in store digest listener replication query codable mesh; do
     "$bin/SyncNodeBenchmarks" "$benchmark" 500 >/dev/null 2>"$log" \
       || { echo "test: benchmark '$benchmark' failed:" >&2; cat "$log" >&2; exit 1; }
   done

@@ -4,6 +4,7 @@ import SyncNodeStore
 /// Prints benchmark figures and ratios against baselines measured in the same run.
 ///
 ///     swift run -c release SyncNodeBenchmarks store [N]      store vs raw SQLite
+///     swift run -c release SyncNodeBenchmarks digest [N]     the collection digest: write overhead, read time at N documents
 ///     swift run -c release SyncNodeBenchmarks listener [N]   _bulk_docs and _changes over HTTPS vs the store
 ///     swift run -c release SyncNodeBenchmarks replication [N] one-shot pull over HTTPS vs a local insert
 ///     swift run -c release SyncNodeBenchmarks query [N]       SQL++ queries vs hand-written SQLite SQL, live-query latency
@@ -20,6 +21,8 @@ enum SyncNodeBenchmarks {
             switch args.first {
             case "store":
                 try StoreBenchmark.run(count: count ?? 100_000)
+            case "digest":
+                try DigestBenchmark.run(count: count ?? 1_000_000)
             case "listener":
                 try await ListenerBenchmark.run(count: count ?? 20_000)
             case "replication":
@@ -41,7 +44,7 @@ enum SyncNodeBenchmarks {
                     print(DocumentValue.dictionary(line).toJSON())
                 }
             default:
-                FileHandle.standardError.write(Data("usage: SyncNodeBenchmarks store [N] | listener [N] | replication [N] | query [N] | codable [N] | attachments [MB] | mesh [N] | generate N\n".utf8))
+                FileHandle.standardError.write(Data("usage: SyncNodeBenchmarks store [N] | digest [N] | listener [N] | replication [N] | query [N] | codable [N] | attachments [MB] | mesh [N] | generate N\n".utf8))
                 exit(2)
             }
         } catch {

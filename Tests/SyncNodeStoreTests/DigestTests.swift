@@ -115,7 +115,7 @@ import Testing
         let queue = try DatabaseQueue(path: dir.url.appendingPathComponent("db.syncnode/db.sqlite3").path)
         try queue.write { db in
             try db.execute(sql: """
-                DROP TRIGGER c1_digest_insert; DROP TRIGGER c1_digest_update; DROP TRIGGER c1_digest_delete; DROP TABLE c1_digest;
+                DROP TABLE c1_digest;
                 DELETE FROM grdb_migrations WHERE identifier = 'v6-digests'
                 """)
         }

@@ -59,15 +59,33 @@ public struct CollectionDigest: Sendable, Equatable {
 
         /// The entry's 128-bit hash: the first 16 bytes of the SHA-256 of the ID's UTF-8 bytes,
         /// a zero byte, the revision ID's, a zero byte, and `1` (deleted) or `0`.
-        public var hash: [UInt8] { Self.hash(id: Array(id.utf8), rev: Array(revisionID.utf8), deleted: isDeleted) }
+        public var hash: [UInt8] { CollectionDigest.bytes(of: words) }
 
-        static func hash(id: [UInt8], rev: [UInt8], deleted: Bool) -> [UInt8] {
+        /// ``hash`` as two big-endian words.
+        var words: Words {
+            var id = self.id, rev = revisionID
+            return id.withUTF8 { id in rev.withUTF8 { rev in Self.words(id: UnsafeRawBufferPointer(id), rev: UnsafeRawBufferPointer(rev), deleted: isDeleted) } }
+        }
+
+        static func words(id: UnsafeRawBufferPointer, rev: UnsafeRawBufferPointer, deleted: Bool) -> Words {
             var sha = SHA256()
-            sha.update(data: id)
-            sha.update(data: [0])
-            sha.update(data: rev)
-            sha.update(data: [0, deleted ? UInt8(ascii: "1") : UInt8(ascii: "0")])
-            return Array(sha.finalize().prefix(16))
+            sha.update(bufferPointer: id)
+            withUnsafeBytes(of: UInt8(0)) { sha.update(bufferPointer: $0) }
+            sha.update(bufferPointer: rev)
+            withUnsafeBytes(of: (UInt8(0), deleted ? UInt8(ascii: "1") : UInt8(ascii: "0"))) { sha.update(bufferPointer: $0) }
+            return sha.finalize().withUnsafeBytes { Words(high: UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)),
+                                                          low: UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))) }
+        }
+    }
+
+    /// A 128-bit hash as two words, so that combining hashes allocates nothing.
+    struct Words: Equatable {
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+
+        static func ^= (a: inout Words, b: Words) {
+            a.high ^= b.high
+            a.low ^= b.low
         }
     }
 
@@ -101,28 +119,41 @@ public struct CollectionDigest: Sendable, Equatable {
     /// CouchDB, and to check the one the store keeps). Each ID must appear once.
     public init<S: Sequence>(entries: S) where S.Element == Entry {
         var sums = [Accumulator](repeating: Accumulator(), count: Self.bucketCount)
-        for entry in entries { sums[Self.bucket(of: entry.id)].add(entry.hash, deleted: entry.isDeleted) }
+        for entry in entries { sums[Self.bucket(of: entry.id)].add(entry.words, deleted: entry.isDeleted) }
         // Every hash is 32 hex digits and there are bucketCount buckets: it cannot fail.
         self.init(buckets: sums.map(\.bucket))!
     }
 
     /// The bucket of a document ID: the first byte of the SHA-256 of its UTF-8 bytes.
-    public static func bucket(of id: String) -> Int { bucket(ofUTF8: Array(id.utf8)) }
+    public static func bucket(of id: String) -> Int {
+        var id = id
+        return id.withUTF8 { bucket(ofUTF8: UnsafeRawBufferPointer($0)) }
+    }
 
-    static func bucket(ofUTF8 id: [UInt8]) -> Int { SHA256.hash(data: id).withUnsafeBytes { Int($0[0]) } }
+    static func bucket(ofUTF8 id: UnsafeRawBufferPointer) -> Int {
+        var sha = SHA256()
+        sha.update(bufferPointer: id)
+        return sha.finalize().withUnsafeBytes { Int($0[0]) }
+    }
 
-    /// Running totals of one bucket.
+    /// Running totals of one bucket, or a transaction's change to them (counts may be negative).
     struct Accumulator {
         var count = 0, deleted = 0
-        var hash = [UInt8](repeating: 0, count: 16)
+        var hash = Words()
 
-        mutating func add(_ entry: [UInt8], deleted isDeleted: Bool) {
-            count += 1
-            if isDeleted { deleted += 1 }
-            for i in 0..<16 { hash[i] ^= entry[i] }
+        /// Counts an entry in (`sign` 1) or out (-1); either way its hash is combined in, since
+        /// exclusive or undoes itself.
+        mutating func add(_ entry: Words, deleted isDeleted: Bool, sign: Int = 1) {
+            count += sign
+            if isDeleted { deleted += sign }
+            hash ^= entry
         }
 
-        var bucket: Bucket { Bucket(count: count, deleted: deleted, hash: CollectionDigest.hex(hash)) }
+        var bucket: Bucket { Bucket(count: count, deleted: deleted, hash: CollectionDigest.hex(CollectionDigest.bytes(of: hash))) }
+    }
+
+    static func bytes(of words: Words) -> [UInt8] {
+        withUnsafeBytes(of: (words.high.bigEndian, words.low.bigEndian)) { Array($0) }
     }
 
     static func hex(_ bytes: [UInt8]) -> String {

@@ -79,6 +79,7 @@ extension Database {
         }
         try write { db in
             try Schema.dropCollection(db, id: collection.tableID)
+            digests.forget(collectionID: collection.tableID)
             // Uncached before the commit announces it, so queries compiling then do not find it
             // (after a rollback the next lookup only reads it again).
             _ = state.withLock { $0.collections.removeValue(forKey: "\(scope).\(name)") }

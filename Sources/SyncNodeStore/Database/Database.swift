@@ -34,6 +34,8 @@ public final class Database: Sendable {
     let logger: Logger
     let expiry = ExpiryScheduler()
     let sequences = SequenceAllocator()
+    /// What the current write transaction changes in the collections' digests.
+    let digests = DigestLedger()
     let externalChanges = ExternalChangeWatcher()
     let pointReader: PointReader
     let checkpointer: BackgroundCheckpointer
@@ -305,8 +307,10 @@ public final class Database: Sendable {
                 try ThreadConnection.marking(self, on: db, writing: true) {
                     try db.inTransaction {
                         sequences.beginTransaction()
+                        digests.beginTransaction()
                         result = Swift.Result { try body(db) }
                         if case .failure = result { return .rollback }
+                        try digests.flush(db)
                         let counters = try sequences.flush(db)
                         // Recorded before the commit: a poll in between must not take these for another process's.
                         externalChanges.noteOwnCommit(counters)

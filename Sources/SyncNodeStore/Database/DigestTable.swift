@@ -2,50 +2,33 @@ import Foundation
 import GRDB
 
 /// Where a collection's ``CollectionDigest`` lives: `c<id>_digest`, one row per bucket
-/// (`bucket`, `count`, `deleted`, `hash`), kept by triggers on the documents table. Triggers,
-/// not the write paths, so that no path (a save, a replicated revision, a purge, expiry,
-/// compaction, a migration) can forget it, and it commits or rolls back with the write.
-/// Each trigger calls two SQL functions every connection of the store registers:
-/// `sn_digest_bucket(id)` and `sn_digest_xor(hash, id, rev, deleted)`.
+/// (`bucket`, `count`, `deleted`, `hash`). Every write transaction changes it once, before it
+/// commits, by what its writes changed (``DigestLedger``), so it commits or rolls back with
+/// them. Two SQL functions, registered on every connection of the store, serve it:
+/// `sn_digest_bucket(id)` (listing a bucket) and `sn_digest_merge(hash, hash)` (the exclusive
+/// or of two 16-byte hashes).
 enum DigestTable {
     static func registerFunctions(_ db: GRDB.Database) {
         db.add(function: DatabaseFunction("sn_digest_bucket", argumentCount: 1, pure: true) { args in
-            guard let id = String.fromDatabaseValue(args[0]) else { return nil }
-            return CollectionDigest.bucket(ofUTF8: Array(id.utf8))
+            guard var id = String.fromDatabaseValue(args[0]) else { return nil }
+            return id.withUTF8 { CollectionDigest.bucket(ofUTF8: UnsafeRawBufferPointer($0)) }
         })
-        db.add(function: DatabaseFunction("sn_digest_xor", argumentCount: 4, pure: true) { args in
-            guard let id = String.fromDatabaseValue(args[1]), let rev = String.fromDatabaseValue(args[2]) else { return nil }
-            var hash = Data.fromDatabaseValue(args[0]).map(Array.init) ?? []
-            if hash.count != 16 { hash = [UInt8](repeating: 0, count: 16) }
-            let entry = CollectionDigest.Entry.hash(id: Array(id.utf8), rev: Array(rev.utf8), deleted: Int64.fromDatabaseValue(args[3]) == 1)
-            for i in 0..<16 { hash[i] ^= entry[i] }
-            return Data(hash)
+        db.add(function: DatabaseFunction("sn_digest_merge", argumentCount: 2, pure: true) { args in
+            let a = Data.fromDatabaseValue(args[0]) ?? Data(), b = Data.fromDatabaseValue(args[1]) ?? Data()
+            return Data((0..<16).map { i in (i < a.count ? a[a.startIndex + i] : 0) ^ (i < b.count ? b[b.startIndex + i] : 0) })
         })
     }
 
-    /// The table, its empty buckets and the triggers, for a new collection.
+    /// The table and its empty buckets, for a new collection.
     static func create(_ db: GRDB.Database, _ t: CollectionTables) throws {
-        let digest = t.digest, docs = t.docs
-        // Out with an entry, in with an entry: a document's bucket row, in one statement each.
-        func remove(_ row: String) -> String {
-            "UPDATE \(digest) SET count = count - 1, deleted = deleted - \(row).deleted, hash = sn_digest_xor(hash, \(row).id, \(row).rev, \(row).deleted) WHERE bucket = sn_digest_bucket(\(row).id);"
-        }
-        func add(_ row: String) -> String {
-            "UPDATE \(digest) SET count = count + 1, deleted = deleted + \(row).deleted, hash = sn_digest_xor(hash, \(row).id, \(row).rev, \(row).deleted) WHERE bucket = sn_digest_bucket(\(row).id);"
-        }
         try db.execute(sql: """
-            CREATE TABLE \(digest)(
+            CREATE TABLE \(t.digest)(
                 bucket INTEGER PRIMARY KEY,
                 count INTEGER NOT NULL,
                 deleted INTEGER NOT NULL,
                 hash BLOB NOT NULL);
             WITH RECURSIVE b(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM b WHERE n < \(CollectionDigest.bucketCount - 1))
-            INSERT INTO \(digest)(bucket, count, deleted, hash) SELECT n, 0, 0, zeroblob(16) FROM b;
-            CREATE TRIGGER \(digest)_insert AFTER INSERT ON \(docs) BEGIN \(add("NEW")) END;
-            CREATE TRIGGER \(digest)_delete AFTER DELETE ON \(docs) BEGIN \(remove("OLD")) END;
-            CREATE TRIGGER \(digest)_update AFTER UPDATE OF id, rev, deleted ON \(docs)
-                WHEN OLD.id IS NOT NEW.id OR OLD.rev IS NOT NEW.rev OR OLD.deleted IS NOT NEW.deleted
-                BEGIN \(remove("OLD")) \(add("NEW")) END;
+            INSERT INTO \(t.digest)(bucket, count, deleted, hash) SELECT n, 0, 0, zeroblob(16) FROM b;
             """)
     }
 
@@ -58,14 +41,21 @@ enum DigestTable {
         var sums = [CollectionDigest.Accumulator](repeating: .init(), count: CollectionDigest.bucketCount)
         let rows = try Row.fetchCursor(db, sql: "SELECT id, rev, deleted FROM \(t.docs)")
         while let row = try rows.next() {
-            let id: String = row[0], rev: String = row[1], deleted: Bool = row[2]
-            let utf8 = Array(id.utf8)
-            sums[CollectionDigest.bucket(ofUTF8: utf8)].add(CollectionDigest.Entry.hash(id: utf8, rev: Array(rev.utf8), deleted: deleted), deleted: deleted)
+            let entry = CollectionDigest.Entry(id: row[0], revisionID: row[1], isDeleted: row[2])
+            sums[CollectionDigest.bucket(of: entry.id)].add(entry.words, deleted: entry.isDeleted)
         }
-        let update = try db.makeStatement(sql: "UPDATE \(t.digest) SET count = ?, deleted = ?, hash = ? WHERE bucket = ?")
-        for (bucket, sum) in sums.enumerated() where sum.count > 0 {
-            try update.execute(arguments: [sum.count, sum.deleted, Data(sum.hash), bucket])
-        }
+        let statement = try db.makeStatement(sql: applySQL(collectionID: t.id))
+        for (bucket, sum) in sums.enumerated() where sum.count > 0 { try apply(statement, bucket: bucket, sum) }
+    }
+
+    /// The statement that adds a change to one of a collection's buckets (see ``apply(_:bucket:_:)``).
+    static func applySQL(collectionID: Int64) -> String {
+        "UPDATE c\(collectionID)_digest SET count = count + ?, deleted = deleted + ?, hash = sn_digest_merge(hash, ?) WHERE bucket = ?"
+    }
+
+    /// Adds `change` to a bucket's row, with a statement of ``applySQL(collectionID:)``.
+    static func apply(_ statement: Statement, bucket: Int, _ change: CollectionDigest.Accumulator) throws {
+        try statement.execute(arguments: [change.count, change.deleted, Data(CollectionDigest.bytes(of: change.hash)), bucket])
     }
 
     static func read(_ db: GRDB.Database, _ t: CollectionTables) throws -> CollectionDigest {
@@ -78,7 +68,7 @@ enum DigestTable {
     }
 
     /// The entries of one bucket, by ID. It computes each ID's bucket (a scan of the ID index:
-    /// about a second per million documents); comparisons ask only for the buckets that differ.
+    /// about 0.4 s per million documents); comparisons ask only for the buckets that differ.
     static func entries(_ db: GRDB.Database, _ t: CollectionTables, bucket: Int) throws -> [CollectionDigest.Entry] {
         try Row.fetchAll(db.cachedStatement(sql: """
             SELECT id, rev, deleted FROM \(t.docs) WHERE id IN (SELECT id FROM \(t.docs) WHERE sn_digest_bucket(id) = ?) ORDER BY id

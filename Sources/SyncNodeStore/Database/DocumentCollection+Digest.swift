@@ -26,3 +26,11 @@ extension DocumentCollection {
         return try database.read { db in try DigestTable.entries(db, tables, bucket: bucket) }
     }
 }
+
+extension Database {
+    /// Stops keeping this database's digests, for as long as it stays open: only to measure
+    /// what keeping them costs. Its digests are wrong afterwards.
+    package func stopKeepingDigestsForMeasurement() {
+        digests.enabled.store(false, ordering: .relaxed)
+    }
+}

@@ -313,6 +313,8 @@ extension DocumentCollection {
         s.bind(5, utf8: tree.serialized)
         try winnerBody.stepOnce(s, boundAt: 4)
         if current == nil, db.changesCount == 0 { return false }
+        database.digests.record(collectionID: tableID, id: id, old: current.map { ($0.rev, $0.deleted) },
+                                new: (winnerRev, tree.nodes[winner].deleted))
         let key = current?.key ?? db.lastInsertedRowID
         let keepsAncestors = database.config.keepsAncestorBodies
         for (rev, body) in spare {
@@ -358,11 +360,13 @@ extension DocumentCollection {
 
     /// Deletes a document's row and bodies; false when there was none.
     func purgeRow(_ db: GRDB.Database, id: String) throws -> Bool {
-        guard let key = try Int64.fetchOne(db.cachedStatement(sql: "SELECT key FROM \(tables.docs) WHERE id = ?"), arguments: [id]) else {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT key, rev, deleted FROM \(tables.docs) WHERE id = ?"), arguments: [id]) else {
             return false
         }
+        let key: Int64 = row[0]
         try db.cachedStatement(sql: "DELETE FROM \(tables.revs) WHERE doc_key = ?").execute(arguments: [key])
         try db.cachedStatement(sql: "DELETE FROM \(tables.docs) WHERE key = ?").execute(arguments: [key])
+        database.digests.record(collectionID: tableID, id: id, old: (row[1], row[2]), new: nil)
         // A purge takes a sequence too (as in CouchDB, update_seq moves): whatever was derived
         // from the collection at the last sequence, such as ``ChangeCounts``, is then stale.
         _ = try nextSequence(db)

@@ -71,7 +71,9 @@ extension Database {
                     arguments: [now.timeIntervalSince1970])
                 for id in ids {
                     try db.execute(sql: "DELETE FROM \(tables.revs) WHERE doc_key = (SELECT key FROM \(tables.docs) WHERE id = ?)", arguments: [id])
-                    try db.execute(sql: "DELETE FROM \(tables.docs) WHERE id = ?", arguments: [id])
+                    if let row = try Row.fetchOne(db, sql: "DELETE FROM \(tables.docs) WHERE id = ? RETURNING rev, deleted", arguments: [id]) {
+                        digests.record(collectionID: tables.id, id: id, old: (row[0], row[1]), new: nil)
+                    }
                     _ = try sequences.next(db, collectionID: tables.id)  // a purge, as purgeRow's
                     notifier.record(db, collectionID: tables.id, change: .removed(id))
                 }

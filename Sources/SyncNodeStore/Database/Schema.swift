@@ -11,7 +11,7 @@ import GRDB
 ///   revision tree, latest sequence, expiration); `c<id>_revs`: bodies of the
 ///   other revisions (conflicting leaves, and ancestors until compaction);
 ///   `c<id>_local`: `_local` documents (checkpoints), never replicated;
-///   `c<id>_digest`: the ``CollectionDigest``'s 256 buckets, kept by triggers (``DigestTable``).
+///   `c<id>_digest`: the ``CollectionDigest``'s 256 buckets (``DigestTable``, kept by ``DigestLedger``).
 /// - `indexes(id, collection_id, name, definition)`: value indexes
 ///   (`c<cid>_ix<id>`, SQLite expression indexes on the docs table) and
 ///   full-text indexes (`c<cid>_fts<id>`, FTS5 tables kept by triggers).

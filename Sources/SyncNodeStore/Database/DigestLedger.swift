@@ -1,0 +1,77 @@
+import GRDB
+import Synchronization
+
+/// What a write transaction changes in its collections' digests: each document row it writes
+/// or deletes takes its old entry out and puts its new one in, summed here per bucket and
+/// written once before the transaction commits (as ``SequenceAllocator`` does for sequences).
+/// A row UPDATE per document, as triggers would do, made bulk writes a third slower.
+///
+/// Every statement that changes a documents table's `id`, `rev` or `deleted` must be recorded
+/// here: `DocumentCollection.persist` and `purgeRow`, and expiry's purge. `DigestTests` checks
+/// the digest against a recomputation after each kind of write.
+final class DigestLedger: Sendable {
+    /// Per collection: the change so far to each bucket in this transaction.
+    private let changes = Mutex<[Int64: Buckets]>([:])
+    /// Off only to measure what digests cost (`SyncNodeBenchmarks digest`); the file's digests are wrong then.
+    let enabled = Atomic(true)
+
+    /// A collection's bucket changes, and which buckets have one.
+    private struct Buckets {
+        var sums = [CollectionDigest.Accumulator](repeating: .init(), count: CollectionDigest.bucketCount)
+        var isTouched = [Bool](repeating: false, count: CollectionDigest.bucketCount)
+        var touched: [Int] = []
+
+        mutating func add(_ change: CollectionDigest.Accumulator, to bucket: Int) {
+            if !isTouched[bucket] {
+                isTouched[bucket] = true
+                touched.append(bucket)
+            }
+            sums[bucket].count += change.count
+            sums[bucket].deleted += change.deleted
+            sums[bucket].hash ^= change.hash
+        }
+    }
+
+    /// Forgets an earlier transaction's changes (committed or rolled back).
+    func beginTransaction() {
+        changes.withLock { $0.removeAll(keepingCapacity: true) }
+    }
+
+    /// A document row of collection `collectionID` went from `old` to `new` (nil: no row).
+    func record(collectionID: Int64, id: String, old: (rev: String, deleted: Bool)?, new: (rev: String, deleted: Bool)?) {
+        guard old?.rev != new?.rev || old?.deleted != new?.deleted, enabled.load(ordering: .relaxed) else { return }
+        var id = id
+        id.withUTF8 { utf8 in
+            let idBytes = UnsafeRawBufferPointer(utf8)
+            let bucket = CollectionDigest.bucket(ofUTF8: idBytes)
+            var change = CollectionDigest.Accumulator()
+            func count(_ side: (rev: String, deleted: Bool), sign: Int) {
+                var rev = side.rev
+                let words = rev.withUTF8 { CollectionDigest.Entry.words(id: idBytes, rev: UnsafeRawBufferPointer($0), deleted: side.deleted) }
+                change.add(words, deleted: side.deleted, sign: sign)
+            }
+            if let old { count(old, sign: -1) }
+            if let new { count(new, sign: 1) }
+            changes.withLock { all in
+                all[collectionID, default: Buckets()].add(change, to: bucket)
+            }
+        }
+    }
+
+    /// A collection dropped in this transaction: it has no digest left to write to.
+    func forget(collectionID: Int64) {
+        _ = changes.withLock { $0.removeValue(forKey: collectionID) }
+    }
+
+    /// Writes the changes to the digest tables; call last in the transaction.
+    func flush(_ db: GRDB.Database) throws {
+        let pending = changes.withLock { all in
+            defer { all.removeAll(keepingCapacity: true) }
+            return all
+        }
+        for (collectionID, buckets) in pending {
+            let statement = try db.cachedStatement(sql: DigestTable.applySQL(collectionID: collectionID))
+            for bucket in buckets.touched { try DigestTable.apply(statement, bucket: bucket, buckets.sums[bucket]) }
+        }
+    }
+}
