@@ -59,18 +59,9 @@ struct Compare: AsyncParsableCommand {
         let outcome: DigestComparison.Outcome
         do {
             outcome = try await DigestComparison.compare(try await source(a), try await source(b))
-        } catch let error as CouchError {
-            for remote in remotes { await remote.shutdown() }
-            throw CLIError(message: "peer answered \(error)", exitCode: error.status == 401 || error.status == 403 || error.status == 404 ? 1 : 3)
-        } catch let error as CLIError {
-            for remote in remotes { await remote.shutdown() }
-            throw error
-        } catch let error as StoreError {
-            for remote in remotes { await remote.shutdown() }
-            throw error
         } catch {
             for remote in remotes { await remote.shutdown() }
-            throw CLIError.network("\(error)")
+            throw Self.commandError(error)
         }
         var received = 0
         for (remote, side) in zip(remotes, [a, b].filter(Self.isURL)) {
@@ -92,6 +83,18 @@ struct Compare: AsyncParsableCommand {
         }
         let count = outcome.differences.count
         throw CLIError.user("\(count) \(count == 1 ? "document differs" : "documents differ") (A holds \(outcome.a.count), B \(outcome.b.count); \(received) bytes read from peers)")
+    }
+
+    /// A peer's refusal (1) or failure (3), the command's own errors as they are, else a network failure.
+    static func commandError(_ error: any Error) -> any Error {
+        switch error {
+        case let error as CouchError:
+            CLIError(message: "peer answered \(error)", exitCode: [401, 403, 404].contains(error.status) ? 1 : 3)
+        case is CLIError, is StoreError:
+            error
+        default:
+            CLIError.network("\(error)")
+        }
     }
 
     /// A URL (of any scheme: a wrong one is a usage error), else a directory.
