@@ -11,7 +11,7 @@ struct SyncNodeCommand: AsyncParsableCommand {
         discussion: "Every command takes --dir PATH (default $SYNCNODE_DIR, else ./syncnode-data). Exit codes: 0 ok, 1 user error, 2 usage, 3 network.\n\nExample:\n  syncnode put default greeting '{\"text\":\"hello\"}' && syncnode serve",
         // Stamped at build time by Plugins/VersionStamp (scripts/version.sh).
         version: buildVersion,
-        subcommands: [Put.self, Get.self, Delete.self, Import.self, Export.self, Changes.self, Conflicts.self, Resolve.self, QueryCommand.self, Serve.self, Sync.self, Compare.self, Peers.self, Invite.self, Pair.self, Identity.self, Credential.self, User.self, Trust.self,
+        subcommands: [Put.self, Get.self, Delete.self, Import.self, Export.self, Changes.self, Conflicts.self, Resolve.self, QueryCommand.self, Serve.self, Sync.self, Compare.self, Wait.self, Peers.self, Invite.self, Pair.self, Identity.self, Credential.self, User.self, Trust.self,
                       Info.self, Compact.self, Purge.self, IndexCommand.self])
 
     /// `--dir`, given before the command; commands read it through `@ParentCommand`.

@@ -5,6 +5,12 @@ struct DurationArgument: ExpressibleByArgument, Sendable, Equatable {
     let duration: Duration
     let text: String
 
+    /// `seconds` seconds, written `<seconds>s`.
+    init(seconds: Int64) {
+        duration = .seconds(seconds)
+        text = "\(seconds)s"
+    }
+
     init?(argument: String) {
         let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
         var digits = Substring(argument)

@@ -1,0 +1,62 @@
+import ArgumentParser
+import Foundation
+import SyncNodeMesh
+import SyncNodeStore
+import SyncNodeSync
+
+struct Wait: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Wait until the node running on --dir is in sync with its trusted peers.",
+        discussion: """
+            In sync means the same documents at the same winning revisions, on every keyspace the node syncs with that peer: the node's digest of each keyspace equals the peer's (GET /KEYSPACE/_digest, asked with the node's certificate). Equal digests are never a guess from a replicator that looks idle while it is behind. The node's peers and keyspaces come from the running node (GET /_node/peers, signed in with its own credential).
+
+            In sync: prints {"in_sync":true,"peers":N,"seconds":S} and exits 0. On timeout: prints {"peer","uuid","in_sync":false,"why"} per peer not in sync and exits 1.
+
+            Example:
+              syncnode --dir ~/notes wait --in-sync --peers 2 --timeout 2m && syncnode compare ~/notes 'https://...'
+            """)
+
+    @ParentCommand var syncnode: SyncNodeCommand
+    @Flag(name: .customLong("in-sync"), help: "Wait until the node is in sync with its peers (the condition `wait` waits for).")
+    var inSync = false
+    @Option(help: "How many trusted peers must be in sync (default: every trusted peer the node knows, and at least one).")
+    var peers: Int?
+    @Option(help: "How long to wait: 90s, 15m, 2h.") var timeout = DurationArgument(seconds: 60)
+
+    func validate() throws {
+        guard inSync else { throw ValidationError("wait needs --in-sync (the condition it waits for)") }
+        if let peers, peers < 1 { throw ValidationError("--peers must be at least 1") }
+    }
+
+    func run() async throws {
+        let directory = try NodeDirectory(url: syncnode.node.directoryURL)
+        guard let running = RunningNode.read(directory: directory) else {
+            throw CLIError.user("no node runs on \(directory.url.path): start `syncnode serve` there first")
+        }
+        let credential = FileManager.default.fileExists(atPath: directory.url.appendingPathComponent(".node/credential.json").path)
+            ? try directory.generatedCredential() : nil
+        let check = SyncCheck(directory: directory, running: running, credential: credential, identity: try directory.tlsIdentity())
+        defer { check.close() }
+        let start = ContinuousClock.now
+        let deadline = start + timeout.duration
+        var states: [SyncCheck.PeerState] = []
+        while true {
+            states = try await check.peers()
+            let synced = states.filter { $0.why == nil }.count
+            let needed = peers ?? max(1, states.count)
+            if synced >= needed {
+                let elapsed = (ContinuousClock.now - start).components
+                let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+                Output.line(["in_sync": true, "peers": .int(Int64(synced)), "seconds": .double((seconds * 1000).rounded() / 1000)])
+                return
+            }
+            guard ContinuousClock.now < deadline else { break }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        for state in states where state.why != nil {
+            Output.line(["peer": .string(state.name), "uuid": .string(state.uuid), "in_sync": false, "why": .string(state.why ?? "")])
+        }
+        let count = states.filter { $0.why == nil }.count
+        throw CLIError.user("not in sync after \(timeout.text): \(count) of \(peers ?? max(1, states.count)) peers in sync")
+    }
+}
