@@ -8,6 +8,11 @@
 #   scripts/lab.sh link I up|down      plug or unplug host I's cable
 #   scripts/lab.sh avahi I stop|start  stop or start host I's avahi-daemon
 #   scripts/lab.sh vanish I            kill everything on host I and unplug it (a host that died)
+#   scripts/lab.sh restart I           a host that died comes back: everything on it killed, its
+#                                      dbus and avahi-daemon started again, its cable plugged in
+#   scripts/lab.sh partition 1,2/3,4   split the LAN: hosts in different groups reach each other no
+#                                      more (neither unicast nor multicast); unnamed hosts stay in the first
+#   scripts/lab.sh heal                one LAN again
 #   scripts/lab.sh status              hosts, addresses, daemons
 #   scripts/lab.sh down                stop everything, remove the hosts
 #
@@ -119,6 +124,12 @@ enable-wide-area=no
 publish-workstation=no
 publish-hinfo=no
 EOF
+  start_daemons "$i"
+}
+
+start_daemons() {  # I: dbus-daemon, then avahi-daemon
+  local i=$1 d; d=$(hostdir "$i")
+  rm -f "$d/run/dbus/system_bus_socket"
   EXEC=exec enter "$i" setsid dbus-daemon --nofork --nopidfile --config-file="$d/dbus.conf" >"$d/dbus.log" 2>&1 < /dev/null &
   echo $! > "$d/dbus.pid"
   local deadline=$((SECONDS + 5))
@@ -146,6 +157,7 @@ host_down() {
 }
 
 lab_down() {
+  heal
   for i in $(hosts); do host_down "$i"; done
   ip link del "$BRIDGE" 2>/dev/null || true
   if mountpoint -q "$LAB"; then umount "$LAB" 2>/dev/null || umount -l "$LAB" || true; fi
@@ -164,6 +176,35 @@ lab_up() {
   ip link set "$BRIDGE" up
   for i in $(seq "$n"); do host_up "$i"; done
   echo "lab: $n hosts up ($PREFIX.1-$PREFIX.$n); enter one with: scripts/lab.sh exec I CMD" >&2
+}
+
+# Each group of a partition is its own bridge: snlab0 for the first (and unnamed hosts), snlabpN after.
+partition() {
+  local spec=$1 group=0 i
+  [[ "$spec" =~ ^[0-9]+(,[0-9]+)*(/[0-9]+(,[0-9]+)*)+$ ]] || die "partition: write groups as 1,2/3,4"
+  heal
+  IFS=/ read -r -a groups <<< "$spec"
+  for members in "${groups[@]}"; do
+    local bridge=$BRIDGE
+    if [ "$group" -gt 0 ]; then
+      bridge="snlabp$group"
+      ip link add "$bridge" type bridge
+      echo 0 > "/sys/class/net/$bridge/bridge/multicast_snooping"
+      ip link set "$bridge" up
+    fi
+    IFS=, read -r -a hosts_in <<< "$members"
+    for i in "${hosts_in[@]}"; do
+      [ -e "$(hostdir "$i")/mnt" ] || die "partition: no host $i"
+      ip link set "snveth$i" master "$bridge"
+    done
+    group=$((group + 1))
+  done
+}
+
+heal() {
+  local i bridge
+  for i in $(hosts); do ip link set "snveth$i" master "$BRIDGE" 2>/dev/null || true; done
+  for bridge in $(ip -o link show type bridge | awk -F': ' '{print $2}' | grep '^snlabp' || true); do ip link del "$bridge"; done
 }
 
 status() {
@@ -192,11 +233,20 @@ case "$cmd" in
       start) start_avahi "$1" ;;
       *) die "avahi I stop|start" ;;
     esac ;;
+  partition) partition "${1:?partition 1,2/3,4}" ;;
+  heal) heal ;;
+  restart)
+    i=${1:?restart I}
+    [ -e "$(hostdir "$i")/mnt" ] || die "no host $i"
+    for pid in $(ip netns pids "$(ns "$i")"); do kill -9 "$pid" 2>/dev/null || true; done
+    rm -f "$(hostdir "$i")/avahi.pid" "$(hostdir "$i")/dbus.pid"
+    start_daemons "$i"
+    ip link set "snveth$i" up ;;
   vanish)
     # Unplugged first, so no goodbye packet leaves: peers must notice on their own.
     i=${1:?vanish I}
     ip link set "snveth$i" down
     for pid in $(ip netns pids "$(ns "$i")"); do kill -9 "$pid" 2>/dev/null || true; done ;;
   status) status ;;
-  *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
