@@ -66,6 +66,12 @@ elif [ "$(id -u)" -eq 0 ] && unshare --net --mount true 2>/dev/null; then
   # The mesh's checks (convergence, churn without a lost write, agreement) on three hosts; the
   # figures mean nothing in a debug build (the 10-host run with figures: scripts/mesh-measure.sh).
   SYNCNODE_BIN="$(swift build --show-bin-path)/syncnode" bash scripts/mesh-measure.sh --hosts 3 --quick
+  # docs/TESTING.md's example, as the page shows it: a partition healed, wait --in-sync, compare.
+  diff <(sed -n '/^```bash$/,/^```$/p' docs/TESTING.md | sed '1d;$d') scripts/lab/partition-example.sh \
+    || { echo "test: docs/TESTING.md no longer shows scripts/lab/partition-example.sh as it is" >&2; exit 1; }
+  SYNCNODE_BIN="$(swift build --show-bin-path)/syncnode" bash scripts/lab/partition-example.sh > "$log" 2>&1 \
+    && grep -q '{"count":2,"equal":true}' "$log" || { echo "test: docs/TESTING.md's example failed:" >&2; cat "$log" >&2; exit 1; }
+  echo "test: docs/TESTING.md's example passed"
 else
   echo "test: ******** SKIPPED the multi-node tests (scripts/multinode-test.sh, scripts/mesh-chat-test.sh, scripts/mesh-measure.sh): they need root allowed to create network and mount namespaces ********" >&2
 fi

@@ -9,7 +9,7 @@ struct Compare: AsyncParsableCommand {
         discussion: """
             A and B are each a data directory or a peer URL: https://host:port/db (fp= pins the peer's certificate, as in a pairing URL; user:password@ signs in with a password). A data directory's certificate signs in to the peers that trust it. Only the buckets whose hashes differ are listed, so two big nodes that differ in a few documents exchange little. A peer without _digest (CouchDB, PouchDB) is read through its whole _changes feed instead, and the command says so.
 
-            Equal: prints {"equal":true,"count":N} and exits 0. Different: prints {"id","a","b"} per document, each side {"rev","deleted"} or null where it lacks the document, and exits 1.
+            Equal: prints {"count":N,"equal":true} and exits 0. Different: prints {"id","a","b"} per document, each side {"rev","deleted"} or null where it lacks the document, and exits 1.
 
             Example:
               syncnode compare /var/lib/syncnode 'https://192.168.1.21:7984/default?fp=...'
