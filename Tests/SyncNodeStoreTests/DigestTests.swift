@@ -16,7 +16,7 @@ import Testing
     @Test func theHashesFollowTheirPublishedDefinition() {
         // Computed independently: Python's hashlib.sha256(b"a\x001-x\x000").hexdigest()[:32],
         // and hashlib.sha256(b"a").digest()[0].
-        #expect(CollectionDigest.hex(CollectionDigest.Entry(id: "a", revisionID: "1-x", isDeleted: false).hash) == "0d6140c05caba4d7d925b1f22bfc70fb")
+        #expect(Hex.string(CollectionDigest.Entry(id: "a", revisionID: "1-x", isDeleted: false).hash) == "0d6140c05caba4d7d925b1f22bfc70fb")
         #expect(CollectionDigest.bucket(of: "a") == 202)
         let empty = CollectionDigest(entries: [])
         #expect(empty.count == 0 && empty.buckets.allSatisfy { $0.hash == String(repeating: "0", count: 32) })

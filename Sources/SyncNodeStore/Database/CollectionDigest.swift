@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import GRDB
 
 /// A summary of a collection's content that two nodes compare to know whether they hold the
 /// same documents, without sending them.
@@ -102,17 +101,16 @@ public struct CollectionDigest: Sendable, Equatable {
     /// A digest of these buckets (as read from another node); nil unless there are ``bucketCount``
     /// of them, each hash 32 hex digits.
     public init?(buckets: [Bucket]) {
-        guard buckets.count == Self.bucketCount,
-              buckets.allSatisfy({ $0.hash.utf8.count == 32 && Self.bytes(hex: $0.hash) != nil && $0.count >= 0 && $0.deleted >= 0 })
-        else { return nil }
-        self.buckets = buckets
+        guard buckets.count == Self.bucketCount else { return nil }
         var sha = SHA256()
         for bucket in buckets {
+            guard let hash = Hex.bytes(bucket.hash), hash.count == 16, bucket.count >= 0, bucket.deleted >= 0 else { return nil }
             withUnsafeBytes(of: UInt64(bucket.count).bigEndian) { sha.update(bufferPointer: $0) }
             withUnsafeBytes(of: UInt64(bucket.deleted).bigEndian) { sha.update(bufferPointer: $0) }
-            sha.update(data: Self.bytes(hex: bucket.hash) ?? [])
+            sha.update(data: hash)
         }
-        root = Self.hex(Array(sha.finalize()))
+        self.buckets = buckets
+        root = Hex.string(Array(sha.finalize()))
     }
 
     /// The digest of these entries, computed from scratch (for a peer that keeps none, such as
@@ -149,42 +147,10 @@ public struct CollectionDigest: Sendable, Equatable {
             hash ^= entry
         }
 
-        var bucket: Bucket { Bucket(count: count, deleted: deleted, hash: CollectionDigest.hex(CollectionDigest.bytes(of: hash))) }
+        var bucket: Bucket { Bucket(count: count, deleted: deleted, hash: Hex.string(CollectionDigest.bytes(of: hash))) }
     }
 
     static func bytes(of words: Words) -> [UInt8] {
         withUnsafeBytes(of: (words.high.bigEndian, words.low.bigEndian)) { Array($0) }
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0xF)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    static func bytes(hex: String) -> [UInt8]? {
-        let chars = Array(hex.utf8)
-        guard chars.count % 2 == 0 else { return nil }
-        func value(_ c: UInt8) -> UInt8? {
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-            default: nil
-            }
-        }
-        var out = [UInt8]()
-        out.reserveCapacity(chars.count / 2)
-        var i = 0
-        while i < chars.count {
-            guard let high = value(chars[i]), let low = value(chars[i + 1]) else { return nil }
-            out.append(high << 4 | low)
-            i += 2
-        }
-        return out
     }
 }

@@ -61,7 +61,7 @@ enum DigestTable {
     static func read(_ db: GRDB.Database, _ t: CollectionTables) throws -> CollectionDigest {
         let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT count, deleted, hash FROM \(t.digest) ORDER BY bucket"))
         let buckets = rows.map { row in
-            CollectionDigest.Bucket(count: row[0], deleted: row[1], hash: CollectionDigest.hex(Array((row[2] as Data?) ?? Data())))
+            CollectionDigest.Bucket(count: row[0], deleted: row[1], hash: Hex.string(Array((row[2] as Data?) ?? Data())))
         }
         guard let digest = CollectionDigest(buckets: buckets) else { throw StoreError.storage("the digest table \(t.digest) is damaged") }
         return digest

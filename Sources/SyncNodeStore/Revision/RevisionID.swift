@@ -63,16 +63,14 @@ package enum RevisionID {
             n += 1
             digest.withUnsafeBytes { bytes in
                 for byte in bytes.prefix(16) {
-                    out[n] = hexDigits[Int(byte >> 4)]
-                    out[n + 1] = hexDigits[Int(byte & 0xF)]
+                    out[n] = Hex.digits[Int(byte >> 4)]
+                    out[n + 1] = Hex.digits[Int(byte & 0xF)]
                     n += 2
                 }
             }
             return n
         }
     }
-
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// The winner order, CouchDB's: a live revision beats a deleted one, then
     /// the higher generation, then the higher suffix in CouchDB's byte order
@@ -99,7 +97,7 @@ package enum RevisionID {
         bytes.reserveCapacity(16)
         var high: UInt8?
         for c in suffix {
-            guard let nibble = hexValue(c) else { return Array(suffix) }
+            guard let nibble = Hex.value(c) else { return Array(suffix) }
             if let h = high {
                 bytes.append(h << 4 | nibble)
                 high = nil
@@ -108,14 +106,5 @@ package enum RevisionID {
             }
         }
         return bytes
-    }
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 }

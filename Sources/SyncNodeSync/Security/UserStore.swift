@@ -195,19 +195,8 @@ public final class UserStore: Sendable {
         return strings.count == items.count ? strings : nil
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { String(format: "%02x", $0) }.joined()
-    }
+    static func hex(_ bytes: [UInt8]) -> String { Hex.string(bytes) }
 
-    static func bytes(hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0, !digits.isEmpty else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(digits.count / 2)
-        for i in stride(from: 0, to: digits.count, by: 2) {
-            guard let byte = UInt8(String(decoding: digits[i...i + 1], as: UTF8.self), radix: 16) else { return nil }
-            out.append(byte)
-        }
-        return out
-    }
+    /// The bytes of a stored hex field; nil for an empty or malformed one.
+    static func bytes(hex: String) -> [UInt8]? { Hex.bytes(hex).flatMap { $0.isEmpty ? nil : $0 } }
 }
