@@ -100,7 +100,11 @@ public actor RemoteDigest: DigestSource {
                 latest[id] = CollectionDigest.Entry(id: id, revisionID: rev, isDeleted: result["deleted"] == .bool(true))
             }
             guard !results.isEmpty, let last = body["last_seq"] else { break }
-            if case .string(let text) = last { since = text } else { since = last.toJSON() }
+            let next: String
+            if case .string(let text) = last { next = text } else { next = last.toJSON() }
+            // A peer whose feed does not move on would otherwise be read forever.
+            guard next != since else { throw CouchError(status: 502, error: "bad_gateway", reason: "\(root): its _changes feed repeats since \(since)") }
+            since = next
         }
         return Array(latest.values)
     }
