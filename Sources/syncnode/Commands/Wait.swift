@@ -43,8 +43,7 @@ struct Wait: AsyncParsableCommand {
         while true {
             states = try await check.peers()
             let synced = states.filter { $0.why == nil }.count
-            let needed = peers ?? max(1, states.count)
-            if synced >= needed {
+            if synced >= needed(states) {
                 let elapsed = (ContinuousClock.now - start).components
                 let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
                 Output.line(["in_sync": true, "peers": .int(Int64(synced)), "seconds": .double((seconds * 1000).rounded() / 1000)])
@@ -57,6 +56,9 @@ struct Wait: AsyncParsableCommand {
             Output.line(["peer": .string(state.name), "uuid": .string(state.uuid), "in_sync": false, "why": .string(state.why ?? "")])
         }
         let count = states.filter { $0.why == nil }.count
-        throw CLIError.user("not in sync after \(timeout.text): \(count) of \(peers ?? max(1, states.count)) peers in sync")
+        throw CLIError.user("not in sync after \(timeout.text): \(count) of \(needed(states)) peers in sync")
     }
+
+    /// How many peers must be in sync: --peers, else every trusted one the node knows, at least one.
+    private func needed(_ states: [SyncCheck.PeerState]) -> Int { peers ?? max(1, states.count) }
 }

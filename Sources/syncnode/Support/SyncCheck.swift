@@ -68,11 +68,17 @@ final class SyncCheck {
         if let fingerprint { url.queryItems = [URLQueryItem(name: "fp", value: fingerprint)] }
         guard let address = url.url else { return "its address \(host):\(port) is not usable" }
         let theirs: CollectionDigest
+        let remote: RemoteDigest
         do {
-            let remote = try await RemoteDigest.connect(url: address, identity: identity, timeout: .seconds(10))
-            defer { Task { await remote.shutdown() } }
-            theirs = try await remote.digest()
+            remote = try await RemoteDigest.connect(url: address, identity: identity, timeout: .seconds(10))
         } catch {
+            return "its digest could not be read: \(error)"
+        }
+        do {
+            theirs = try await remote.digest()
+            await remote.shutdown()
+        } catch {
+            await remote.shutdown()
             return "its digest could not be read: \(error)"
         }
         guard theirs.root != mine.root else { return nil }
