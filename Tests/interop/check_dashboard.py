@@ -109,7 +109,8 @@ try:
         expect(page.locator("#node-pairing-url")).to_contain_text(alpha.uuid)
         expect(page.locator("#node-pairing-url")).to_contain_text("invite=")
         assert password not in page.content(), "the Node page shows a password"
-        page.wait_for_function("document.querySelector('#node-qr')?.naturalWidth > 100")
+        # Polled from here: wait_for_function polls inside the page with eval, which the CSP refuses.
+        eventually("the node's QR code is drawn", lambda: page.locator("#node-qr").evaluate("e => e.naturalWidth") > 100)
         shoot(page, "1-node")
 
         # Peers: beta redeemed alpha's invitation (--pair), so alpha syncs with it too, trusted with
