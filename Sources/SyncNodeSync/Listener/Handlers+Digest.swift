@@ -3,7 +3,7 @@ import SyncNodeStore
 
 extension Handlers {
     /// `GET /{keyspace}/_digest`: the collection's ``CollectionDigest`` (`count`, `deleted`,
-    /// `root`, and 256 `buckets` of `{count, deleted, hash}`); `?bucket=K` lists that bucket's
+    /// `root`, and 256 `buckets` of `{count, deleted, hash}`); `?buckets=false` leaves the buckets out; `?bucket=K` lists that bucket's
     /// entries instead, `{id, rev, deleted}` sorted by ID. Two nodes with equal roots hold the
     /// same documents at the same winning revisions; where buckets differ, their entries say
     /// which documents differ.
@@ -20,11 +20,13 @@ extension Handlers {
             ])
         }
         let digest = try collection.digest()
-        return HTTP.json([
-            "count": .int(Int64(digest.count)),
-            "deleted": .int(Int64(digest.deletedCount)),
-            "root": .string(digest.root),
-            "buckets": .array(digest.buckets.map { ["count": .int(Int64($0.count)), "deleted": .int(Int64($0.deleted)), "hash": .string($0.hash)] }),
-        ])
+        var answer: [String: DocumentValue] = [
+            "count": .int(Int64(digest.count)), "deleted": .int(Int64(digest.deletedCount)), "root": .string(digest.root),
+        ]
+        // `?buckets=false`: the root alone, for those who only ask "equal or not?" (sync status, often).
+        if try options.bool("buckets", default: true) {
+            answer["buckets"] = .array(digest.buckets.map { ["count": .int(Int64($0.count)), "deleted": .int(Int64($0.deleted)), "hash": .string($0.hash)] })
+        }
+        return HTTP.json(.dictionary(answer))
     }
 }

@@ -386,6 +386,27 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         guard (200..<300).contains(status) else { throw Self.error(status, (try? DocumentValue(json: text)) ?? .null) }
     }
 
+    func pendingChanges(since: String) async throws -> Int? {
+        // `limit=0` reads no rows: CouchDB and SyncNode nodes count the rest in `pending`.
+        let path = "\(db)/_changes?since=\(WireURL.escape(since))&limit=0"
+        let (status, text) = try await sendText(.GET, path, json: nil)
+        guard (200..<300).contains(status) else { throw Self.error(status, (try? DocumentValue(json: text)) ?? .null) }
+        do {
+            return try Self.changesPage(text).pending
+        } catch {
+            throw Self.notJSON(.GET, path, status)
+        }
+    }
+
+    func digestRoot() async throws -> String? {
+        let (status, value) = try await send(.GET, "\(db)/_digest?buckets=false")
+        // A peer without digests answers 400 or 404 (`_digest` read as a document ID).
+        if [400, 404, 405].contains(status) { return nil }
+        guard (200..<300).contains(status) else { throw Self.error(status, value) }
+        guard let root = value["root"]?.stringValue else { throw Self.notJSON(.GET, "\(db)/_digest", status) }
+        return root
+    }
+
     func waitForChanges(since: String, timeout: Duration, documentIDs: [String]?) async throws {
         let ms = timeout.components.seconds * 1000
         let path = "\(db)/_changes?feed=longpoll&limit=1&since=\(WireURL.escape(since))&timeout=\(ms)"

@@ -30,6 +30,12 @@ struct LocalDatabase: ReplicationPeer {
         return PeerChanges(rows: rows, lastSeq: String(seq), pending: more ? pending : 0)
     }
 
+    func pendingChanges(since: String) async throws -> Int? {
+        try collection.changeCount(since: Int64(since) ?? 0)
+    }
+
+    func digestRoot() async throws -> String? { try collection.digest().root }
+
     func revsDiff(_ revs: [String: [String]]) async throws -> [String: MissingRevisions] {
         try collection.revsDiff(revs).mapValues { MissingRevisions(missing: $0.missing, possibleAncestors: $0.possibleAncestors) }
     }

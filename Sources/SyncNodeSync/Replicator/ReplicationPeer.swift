@@ -18,6 +18,10 @@ protocol ReplicationPeer: Sendable {
     /// Stores revisions made elsewhere (`new_edits=false`); returns the
     /// documents the peer refused, with why (the others are stored).
     func store(_ docs: [WireRevision]) async throws -> StoredBatch
+    /// How many changes the peer has after `since`; nil when it does not say.
+    func pendingChanges(since: String) async throws -> Int?
+    /// The root of the peer's ``CollectionDigest``; nil when it serves none (CouchDB, PouchDB).
+    func digestRoot() async throws -> String?
     /// Returns once the peer has changes after `since`, or after `timeout`.
     func waitForChanges(since: String, timeout: Duration, documentIDs: [String]?) async throws
     /// Makes what was stored durable before a checkpoint names it (`_ensure_full_commit`).

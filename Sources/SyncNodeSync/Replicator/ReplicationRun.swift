@@ -59,9 +59,11 @@ struct ReplicationRun: Sendable {
             try await replicator.withRetries { try await target.saveCheckpoint(id, reached) }
             if !sourceIsReadOnly { sourceIsReadOnly = try await !saveSourceCheckpoint(reached) }
             replicator.update { $0.lastCheckpoint = reached.sourceLastSequence }
+            replicator.examined(isPush: isPush, upTo: since)
             next = try await following
             nextChanges = try await afterThat
         }
+        replicator.examined(isPush: isPush, upTo: since)
         return (written, since)
     }
 

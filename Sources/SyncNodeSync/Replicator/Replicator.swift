@@ -36,6 +36,11 @@ public final class Replicator: Sendable {
         var remoteIdentity: String?
         /// The peer's 403 to a push-and-pull's push (it lets us read, not write): pulls go on, pushes wait for a restart.
         var pushRefusal: CouchError?
+        /// The peer of the continuous run, while it is connected (``pendingChanges()`` asks it).
+        var connected: (any ReplicationPeer)?
+        /// The source sequences each direction has examined up to (its last checkpoint).
+        var pushedUpTo: String?
+        var pulledUpTo: String?
     }
 
     /// A replicator for `config`; it connects to nothing until ``start(reset:)``, ``runOnce(reset:)`` or
@@ -186,6 +191,8 @@ public final class Replicator: Sendable {
             do {
                 update { $0.activity = .connecting }
                 try await withPeer { remote in
+                    state.withLock { $0.connected = remote }
+                    defer { state.withLock { $0.connected = nil } }
                     let remoteID = try await identity(of: remote)
                     while !Task.isCancelled {
                         let remoteSince = try await pass(remote: remote, remoteID: remoteID, reset: reset).remoteSince
@@ -317,6 +324,56 @@ public final class Replicator: Sendable {
     var isRunning: Bool { state.withLock { $0.task != nil } }
 
     // MARK: - Pending documents
+
+    /// The source sequence `isPush`'s direction has examined up to; ``pendingChanges()`` counts from it.
+    func examined(isPush: Bool, upTo sequence: String) {
+        state.withLock { s in
+            if isPush { s.pushedUpTo = sequence } else { s.pulledUpTo = sequence }
+        }
+    }
+
+    /// How many changes each side has that this replication has not examined yet: local
+    /// changes after the push checkpoint, and the peer's after the pull checkpoint, which the
+    /// peer is asked for. Zero both ways, while ``ReplicatorStatus/activity`` is `idle`, means
+    /// nothing is left to move: a continuous replicator that is idle while the peer has changes
+    /// its feed did not announce yet shows them here.
+    ///
+    /// A direction this replicator does not run is nil.
+    /// - Throws: ``SyncError/connectionFailed(_:)`` when a continuous replicator has not connected yet
+    ///   (or no pass has ended), and the peer's errors when it cannot be asked; `StoreError` when the local
+    ///   store fails.
+    public func pendingChanges() async throws -> PendingChanges {
+        let (remote, pushed, pulled) = state.withLock { ($0.connected, $0.pushedUpTo, $0.pulledUpTo) }
+        var pending = PendingChanges()
+        if config.replicatorType != .push {
+            guard let remote, let pulled else { throw SyncError.connectionFailed("the replicator has not finished a pass with the peer yet") }
+            // A peer that does not count is asked for the rows themselves, one page's worth.
+            if let counted = try await remote.pendingChanges(since: pulled) {
+                pending.pull = counted
+            } else {
+                pending.pull = try await remote.changes(since: pulled, limit: config.batchSize, documentIDs: config.documentIDs).rows.count
+            }
+        }
+        if config.replicatorType != .pull {
+            guard let pushed else { throw SyncError.connectionFailed("the replicator has not finished a pass with the peer yet") }
+            pending.push = try config.collection.changeCount(since: Int64(pushed) ?? 0)
+        }
+        return pending
+    }
+
+    /// Whether both sides hold the same documents at the same winning revisions, by their
+    /// ``CollectionDigest`` roots; nil when the peer serves no digest (CouchDB, PouchDB). It sees
+    /// what ``pendingChanges()`` cannot: changes that cross in the direction this replicator
+    /// does not run (a pull-only replicator's peer pulling from here).
+    /// - Throws: ``SyncError/connectionFailed(_:)`` when a continuous replicator is not connected,
+    ///   and the peer's errors when it cannot be asked; `StoreError` when the local store fails.
+    public func digestsMatch() async throws -> Bool? {
+        guard let remote = state.withLock({ $0.connected }) else {
+            throw SyncError.connectionFailed("the replicator is not connected to the peer")
+        }
+        guard let theirs = try await remote.digestRoot() else { return nil }
+        return try config.collection.digest().root == theirs
+    }
 
     /// The local documents changed since the last push checkpoint (after the
     /// `documentIDs` and push filters): what the next push would send.

@@ -42,6 +42,23 @@ public struct ReplicatorStatus: Sendable {
     public var lastCheckpoint: String?
 }
 
+/// How many changes a replication has yet to examine each way (see ``Replicator/pendingChanges()``).
+public struct PendingChanges: Sendable, Equatable {
+    /// Local changes after the push checkpoint; nil when it does not push.
+    public var push: Int?
+    /// The peer's changes after the pull checkpoint; nil when it does not pull.
+    public var pull: Int?
+
+    /// Counts each way (nil: that way is not replicated).
+    public init(push: Int? = nil, pull: Int? = nil) {
+        self.push = push
+        self.pull = pull
+    }
+
+    /// Nothing is left to examine either way.
+    public var isZero: Bool { (push ?? 0) == 0 && (pull ?? 0) == 0 }
+}
+
 /// What a replication moved.
 public struct ReplicationResult: Sendable, Equatable {
     /// Revisions written to the other side.
