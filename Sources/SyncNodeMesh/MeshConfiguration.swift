@@ -78,6 +78,9 @@ public struct MeshConfiguration: Sendable {
     /// How often the node looks for collections created since (also by other processes), to
     /// advertise and sync them.
     public var keyspaceRefreshInterval: Duration = .seconds(2)
+    /// How often each replication with a peer is measured (changes pending each way, digests)
+    /// while nothing happens; it is also measured whenever its activity changes.
+    public var syncCheckInterval: Duration = .seconds(2)
     /// Called for every ``MeshEvent``, on the node's tasks: keep it short.
     public var onEvent: (@Sendable (MeshEvent) -> Void)?
     public var logger = Logger(label: "syncnode.mesh")

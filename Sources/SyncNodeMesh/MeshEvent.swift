@@ -21,4 +21,7 @@ public enum MeshEvent: Sendable {
     /// A replication with a peer changed state. `label` names it as `sync NAME/KEYSPACE`
     /// (or `sync HOST:PORT` for one made with ``MeshNode/sync(with:collection:trustOnFirstUse:)``).
     case replication(label: String, status: ReplicatorStatus)
+    /// A keyspace became in sync with a peer (measured: nothing pending either way, equal
+    /// digests), or stopped being so; `sync` says how it stands now, and why.
+    case syncState(peer: String, keyspace: String, sync: MeshPeer.CollectionSync)
 }

@@ -16,7 +16,8 @@ import SyncNodeSync
         let directory: NodeDirectory
         let mesh: MeshNode
 
-        init(name: String, shared: [String]? = nil, peerCredential: BasicAuthenticator? = nil) throws {
+        init(name: String, shared: [String]? = nil, peerCredential: BasicAuthenticator? = nil,
+             configure: (inout MeshConfiguration) -> Void = { _ in }) throws {
             directory = try NodeDirectory(url: url)
             var config = try MeshConfiguration(directory: directory)
             config.name = name
@@ -26,6 +27,7 @@ import SyncNodeSync
             config.advertise = false
             config.browse = false
             config.keyspaceRefreshInterval = .milliseconds(200)
+            configure(&config)
             _ = try directory.database("default", create: true)
             mesh = MeshNode(configuration: config)
         }

@@ -49,6 +49,23 @@ final class PresenceBoard: Sendable {
         }
     }
 
+    /// The replication of `keyspace` with peer `uuid` was judged; returns the state it had before
+    /// (nil: the peer or the replication is not on the board).
+    @discardableResult
+    func record(_ judgement: SyncAudit.Judgement, peer uuid: String, keyspace: String) -> MeshPeer.SyncState? {
+        var before: MeshPeer.SyncState?
+        update(uuid, make: { nil }) { peer in
+            guard var sync = peer?.collections[keyspace] else { return }
+            before = sync.state
+            sync.state = judgement.state
+            sync.reason = judgement.reason
+            if let pending = judgement.pending { sync.pending = pending }
+            if judgement.state == .inSync { sync.lastInSync = Date() }
+            peer?.collections[keyspace] = sync
+        }
+        return before
+    }
+
     /// Snapshots from now on, the current one first; only the newest waits for a slow reader.
     func updates() -> AsyncStream<[MeshPeer]> {
         let (stream, continuation) = AsyncStream.makeStream(of: [MeshPeer].self, bufferingPolicy: .bufferingNewest(1))

@@ -16,10 +16,12 @@ final class PeerReplication: Sendable {
     /// Where the node lists it (`GET /_active_tasks`).
     private let tasks: ReplicationTasks
     private let stopped: Flag
+    /// Measures whether it is in sync (replications with peers the board shows).
+    private let audit: SyncAudit?
 
     init(
         collection: DocumentCollection, url: URL, configuration: MeshConfiguration, type: ReplicatorType, trustOnFirstUse: Bool,
-        report: @escaping @Sendable (ReplicatorStatus) -> Void
+        report: @escaping @Sendable (ReplicatorStatus) -> Void, judged: (@Sendable (SyncAudit.Judgement) -> Void)? = nil
     ) throws {
         var config = ReplicatorConfiguration(collection: collection, target: .url(url))
         config.replicatorType = type
@@ -33,8 +35,15 @@ final class PeerReplication: Sendable {
         let replicator = Replicator(config: config)
         let stopped = Flag()
         let failures = Mutex(0)
+        let audit = judged.map { SyncAudit(replicator: replicator, interval: configuration.syncCheckInterval, report: $0) }
+        let activity = Mutex(ReplicatorActivity.stopped)
         token = replicator.addChangeListener { change in
             report(change.status)
+            let changed = activity.withLock { last in
+                defer { last = change.status.activity }
+                return last != change.status.activity
+            }
+            if changed { audit?.wake() }
             guard change.status.activity == .stopped, change.status.error != nil, !stopped.isSet else {
                 if change.status.activity == .idle { failures.withLock { $0 = 0 } }
                 return
@@ -49,6 +58,7 @@ final class PeerReplication: Sendable {
             }
         }
         self.replicator = replicator
+        self.audit = audit
         self.stopped = stopped
         tasks = configuration.listener.replicationTasks
         tasks.add(replicator)
@@ -58,6 +68,7 @@ final class PeerReplication: Sendable {
     /// Stops after the batch in flight (its checkpoint is saved), for good.
     func stop() async {
         stopped.set()
+        audit?.stop()
         replicator.stop()
         await replicator.waitUntilStopped()
         token.remove()

@@ -179,6 +179,11 @@ actor PeerReplications {
                 ) { [board, configuration] status in
                     board.record(status, peer: peer.uuid, keyspace: keyspace)
                     configuration.onEvent?(.replication(label: label, status: status))
+                } judged: { [board, configuration] judgement in
+                    let before = board.record(judgement, peer: peer.uuid, keyspace: keyspace)
+                    guard (before == .inSync) != (judgement.state == .inSync), before != nil || judgement.state == .inSync,
+                          let sync = board.peers.first(where: { $0.uuid == peer.uuid })?.collections[keyspace] else { return }
+                    configuration.onEvent?(.syncState(peer: peer.name, keyspace: keyspace, sync: sync))
                 }
             } catch {
                 configuration.logger.warning("cannot sync a keyspace", metadata: ["peer": "\(peer.name)", "keyspace": "\(keyspace)", "error": "\(error)"])

@@ -1,7 +1,7 @@
 import Synchronization
 
 /// Wakes a feed waiting for the next change, with a timeout.
-final class ChangeSignal: Sendable {
+package final class ChangeSignal: Sendable {
     private struct State {
         var pending = false
         var waiter: CheckedContinuation<Bool, Never>?
@@ -11,8 +11,10 @@ final class ChangeSignal: Sendable {
 
     private let state = Mutex(State())
 
+    package init() {}
+
     /// Records a change; wakes the waiter if there is one.
-    func fire() {
+    package func fire() {
         let (waiter, timer) = state.withLock { s -> (CheckedContinuation<Bool, Never>?, Task<Void, Never>?) in
             defer { s.timer = nil }
             if let w = s.waiter {
@@ -28,7 +30,7 @@ final class ChangeSignal: Sendable {
 
     /// True when a change came (or had come since the last wait), false after
     /// `timeout` or when the waiting task is cancelled.
-    func wait(timeout: Duration) async -> Bool {
+    package func wait(timeout: Duration) async -> Bool {
         await withTaskCancellationHandler {
             await waitUncancellable(timeout: timeout)
         } onCancel: { [self] in

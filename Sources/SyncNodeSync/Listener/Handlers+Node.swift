@@ -30,6 +30,10 @@ extension Handlers {
             guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
             guard let console = config.console else { throw CouchError.notFound("This node keeps no peers.") }
             return HTTP.json(console.peers)
+        case ("sync-status", 1):
+            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
+            guard let console = config.console else { throw CouchError.notFound("This node keeps no peers.") }
+            return HTTP.json(SyncStatus(peers: console.peers).json, headers: [.cacheControl: "no-store"])
         case ("events", 1):
             guard Self.isRead(request) else { throw Self.methodNotAllowed("GET") }
             return events()

@@ -63,9 +63,14 @@ public struct ListenerAuthenticator: Sendable {
 /// returns the HTTP status to answer with, or nil to serve the request.
 package struct FaultInjector: Sendable {
     package let status: @Sendable (_ method: String, _ path: String) -> Int?
+    /// While true, long-poll feeds do not see changes (as behind a proxy that holds them back):
+    /// a continuous replicator pulling from this node idles while it is behind.
+    package let deafFeeds: @Sendable () -> Bool
 
-    package init(_ status: @escaping @Sendable (_ method: String, _ path: String) -> Int?) {
+    package init(_ status: @escaping @Sendable (_ method: String, _ path: String) -> Int? = { _, _ in nil },
+                 deafFeeds: @escaping @Sendable () -> Bool = { false }) {
         self.status = status
+        self.deafFeeds = deafFeeds
     }
 }
 

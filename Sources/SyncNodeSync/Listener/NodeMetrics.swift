@@ -86,6 +86,14 @@ final class NodeMetrics: Sendable {
             let trusted = all.filter { if case .dictionary(let p) = $0, case .bool(true)? = p["trusted"] { true } else { false } }.count
             gauges.append(("syncnode_peers", [("state", "trusted")], Double(trusted)))
             gauges.append(("syncnode_peers", [("state", "untrusted")], Double(all.count - trusted)))
+            for entry in SyncStatus(peers: .array(all)).entries {
+                guard let keyspace = entry.keyspace else { continue }
+                gauges.append(("syncnode_in_sync", [("peer", entry.peer), ("keyspace", keyspace)], entry.inSync ? 1 : 0))
+                for direction in ["push", "pull"] {
+                    guard let count = entry.pending(direction) else { continue }
+                    gauges.append(("syncnode_pending_changes", [("peer", entry.peer), ("keyspace", keyspace), ("direction", direction)], Double(count)))
+                }
+            }
         }
         record(gauges)
         let totals = tasks.totals

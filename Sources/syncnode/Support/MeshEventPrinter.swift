@@ -43,6 +43,10 @@ final class MeshEventPrinter: Sendable {
             untrusted.report(fingerprint: fingerprint, address: address)
         case .replication(let label, let status):
             replication(label, status)
+        case .syncState(let peer, let keyspace, let sync) where sync.state == .inSync:
+            Output.progress("syncnode: in sync with \(peer) on \(keyspace)")
+        case .syncState(let peer, let keyspace, let sync):
+            Output.progress("syncnode: no longer in sync with \(peer) on \(keyspace): \(sync.state.rawValue.replacingOccurrences(of: "_", with: " ")), \(sync.reason ?? "")")
         }
     }
 

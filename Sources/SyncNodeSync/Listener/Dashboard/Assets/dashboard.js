@@ -496,18 +496,29 @@ function inviteSection(ctx) {
     form, made, pending.node);
 }
 
-/** A peer's collections: "keyspace: activity", progress, counts, last sync and error. */
+const SYNC_CLASS = { in_sync: 'ok', catching_up: 'busy', connecting: 'busy', stalled: 'off', refused: 'err' };
+
+/** How a keyspace stands, as the node measured it: "in sync", "N pending", or the state. */
+function syncWords(c) {
+  if (c.state === 'in_sync') return 'in sync';
+  const pending = (c.pending?.push ?? 0) + (c.pending?.pull ?? 0);
+  if (c.state === 'catching_up' && pending > 0) return `${pending} pending`;
+  return (c.state || c.activity || 'unknown').replace('_', ' ');
+}
+
+/** A peer's collections: "keyspace: in sync" (or N pending), progress, counts, last sync and error. */
 function syncLines(collections) {
   const entries = Object.entries(collections || {});
   if (!entries.length) return el('span', { class: 'muted' }, 'nothing shared');
   return entries.map(([ks, c]) => {
     const max = Math.max(c.total || 0, 1); // <progress max> must be positive
-    return el('div', { class: 'sync' },
-      el('div', null, badge(c.activity, `${ks}: ${c.activity}`), ' ',
+    return el('div', { class: 'sync', 'data-keyspace': ks, 'data-state': c.state || '' },
+      el('div', null, el('span', { class: `badge ${SYNC_CLASS[c.state] || 'off'}` }, `${ks}: ${syncWords(c)}`), ' ',
         el('progress', { max, value: Math.min(c.completed || 0, max), 'aria-label': `${ks} sync progress` }),
         el('span', { class: 'muted small' }, ` ${c.completed ?? 0}/${c.total ?? 0}`)),
-      el('div', { class: 'muted small' }, `pushed ${c.pushed ?? 0} · pulled ${c.pulled ?? 0}`,
-        c.last_sync && ` · last sync ${when(c.last_sync)}`),
+      c.state !== 'in_sync' && c.reason && el('div', { class: 'muted small' }, c.reason),
+      el('div', { class: 'muted small' }, `replicator ${c.activity} · pushed ${c.pushed ?? 0} · pulled ${c.pulled ?? 0}`,
+        c.last_in_sync && ` · last in sync ${when(c.last_in_sync)}`),
       c.last_error && el('div', { class: 'error' }, c.last_error));
   });
 }

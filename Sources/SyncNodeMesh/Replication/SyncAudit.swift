@@ -1,0 +1,105 @@
+import Foundation
+import Synchronization
+import SyncNodeSync
+
+/// Keeps asking whether one replication with a peer is in sync, so that what the node says
+/// (``MeshPeer/CollectionSync/state``) is measured, never assumed from the replicator's
+/// activity alone: a continuous replicator is `idle` while it waits for the peer's feed,
+/// also when that feed has not announced changes the peer has.
+///
+/// It judges after every change of activity and every `interval`: the changes pending each
+/// way are counted (the peer is asked for its own), and the digests compared.
+final class SyncAudit: Sendable {
+    private let signal = ChangeSignal()
+    private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
+
+    /// Starts judging `replicator`, reporting each judgement.
+    init(replicator: Replicator, interval: Duration, report: @escaping @Sendable (Judgement) -> Void) {
+        let signal = signal
+        task.withLock {
+            $0 = Task {
+                var last: Judgement?
+                while !Task.isCancelled {
+                    let judgement = await Self.judge(replicator, after: last)
+                    if Task.isCancelled { return }
+                    report(judgement)
+                    last = judgement
+                    _ = await signal.wait(timeout: interval)
+                }
+            }
+        }
+    }
+
+    /// The replicator's activity changed: judge again now.
+    func wake() { signal.fire() }
+
+    func stop() {
+        task.withLock { $0 }?.cancel()
+    }
+
+    /// One look at a replication.
+    struct Judgement: Sendable {
+        var state: MeshPeer.SyncState
+        /// Why it is not in sync (nil when it is).
+        var reason: String?
+        /// Changes not yet examined each way, when the peer could be asked.
+        var pending: PendingChanges?
+    }
+
+    /// How long the peer may take to say what it has.
+    static let askTimeout = Duration.seconds(10)
+
+    static func judge(_ replicator: Replicator, after last: Judgement?) async -> Judgement {
+        let before = replicator.status
+        switch before.activity {
+        case .stopped:
+            guard let error = before.error else { return Judgement(state: .connecting, reason: "not started yet") }
+            return Judgement(state: .refused, reason: "\(error)")
+        case .connecting:
+            // Restarting after a refusal: still refused until a pass proves otherwise.
+            if last?.state == .refused { return last ?? Judgement(state: .refused) }
+            return Judgement(state: .connecting, reason: "reaching the peer")
+        case .offline:
+            return Judgement(state: .stalled, reason: before.error.map { "\($0)" } ?? "the peer cannot be reached")
+        case .idle, .busy:
+            let pending: PendingChanges
+            let digestsMatch: Bool?
+            do {
+                (pending, digestsMatch) = try await withTimeout(askTimeout) {
+                    (try await replicator.pendingChanges(), try await replicator.digestsMatch())
+                }
+            } catch {
+                return Judgement(state: .stalled, reason: "the peer could not be asked what is pending: \(error)")
+            }
+            let now = replicator.status
+            if let refusal = now.error as? CouchError, (pending.push ?? 0) > 0 {
+                return Judgement(state: .refused, reason: "the peer refuses this node's writes: \(refusal.reason)", pending: pending)
+            }
+            if pending.isZero, digestsMatch != false, before.activity == .idle, now.activity == .idle {
+                return Judgement(state: .inSync, pending: pending)
+            }
+            var parts: [String] = []
+            if let push = pending.push, push > 0 { parts.append("\(push) to push") }
+            if let pull = pending.pull, pull > 0 { parts.append("\(pull) to pull") }
+            if parts.isEmpty, digestsMatch == false { parts.append("the documents differ (digests), though nothing is pending this way") }
+            if parts.isEmpty { parts.append("changes are moving") }
+            return Judgement(state: .catchingUp, reason: parts.joined(separator: ", "), pending: pending)
+        }
+    }
+
+    /// `body`'s result, or a timeout error after `limit` (and `body` cancelled).
+    private static func withTimeout<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let result = first else {
+                throw SyncError.connectionFailed("the peer did not answer within \(limit)")
+            }
+            return result
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import SyncNodeMesh
+import SyncNodeStore
+@testable import SyncNodeSync
+
+/// The sync status is measured, never assumed: a replication that is idle while its peer has
+/// changes it did not announce is "catching up", with the exact count, until it has them.
+@Suite(.serialized) struct SyncStatusTests {
+    typealias Node = MeshNodeTests.Node
+
+    final class Switch: Sendable {
+        private let value = Mutex(false)
+        var isOn: Bool { value.withLock { $0 } }
+        func set(_ on: Bool) { value.withLock { $0 = on } }
+    }
+
+    final class Events: Sendable {
+        private let told = Mutex<[String]>([])
+        func add(_ event: MeshEvent) {
+            guard case .syncState(_, let keyspace, let sync) = event, keyspace == "default" else { return }
+            told.withLock { $0.append(sync.state.rawValue) }
+        }
+        var all: [String] { told.withLock { $0 } }
+    }
+
+    func eventually(_ condition: () throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if try condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try condition()
+    }
+
+    @Test func anIdleReplicationThatIsBehindSaysCatchingUpWithTheCount() async throws {
+        let deaf = Switch(), events = Events()
+        // A's long polls hold its changes back while `deaf` is on (fault injection): B's
+        // replicator, waiting on one, stays idle though A has changes B lacks.
+        let a = try Node(name: "a") { $0.listener.faultInjector = FaultInjector(deafFeeds: { deaf.isOn }) }
+        let b = try Node(name: "b") {
+            $0.syncCheckInterval = .milliseconds(200)
+            $0.onEvent = events.add
+        }
+        try a.collection().save(try MutableDocument(id: "first", data: ["n": 1]))
+        try await a.mesh.start()
+        try await b.mesh.start()
+        try await b.mesh.pair(with: try #require(a.mesh.pairingURL))
+        func sync() -> MeshPeer.CollectionSync? { b.mesh.peers.first?.collections["default"] }
+
+        #expect(try await eventually { sync()?.state == .inSync })
+        #expect(try b.collection().document(id: "first") != nil)
+        #expect(sync()?.pending?.pull == 0 && sync()?.lastInSync != nil && sync()?.reason == nil)
+
+        deaf.set(true)
+        for n in 1...3 { try a.collection().save(try MutableDocument(id: "behind-\(n)", data: ["n": n])) }
+        #expect(try await eventually { sync()?.state == .catchingUp && sync()?.pending?.pull == 3 })
+        let behind = try #require(sync())
+        #expect(behind.activity == .idle, "the replicator idles, waiting on the held-back feed")
+        #expect(behind.reason == "3 to pull")
+        #expect(try b.collection().document(id: "behind-1") == nil)
+
+        // Over HTTP: GET /_node/sync-status and the Prometheus gauges say the same.
+        let status = try await get(b, "/_node/sync-status")
+        #expect(status["in_sync"] == .bool(false))
+        guard case .array(let rows)? = status["peers"], let row = rows.first(where: { $0["keyspace"] == .string("default") }) else {
+            Issue.record("sync-status answered \(status)")
+            return
+        }
+        #expect(row["state"] == .string("catching_up") && row["pending"]?["pull"] == .int(3) && row["peer"] == .string(a.directory.uuid))
+        #expect(row["last_in_sync"]?.stringValue != nil)
+        let metrics = try await text(b, "/_node/_local/_prometheus")
+        #expect(metrics.contains(#"syncnode_in_sync{peer="\#(a.directory.uuid)",keyspace="default"} 0"#), "\(metrics)")
+        #expect(metrics.contains(#"syncnode_pending_changes{peer="\#(a.directory.uuid)",keyspace="default",direction="pull"} 3"#))
+
+        deaf.set(false)
+        #expect(try await eventually { sync()?.state == .inSync && sync()?.pending?.pull == 0 })
+        #expect(try b.collection().document(id: "behind-3") != nil)
+        #expect(try await get(b, "/_node/sync-status")["in_sync"] == .bool(true))
+        // One line each way: in sync, no longer (catching up), in sync again.
+        #expect(events.all == ["in_sync", "catching_up", "in_sync"])
+        await b.mesh.stop()
+        await a.mesh.stop()
+    }
+
+    /// A node's own admin endpoint, with its generated credential, pinned to nothing (loopback).
+    private func text(_ node: Node, _ path: String) async throws -> String {
+        let port = try #require(node.mesh.pairingURL).port
+        let credential = try node.directory.generatedCredential()
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments = ["-sk", "-u", "\(credential.user):\(credential.password)", "https://127.0.0.1:\(port)\(path)"]
+        let out = Pipe()
+        curl.standardOutput = out
+        try curl.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        curl.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private func get(_ node: Node, _ path: String) async throws -> DocumentValue {
+        try DocumentValue(json: try await text(node, path))
+    }
+}
