@@ -6,8 +6,9 @@ import SyncNodeStore
 import SyncNodeSync
 
 /// One look at whether a running node is in sync with each of its trusted peers (`syncnode
-/// wait --in-sync`): the node names its peers and the keyspaces it syncs with each
-/// (`GET /_node/peers`), and each keyspace's digest here is compared with the peer's.
+/// wait --in-sync`): the node names its peers, the keyspaces it syncs with each and how each
+/// stands as it measured it (`GET /_node/peers`); each keyspace it says is in sync has its
+/// digest here compared with the peer's, now.
 final class SyncCheck {
     /// A trusted peer, and why it is not in sync (nil: it is).
     struct PeerState {
@@ -54,9 +55,14 @@ final class SyncCheck {
         return states
     }
 
-    /// Why `keyspace` differs between the node and `peer`; nil when their digests are equal.
+    /// Why `keyspace` is not in sync between the node and `peer`; nil when the node measured it in
+    /// sync (nothing pending either way) and their digests are equal now (the node measures every
+    /// few seconds: a change made since shows in the digests).
     private func difference(_ keyspace: String, peer: DocumentValue, sync: DocumentValue) async throws -> String? {
         guard let name = Keyspace(keyspace) else { return "not a keyspace" }
+        if let state = sync["state"]?.stringValue, state != "in_sync" {
+            return [state.replacingOccurrences(of: "_", with: " "), sync["reason"]?.stringValue].compactMap { $0 }.joined(separator: ": ")
+        }
         let mine = try localCollection(name).digest()
         guard case .string(let host)? = peer["host"], case .int(let port)? = peer["port"] else { return "the node knows no address of it" }
         let fingerprint = peer["fingerprint"]?.stringValue
