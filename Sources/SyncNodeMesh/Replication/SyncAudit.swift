@@ -7,8 +7,9 @@ import SyncNodeSync
 /// activity alone: a continuous replicator is `idle` while it waits for the peer's feed,
 /// also when that feed has not announced changes the peer has.
 ///
-/// It judges after every change of activity and every `interval`: the changes pending each
-/// way are counted (the peer is asked for its own), and the digests compared.
+/// It judges after every change of activity and every `interval` (5 x `interval` while in
+/// sync): the changes pending each way are counted (the peer is asked for its own), and the
+/// digests compared.
 final class SyncAudit: Sendable {
     private let signal = ChangeSignal()
     private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
@@ -24,7 +25,10 @@ final class SyncAudit: Sendable {
                     if Task.isCancelled { return }
                     report(judgement)
                     last = judgement
-                    _ = await signal.wait(timeout: interval)
+                    // In sync and idle, the replicator's own feed wakes it on the next change: a
+                    // slower look suffices to catch a feed that stays silent (5 x), and costs an idle
+                    // node less.
+                    _ = await signal.wait(timeout: judgement.state == .inSync ? interval * 5 : interval)
                 }
             }
         }
