@@ -124,6 +124,14 @@ for k in $KILLED; do kill -9 "${PID[$k]}"; wait "${PID[$k]}" 2>/dev/null || true
 sleep 3
 for k in $KILLED; do MARK[$k]=$(wc -l < "$WORK/err$k"); start_node "$k"; done
 wait "$writer" || fail "the churn writer failed"
+# Each node says when it is in sync with all the others (nothing pending, equal digests); then
+# every acknowledged write is checked on every node.
+t0=$(date +%s.%N)
+for i in $ALL; do
+  $LAB exec "$i" "$BIN" --dir "$WORK/n$i" wait --in-sync --peers $((HOSTS - 1)) --timeout 300s > "$WORK/wait$i" 2>&1 \
+    || fail "node $i was not in sync after the churn: $(head -5 "$WORK/wait$i")"
+done
+say "churn: every node in sync with all $((HOSTS - 1)) others $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s after the last write (syncnode wait --in-sync)"
 agreed=$(measure "$(nodes $ALL)" agree "$WORK/acked") || fail "the nodes did not agree after the churn"
 say "churn: $KILL of $HOSTS nodes killed -9 and restarted during $CHURN s of writes: $agreed"
 for k in $KILLED; do

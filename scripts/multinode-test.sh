@@ -96,18 +96,21 @@ api() {  # I METHOD PATH [JSON]: HTTP on host I's own node
 # put I ID JSON: a write that must succeed.
 put() { api "$1" PUT "default/$2" "$3" | grep -q '"ok":true' || fail "PUT $2 on node $1 was refused"; }
 
-# All documents with their winning revisions and bodies, sorted: equal output = converged.
-snapshot() { api "$1" GET 'default/_all_docs?include_docs=true' | $PY -c '
-import json, sys
-rows = json.load(sys.stdin)["rows"]
-print(json.dumps(sorted((r["id"], r["value"]["rev"], r["doc"]) for r in rows), sort_keys=True))'; }
-
 has_doc() { api "$1" GET "default/$2" | grep -q "\"_id\":\"$2\""; }
-all_have() { local i; for i in 1 2 3; do has_doc "$i" "$1" || return 1; done; }
-converged() {
-  local a b c; a=$(snapshot 1) b=$(snapshot 2) c=$(snapshot 3)
-  [ "$a" = "$b" ] && [ "$b" = "$c" ] && for id in "$@"; do grep -q "\"$id\"" <<< "$a" || return 1; done
+# in_sync SECONDS IDS...: each node says it is in sync with both others (`syncnode wait --in-sync`:
+# nothing pending either way, equal digests), `syncnode compare` finds their files equal, and
+# they hold IDS. The reasons are in $WORK/wait* when it fails.
+in_sync() {
+  local seconds=$1 i; shift
+  for i in 1 2 3; do
+    $LAB exec "$i" "$BIN" --dir "$WORK/n$i" wait --in-sync --peers 2 --timeout "${seconds}s" > "$WORK/wait$i" 2>&1 || return 1
+  done
+  "$BIN" compare "$WORK/n1" "$WORK/n2" > "$WORK/wait-compare" 2>&1 && "$BIN" compare "$WORK/n2" "$WORK/n3" >> "$WORK/wait-compare" 2>&1 \
+    || return 1
+  for id in "$@"; do has_doc 1 "$id" || return 1; done
 }
+not_in_sync() { cat "$WORK"/wait1 "$WORK"/wait2 "$WORK"/wait3 "$WORK"/wait-compare 2>/dev/null | head -20; }
+all_have() { local i; for i in 1 2 3; do has_doc "$i" "$1" || return 1; done; }
 
 say "lab of 3 hosts"
 $LAB up 3
@@ -176,7 +179,8 @@ say "ok: zeroconf sees our services with their TXT records; syncnode peers sees 
 # --- 4. Auto-sync: a document written on each host reaches all others.
 for i in 1 2 3; do put "$i" "from-$i" "{\"host\": $i}"; done
 put 1 "shared" '{"v": "base"}'
-wait_until 30 converged from-1 from-2 from-3 shared || fail "documents did not reach every host"
+in_sync 60 from-1 from-2 from-3 shared || fail "documents did not reach every host: $(not_in_sync)"
+grep -q "^syncnode: in sync with node-[23] on default" "$WORK/err1" || fail "node 1 did not say it is in sync: $(grep 'sync' "$WORK/err1" | tail -5)"
 say "ok: documents written on each host reached all others"
 
 if [ $MEASURE = 1 ]; then
@@ -204,7 +208,7 @@ put 3 "during-3" '{"side": "minority"}'
 wait_until 15 more_than 1 "peer node-3 lost" "$lost1" || fail "node 1 did not notice the partition"
 has_doc 3 during-1 && fail "a write crossed the partition"
 $LAB link 3 up
-wait_until 60 converged during-1 during-3 shared || fail "after healing the partition the hosts differ: $(snapshot 1) / $(snapshot 3)"
+in_sync 90 during-1 during-3 shared || fail "after healing the partition the hosts differ: $(not_in_sync)"
 api 2 GET default/shared | grep -Eq '"v":"edited on [13]"' || fail "the conflicting edits of 'shared' were lost: $(api 2 GET default/shared)"
 say "ok: partition, writes on both sides, heal -> identical documents and revisions"
 
@@ -218,7 +222,7 @@ wait_until 10 grep -Eq "peer node-2 (appeared at |updated: )10.77.0.2:${PORT[2]}
   || fail "node 1 did not rediscover the restarted node 2 at its new port ${PORT[2]}"
 rediscovered=$(elapsed "$t0" "$(now)")
 put 2 "after-restart" '{"x": 2}'
-wait_until 60 converged while-2-dead after-restart || fail "after node 2 restarted the hosts differ"
+in_sync 90 while-2-dead after-restart || fail "after node 2 restarted the hosts differ: $(not_in_sync)"
 say "ok: node 2 killed -9 and restarted on port ${PORT[2]}: rediscovered in ${rediscovered}s, converged"
 
 # --- 7. avahi-daemon restarted under node 1: published again. (Peers may never notice the gap:
