@@ -40,3 +40,55 @@ import Testing
         }
     }
 }
+
+extension DigestEndpointTests {
+    /// A bucket that differs is drilled into by its sub-buckets: only the differing sub-buckets'
+    /// entries are listed, and the differences found are exactly the documents changed.
+    @Test func aDifferingBucketIsComparedByItsSubBuckets() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            // The same 300 revisions in both databases (new_edits=false keeps the revision IDs).
+            let docs = (0..<300).map { #"{"_id":"doc-\#($0)","_rev":"1-\#(String(repeating: "a", count: 31))\#($0 % 10)","i":\#($0)}"# }
+            for db in ["left", "right"] {
+                #expect(try await h.request(.PUT, "/\(db)").status == 201)
+                #expect(try await h.request(.POST, "/\(db)/_bulk_docs", body: #"{"new_edits":false,"docs":[\#(docs.joined(separator: ","))]}"#).status == 201)
+            }
+            let edited = try await h.request(.GET, "/right/doc-7")
+            #expect(try await h.request(.PUT, "/right/doc-7", body: #"{"_rev":"\#(edited["_rev"]?.string ?? "")","i":-7}"#).status == 201)
+            let gone = try await h.request(.GET, "/right/doc-8")
+            #expect(try await h.request(.DELETE, "/right/doc-8?rev=\(gone["_rev"]?.string ?? "")").status == 200)
+            #expect(try await h.request(.PUT, "/right/only-right", body: "{}").status == 201)
+
+            // The summaries served are the sums of the bucket's entries.
+            let left = try #require(try h.node.database("left")).defaultCollection()
+            let bucket = CollectionDigest.bucket(of: "doc-7")
+            let summary = try await h.request(.GET, "/left/_digest?bucket=\(bucket)&subbuckets=true")
+            let expected = CollectionDigest.subBuckets(of: try left.digestEntries(inBucket: bucket))
+            #expect(summary["subbuckets"]?.array?.count == 256)
+            #expect(summary["subbuckets"]?.array?.map { $0["hash"]?.string ?? "" } == expected.map(\.hash))
+            let sub = CollectionDigest.subBucket(of: "doc-7")
+            let listed = try await h.request(.GET, "/left/_digest?bucket=\(bucket)&sub=\(sub)")
+            #expect(listed["entries"]?.array?.contains { $0["id"]?.string == "doc-7" } == true)
+            #expect(listed["entries"]?.array?.allSatisfy { CollectionDigest.subBucket(of: $0["id"]?.string ?? "") == sub } == true)
+            #expect(try await h.request(.GET, "/left/_digest?bucket=\(bucket)&sub=999").status == 400)
+
+            // Local against remote and remote against remote, through the sub-buckets.
+            let url = try #require(URL(string: "\(h.base.replacingOccurrences(of: "://", with: "://\(ListenerHarness.user):s3cret%3Apa$$@"))/right?fp=\(try h.node.tlsIdentity().fingerprint)"))
+            for source in ["local", "remote"] {
+                let right = try await RemoteDigest.connect(url: url)
+                let other = try await RemoteDigest.connect(url: url, keyspace: "left")
+                let outcome = source == "local"
+                    ? try await DigestComparison.compare(left, right, listingUpTo: 0)
+                    : try await DigestComparison.compare(other, right, listingUpTo: 0)
+                #expect(outcome.differences.map(\.id) == ["doc-7", "doc-8", "only-right"], "\(source)")
+                #expect(outcome.differences.first { $0.id == "doc-8" }?.b?.isDeleted == true)
+                #expect(outcome.differences.first { $0.id == "only-right" }?.a == nil)
+                // Three sub-buckets' entries and three buckets' summaries, not 300 entries.
+                let received = await right.bytesReceived
+                #expect(received < 3 * 20_000 + 20_000, "\(received)")
+                await right.shutdown()
+                await other.shutdown()
+            }
+        }
+    }
+}

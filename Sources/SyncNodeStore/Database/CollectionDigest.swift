@@ -128,6 +128,26 @@ public struct CollectionDigest: Sendable, Equatable {
         return id.withUTF8 { bucket(ofUTF8: UnsafeRawBufferPointer($0)) }
     }
 
+    /// The sub-bucket of a document ID within its bucket: the second byte of the SHA-256 of its
+    /// UTF-8 bytes. A large bucket that differs is compared by its sub-buckets (``subBuckets(of:)``)
+    /// before any entry is listed.
+    public static func subBucket(of id: String) -> Int {
+        var id = id
+        return id.withUTF8 { utf8 in
+            var sha = SHA256()
+            sha.update(bufferPointer: UnsafeRawBufferPointer(utf8))
+            return sha.finalize().withUnsafeBytes { Int($0[1]) }
+        }
+    }
+
+    /// A bucket's entries summed into ``bucketCount`` sub-buckets by ``subBucket(of:)``, each as
+    /// a ``Bucket`` (count, deleted count, hash).
+    public static func subBuckets<S: Sequence>(of entries: S) -> [Bucket] where S.Element == Entry {
+        var sums = [Accumulator](repeating: Accumulator(), count: bucketCount)
+        for entry in entries { sums[subBucket(of: entry.id)].add(entry.words, deleted: entry.isDeleted) }
+        return sums.map(\.bucket)
+    }
+
     static func bucket(ofUTF8 id: UnsafeRawBufferPointer) -> Int {
         var sha = SHA256()
         sha.update(bufferPointer: id)

@@ -1,8 +1,9 @@
 import SyncNodeStore
 
 /// Which documents two collections hold differently, found by comparing their digests and then
-/// only the buckets whose hashes differ: two million-document collections that differ in three
-/// documents exchange the two digests and at most three buckets' entries.
+/// only the buckets whose hashes differ, and in a large bucket only the sub-buckets that differ:
+/// two million-document collections that differ in three documents exchange the two digests,
+/// at most three buckets' sub-bucket summaries and three sub-buckets' entries (about 60 KB a side).
 public enum DigestComparison {
     /// A document the two sides hold differently: each side's entry, nil where it has none.
     public struct Difference: Sendable, Equatable {
@@ -28,18 +29,39 @@ public enum DigestComparison {
 
     /// Compares `a` and `b`, drilling into the buckets that differ.
     public static func compare(_ a: some DigestSource, _ b: some DigestSource) async throws -> Outcome {
+        try await compare(a, b, listingUpTo: smallBucket)
+    }
+
+    /// ``compare(_:_:)``, listing a differing bucket whole when both sides hold at most `listingUpTo`
+    /// entries of it together (tests use 0 to reach the sub-buckets with few documents).
+    package static func compare(_ a: some DigestSource, _ b: some DigestSource, listingUpTo smallBucket: Int) async throws -> Outcome {
         async let first = a.digest()
         async let second = b.digest()
         let (left, right) = try await (first, second)
         guard left.root != right.root else { return Outcome(a: left, b: right, differences: []) }
         var differences: [Difference] = []
         for bucket in 0..<CollectionDigest.bucketCount where left.buckets[bucket] != right.buckets[bucket] {
-            async let x = a.digestEntries(inBucket: bucket)
-            async let y = b.digestEntries(inBucket: bucket)
-            differences += diff(try await x, try await y)
+            // A few entries cost less than the 256 sub-bucket summaries that would point to them.
+            guard left.buckets[bucket].count + right.buckets[bucket].count > smallBucket else {
+                async let x = a.digestEntries(inBucket: bucket)
+                async let y = b.digestEntries(inBucket: bucket)
+                differences += diff(try await x, try await y)
+                continue
+            }
+            async let x = a.digestSubBuckets(ofBucket: bucket)
+            async let y = b.digestSubBuckets(ofBucket: bucket)
+            let (subLeft, subRight) = try await (x, y)
+            for sub in 0..<CollectionDigest.bucketCount where subLeft[sub] != subRight[sub] {
+                async let x = a.digestEntries(inBucket: bucket, subBucket: sub)
+                async let y = b.digestEntries(inBucket: bucket, subBucket: sub)
+                differences += diff(try await x, try await y)
+            }
         }
         return Outcome(a: left, b: right, differences: differences.sorted { $0.id < $1.id })
     }
+
+    /// Entries on both sides together up to which a differing bucket is listed whole.
+    static let smallBucket = 512
 
     /// The entries that differ between two lists of one bucket.
     static func diff(_ a: [CollectionDigest.Entry], _ b: [CollectionDigest.Entry]) -> [Difference] {

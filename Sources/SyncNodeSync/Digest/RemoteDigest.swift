@@ -77,12 +77,33 @@ public actor RemoteDigest: DigestSource {
 
     public func digestEntries(inBucket bucket: Int) async throws -> [CollectionDigest.Entry] {
         if let entriesByBucket { return entriesByBucket[bucket] }
-        let (status, body) = try await get("/\(path(keyspace))/_digest?bucket=\(bucket)")
+        return try await entries("/\(path(keyspace))/_digest?bucket=\(bucket)")
+    }
+
+    /// The `entries` of a `_digest?bucket=` answer.
+    private func entries(_ target: String) async throws -> [CollectionDigest.Entry] {
+        let (status, body) = try await get(target)
         guard status == 200, case .array(let rows)? = body["entries"] else { throw Self.failure(status, body, root) }
         return rows.compactMap { row in
             guard case .string(let id)? = row["id"], case .string(let rev)? = row["rev"] else { return nil }
             return CollectionDigest.Entry(id: id, revisionID: rev, isDeleted: row["deleted"] == .bool(true))
         }
+    }
+
+    public func digestSubBuckets(ofBucket bucket: Int) async throws -> [CollectionDigest.Bucket] {
+        if let entriesByBucket { return CollectionDigest.subBuckets(of: entriesByBucket[bucket]) }
+        let (status, body) = try await get("/\(path(keyspace))/_digest?bucket=\(bucket)&subbuckets=true")
+        guard status == 200, case .array(let rows)? = body["subbuckets"] else { throw Self.failure(status, body, root) }
+        let buckets = rows.compactMap(Self.bucket)
+        guard buckets.count == CollectionDigest.bucketCount else {
+            throw CouchError(status: 502, error: "bad_gateway", reason: "\(root): its sub-buckets of bucket \(bucket) are not \(CollectionDigest.bucketCount) summaries")
+        }
+        return buckets
+    }
+
+    public func digestEntries(inBucket bucket: Int, subBucket: Int) async throws -> [CollectionDigest.Entry] {
+        if let entriesByBucket { return entriesByBucket[bucket].filter { CollectionDigest.subBucket(of: $0.id) == subBucket } }
+        return try await entries("/\(path(keyspace))/_digest?bucket=\(bucket)&sub=\(subBucket)")
     }
 
     /// Every document's winning revision, from `_changes` a page at a time (deleted ones
