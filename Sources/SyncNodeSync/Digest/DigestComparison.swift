@@ -48,16 +48,44 @@ public enum DigestComparison {
                 differences += diff(try await x, try await y)
                 continue
             }
-            async let x = a.digestSubBuckets(ofBucket: bucket)
-            async let y = b.digestSubBuckets(ofBucket: bucket)
-            let (subLeft, subRight) = try await (x, y)
-            for sub in 0..<CollectionDigest.bucketCount where subLeft[sub] != subRight[sub] {
-                async let x = a.digestEntries(inBucket: bucket, subBucket: sub)
-                async let y = b.digestEntries(inBucket: bucket, subBucket: sub)
+            async let x = BucketView(a, bucket: bucket)
+            async let y = BucketView(b, bucket: bucket)
+            let (left, right) = try await (x, y)
+            for sub in 0..<CollectionDigest.bucketCount where left.subBuckets[sub] != right.subBuckets[sub] {
+                async let x = left.entries(inSubBucket: sub)
+                async let y = right.entries(inSubBucket: sub)
                 differences += diff(try await x, try await y)
             }
         }
         return Outcome(a: left, b: right, differences: differences.sorted { $0.id < $1.id })
+    }
+
+    /// One side of a large differing bucket: a local collection's is listed once (reading any of
+    /// it scans the ID index), a peer's is asked for its sub-bucket sums, then for the entries of
+    /// the sub-buckets that differ.
+    private struct BucketView: Sendable {
+        let source: any DigestSource
+        let bucket: Int
+        let listed: [CollectionDigest.Entry]?
+        let subBuckets: [CollectionDigest.Bucket]
+
+        init(_ source: some DigestSource, bucket: Int) async throws {
+            self.source = source
+            self.bucket = bucket
+            if let local = source as? DocumentCollection {
+                let entries = try local.digestEntries(inBucket: bucket)
+                listed = entries
+                subBuckets = CollectionDigest.subBuckets(of: entries)
+            } else {
+                listed = nil
+                subBuckets = try await source.digestSubBuckets(ofBucket: bucket)
+            }
+        }
+
+        func entries(inSubBucket sub: Int) async throws -> [CollectionDigest.Entry] {
+            if let listed { return listed.filter { CollectionDigest.subBucket(of: $0.id) == sub } }
+            return try await source.digestEntries(inBucket: bucket, subBucket: sub)
+        }
     }
 
     /// Entries on both sides together up to which a differing bucket is listed whole.
