@@ -37,6 +37,21 @@ import SyncNodeSync
             return try name.map { try db.createCollection(name: $0, scope: "app") } ?? db.defaultCollection()
         }
 
+        /// `GET path` on this node's listener with its own generated admin credential, by curl (a tool's view).
+        func curl(_ path: String) throws -> String {
+            let port = try #require(mesh.pairingURL).port
+            let credential = try directory.generatedCredential()
+            let curl = Process()
+            curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+            curl.arguments = ["-sk", "-u", "\(credential.user):\(credential.password)", "https://127.0.0.1:\(port)\(path)"]
+            let out = Pipe()
+            curl.standardOutput = out
+            try curl.run()
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            curl.waitUntilExit()
+            return String(decoding: data, as: UTF8.self)
+        }
+
         deinit {
             directory.closeAll()
             try? FileManager.default.removeItem(at: url)
@@ -214,16 +229,7 @@ import SyncNodeSync
         #expect(Set(peer.collections.keys) == ["default", "default.app.notes", "default.app.later"])
         #expect(try await eventually { b.mesh.peers.first?.collections["default.app.notes"]?.lastSync != nil })
         // The same over HTTP, for tools: curl against B with B's own admin credential.
-        let own = try #require(b.mesh.pairingURL)
-        let credential = try b.directory.generatedCredential()
-        let curl = Process()
-        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        curl.arguments = ["-sk", "-u", "\(credential.user):\(credential.password)", "https://127.0.0.1:\(own.port)/_node/peers"]
-        let out = Pipe()
-        curl.standardOutput = out
-        try curl.run()
-        let answer = try DocumentValue(json: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-        curl.waitUntilExit()
+        let answer = try DocumentValue(json: try b.curl("/_node/peers"))
         guard case .array(let listed) = answer, case .dictionary(let first)? = listed.first else {
             Issue.record("GET /_node/peers answered \(answer)")
             return

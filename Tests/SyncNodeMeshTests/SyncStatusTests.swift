@@ -26,12 +26,7 @@ import SyncNodeStore
     }
 
     func eventually(_ condition: () throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if try condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return try condition()
+        try await MeshNodeTests().eventually(condition)
     }
 
     @Test func anIdleReplicationThatIsBehindSaysCatchingUpWithTheCount() async throws {
@@ -84,20 +79,7 @@ import SyncNodeStore
         await a.mesh.stop()
     }
 
-    /// A node's own admin endpoint, with its generated credential, pinned to nothing (loopback).
-    private func text(_ node: Node, _ path: String) async throws -> String {
-        let port = try #require(node.mesh.pairingURL).port
-        let credential = try node.directory.generatedCredential()
-        let curl = Process()
-        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        curl.arguments = ["-sk", "-u", "\(credential.user):\(credential.password)", "https://127.0.0.1:\(port)\(path)"]
-        let out = Pipe()
-        curl.standardOutput = out
-        try curl.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        curl.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
-    }
+    private func text(_ node: Node, _ path: String) async throws -> String { try node.curl(path) }
 
     private func get(_ node: Node, _ path: String) async throws -> DocumentValue {
         try DocumentValue(json: try await text(node, path))
