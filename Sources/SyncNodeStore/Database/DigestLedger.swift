@@ -70,8 +70,7 @@ final class DigestLedger: Sendable {
             return all
         }
         for (collectionID, buckets) in pending {
-            let statement = try db.cachedStatement(sql: DigestTable.applySQL(collectionID: collectionID))
-            for bucket in buckets.touched { try DigestTable.apply(statement, bucket: bucket, buckets.sums[bucket]) }
+            try DigestTable.apply(db, collectionID: collectionID, buckets.touched.lazy.map { ($0, buckets.sums[$0]) })
         }
     }
 }

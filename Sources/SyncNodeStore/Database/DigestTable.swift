@@ -4,18 +4,13 @@ import GRDB
 /// Where a collection's ``CollectionDigest`` lives: `c<id>_digest`, one row per bucket
 /// (`bucket`, `count`, `deleted`, `hash`). Every write transaction changes it once, before it
 /// commits, by what its writes changed (``DigestLedger``), so it commits or rolls back with
-/// them. Two SQL functions, registered on every connection of the store, serve it:
-/// `sn_digest_bucket(id)` (listing a bucket) and `sn_digest_merge(hash, hash)` (the exclusive
-/// or of two 16-byte hashes).
+/// them. An SQL function registered on every connection of the store, `sn_digest_bucket(id)`,
+/// lists a bucket.
 enum DigestTable {
     static func registerFunctions(_ db: GRDB.Database) {
         db.add(function: DatabaseFunction("sn_digest_bucket", argumentCount: 1, pure: true) { args in
             guard var id = String.fromDatabaseValue(args[0]) else { return nil }
             return id.withUTF8 { CollectionDigest.bucket(ofUTF8: UnsafeRawBufferPointer($0)) }
-        })
-        db.add(function: DatabaseFunction("sn_digest_merge", argumentCount: 2, pure: true) { args in
-            let a = Data.fromDatabaseValue(args[0]) ?? Data(), b = Data.fromDatabaseValue(args[1]) ?? Data()
-            return Data((0..<16).map { i in (i < a.count ? a[a.startIndex + i] : 0) ^ (i < b.count ? b[b.startIndex + i] : 0) })
         })
     }
 
@@ -44,18 +39,35 @@ enum DigestTable {
             let entry = CollectionDigest.Entry(id: row[0], revisionID: row[1], isDeleted: row[2])
             sums[CollectionDigest.bucket(of: entry.id)].add(entry.words, deleted: entry.isDeleted)
         }
-        let statement = try db.makeStatement(sql: applySQL(collectionID: t.id))
-        for (bucket, sum) in sums.enumerated() where sum.count > 0 { try apply(statement, bucket: bucket, sum) }
+        try apply(db, collectionID: t.id, sums.enumerated().lazy.filter { $0.element.count > 0 }.map { ($0.offset, $0.element) })
     }
 
-    /// The statement that adds a change to one of a collection's buckets (see ``apply(_:bucket:_:)``).
-    static func applySQL(collectionID: Int64) -> String {
-        "UPDATE c\(collectionID)_digest SET count = count + ?, deleted = deleted + ?, hash = sn_digest_merge(hash, ?) WHERE bucket = ?"
-    }
-
-    /// Adds `change` to a bucket's row, with a statement of ``applySQL(collectionID:)``.
-    static func apply(_ statement: Statement, bucket: Int, _ change: CollectionDigest.Accumulator) throws {
-        try statement.execute(arguments: [change.count, change.deleted, Data(CollectionDigest.bytes(of: change.hash)), bucket])
+    /// Adds each of `changes` (by bucket) to a collection's rows: read, combined here, written back,
+    /// with raw cached statements. Through GRDB's arguments and an SQL function, each bucket's
+    /// update cost a single save about a tenth of its time.
+    static func apply(_ db: GRDB.Database, collectionID: Int64, _ changes: some Sequence<(bucket: Int, change: CollectionDigest.Accumulator)>) throws {
+        let readStatement = try db.cachedStatement(sql: "SELECT count, deleted, hash FROM c\(collectionID)_digest WHERE bucket = ?")
+        let writeStatement = try db.cachedStatement(sql: "UPDATE c\(collectionID)_digest SET count = ?, deleted = ?, hash = ? WHERE bucket = ?")
+        let read = SQLiteStatement(readStatement.sqliteStatement, owner: readStatement)
+        let write = SQLiteStatement(writeStatement.sqliteStatement, owner: writeStatement)
+        for (bucket, change) in changes {
+            read.bind(1, Int64(bucket))
+            defer { read.reset() }
+            guard try read.step() else { throw StoreError.storage("the digest table c\(collectionID)_digest has no bucket \(bucket)") }
+            var hash = read.withBlob(2) { bytes in
+                bytes.count == 16
+                    ? CollectionDigest.Words(high: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)),
+                                             low: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+                    : CollectionDigest.Words()
+            }
+            hash ^= change.hash
+            write.bind(1, read.int64(0) + Int64(change.count))
+            write.bind(2, read.int64(1) + Int64(change.deleted))
+            withUnsafeBytes(of: (hash.high.bigEndian, hash.low.bigEndian)) { write.bind(3, blob: $0) }
+            write.bind(4, Int64(bucket))
+            defer { write.reset() }
+            _ = try write.step()
+        }
     }
 
     static func read(_ db: GRDB.Database, _ t: CollectionTables) throws -> CollectionDigest {

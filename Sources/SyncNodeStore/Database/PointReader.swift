@@ -160,6 +160,17 @@ struct SQLiteStatement {
 
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
 
+    /// A blob column's bytes, handed to `body` where SQLite keeps them (empty for NULL).
+    func withBlob<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return body(UnsafeRawBufferPointer(start: sqlite3_column_blob(handle, column), count: count))
+    }
+
+    /// Binds `bytes` as a blob, copied by SQLite before the call returns.
+    func bind(_ index: Int32, blob bytes: UnsafeRawBufferPointer) {
+        _ = sqlite3_bind_blob(handle, index, bytes.baseAddress, Int32(bytes.count), Self.transient)
+    }
+
     /// Whether a text column holds `byte`, looked for in SQLite's own bytes (no String made).
     func contains(_ byte: UInt8, inColumn column: Int32) -> Bool {
         guard let bytes = sqlite3_column_text(handle, column) else { return false }
