@@ -23,7 +23,7 @@ enum DigestBenchmark {
             return db
         }
         var opened: [SyncNodeStore.Database] = []
-        let bulk = try Report.bestInterleaved(of: 3, baseline: {
+        let bulk = try Report.bestInterleaved(of: 5, baseline: {
             let db = try fresh(digest: false)
             opened.append(db)
             try StoreBenchmark.insertAll(docs, into: db.defaultCollection(), batchSize: 1000)
@@ -48,7 +48,7 @@ enum DigestBenchmark {
                 }
             }
         }
-        let update = try Report.bestInterleaved(of: 3, baseline: { try updateAll(plain) }, ours: { try updateAll(digested) })
+        let update = try Report.bestInterleaved(of: 5, baseline: { try updateAll(plain) }, ours: { try updateAll(digested) })
         // One transaction per save: the digest's row is a page more to write at each commit.
         let singles = min(writes, 2000)
         var pass = 0
@@ -56,7 +56,7 @@ enum DigestBenchmark {
             pass += 1
             for i in 0..<singles { try collection.save(MutableDocument(id: "single-\(pass)-\(i)", values: docs[i].body)) }
         }
-        let single = try Report.bestInterleaved(of: 3, baseline: { try saveOneByOne(plain) }, ours: { try saveOneByOne(digested) })
+        let single = try Report.bestInterleaved(of: 5, baseline: { try saveOneByOne(plain) }, ours: { try saveOneByOne(digested) })
         guard try digested.digest().count == digested.count, try plain.count == digested.count else {
             throw StoreError.storage("benchmark self-check failed: the digest does not count every document")
         }
