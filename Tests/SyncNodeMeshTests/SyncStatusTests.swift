@@ -75,6 +75,12 @@ import SyncNodeStore
         #expect(try await get(b, "/_node/sync-status")["in_sync"] == .bool(true))
         // One line each way: in sync, no longer (catching up), in sync again.
         #expect(events.all == ["in_sync", "catching_up", "in_sync"])
+
+        // Trust withdrawn: its replications stop, and no "in sync" is left behind for them.
+        #expect(try TrustStore(directory: b.directory).remove(fingerprint: try #require(a.mesh.pairingURL?.fingerprint)))
+        #expect(try await eventually { b.mesh.peers.first?.trusted == false && sync() == nil })
+        let after = try await get(b, "/_node/sync-status")
+        #expect(after["in_sync"] == .bool(false) && after["peers"] == .array([]), "\(after)")
         await b.mesh.stop()
         await a.mesh.stop()
     }

@@ -33,6 +33,8 @@ final class PresenceBoard: Sendable {
     /// The replication `label` of keyspace `keyspace` with peer `uuid` reported `status`.
     func record(_ status: ReplicatorStatus, peer uuid: String, keyspace: String) {
         update(uuid, make: { nil }) { peer in
+            // A stopped replication's last word, arriving after its entry was cleared, adds none back.
+            guard peer?.collections[keyspace] != nil || status.activity != .stopped else { return }
             var sync = peer?.collections[keyspace] ?? MeshPeer.CollectionSync(
                 activity: .stopped, progress: ReplicatorProgress(), pushed: 0, pulled: 0, lastSync: nil, lastError: nil)
             sync.activity = status.activity
@@ -45,25 +47,36 @@ final class PresenceBoard: Sendable {
                 sync.lastSync = Date()
                 sync.lastError = nil
             }
+            // In sync was measured while idle: a replicator that is no longer idle is not, until measured again.
+            if sync.state == .inSync, status.activity != .idle {
+                sync.state = .catchingUp
+                sync.reason = "the replicator is \(status.activity.rawValue)"
+            }
             peer?.collections[keyspace] = sync
         }
     }
 
-    /// The replication of `keyspace` with peer `uuid` was judged; returns the state it had before
-    /// (nil: the peer or the replication is not on the board).
+    /// The replication of `keyspace` with peer `uuid` was judged; returns how it stands now (nil:
+    /// the peer or the replication is not on the board). A judgement of in sync that a newer
+    /// status overtook (the replicator is busy again) is taken as catching up.
     @discardableResult
-    func record(_ judgement: SyncAudit.Judgement, peer uuid: String, keyspace: String) -> MeshPeer.SyncState? {
-        var before: MeshPeer.SyncState?
+    func record(_ judgement: SyncAudit.Judgement, peer uuid: String, keyspace: String) -> MeshPeer.CollectionSync? {
+        var recorded: MeshPeer.CollectionSync?
         update(uuid, make: { nil }) { peer in
             guard var sync = peer?.collections[keyspace] else { return }
-            before = sync.state
             sync.state = judgement.state
             sync.reason = judgement.reason
-            if let pending = judgement.pending { sync.pending = pending }
-            if judgement.state == .inSync { sync.lastInSync = Date() }
+            if judgement.state == .inSync, sync.activity != .idle {
+                sync.state = .catchingUp
+                sync.reason = "the replicator is \(sync.activity.rawValue)"
+            }
+            // Unknown when the peer could not be asked: no count rather than an old one.
+            sync.pending = judgement.pending
+            if sync.state == .inSync { sync.lastInSync = Date() }
             peer?.collections[keyspace] = sync
+            recorded = sync
         }
-        return before
+        return recorded
     }
 
     /// Snapshots from now on, the current one first; only the newest waits for a slow reader.

@@ -21,7 +21,7 @@ final class PeerReplication: Sendable {
 
     init(
         collection: DocumentCollection, url: URL, configuration: MeshConfiguration, type: ReplicatorType, trustOnFirstUse: Bool,
-        report: @escaping @Sendable (ReplicatorStatus) -> Void, judged: (@Sendable (SyncAudit.Judgement) -> Void)? = nil
+        report: @escaping @Sendable (ReplicatorStatus) -> Void, judged: (@Sendable (SyncAudit.Judgement, _ crossed: Bool) -> Void)? = nil
     ) throws {
         var config = ReplicatorConfiguration(collection: collection, target: .url(url))
         config.replicatorType = type

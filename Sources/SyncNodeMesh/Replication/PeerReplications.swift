@@ -179,10 +179,10 @@ actor PeerReplications {
                 ) { [board, configuration] status in
                     board.record(status, peer: peer.uuid, keyspace: keyspace)
                     configuration.onEvent?(.replication(label: label, status: status))
-                } judged: { [board, configuration] judgement in
-                    let before = board.record(judgement, peer: peer.uuid, keyspace: keyspace)
-                    guard (before == .inSync) != (judgement.state == .inSync), before != nil || judgement.state == .inSync,
-                          let sync = board.peers.first(where: { $0.uuid == peer.uuid })?.collections[keyspace] else { return }
+                } judged: { [board, configuration] judgement, crossed in
+                    // Said once per crossing (the board may already hold a newer status's demotion).
+                    guard let sync = board.record(judgement, peer: peer.uuid, keyspace: keyspace), crossed,
+                          (sync.state == .inSync) == (judgement.state == .inSync) else { return }
                     configuration.onEvent?(.syncState(peer: peer.name, keyspace: keyspace, sync: sync))
                 }
             } catch {
@@ -234,6 +234,8 @@ actor PeerReplications {
         scopes[uuid] = nil
         guard let running = syncs.removeValue(forKey: uuid) else { return }
         for sync in running.replications.values { await sync.stop() }
+        // No replication, no state: what they last said (in sync, say) is no longer measured.
+        board.update(uuid, make: { nil }) { $0?.collections = [:] }
     }
 
     /// Keeps `collection` replicated with the database at `url`.

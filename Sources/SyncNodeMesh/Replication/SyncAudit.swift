@@ -14,8 +14,9 @@ final class SyncAudit: Sendable {
     private let signal = ChangeSignal()
     private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
 
-    /// Starts judging `replicator`, reporting each judgement.
-    init(replicator: Replicator, interval: Duration, report: @escaping @Sendable (Judgement) -> Void) {
+    /// Starts judging `replicator`, reporting each judgement, and whether it crossed into or out of
+    /// in sync (the first one only when it is in sync).
+    init(replicator: Replicator, interval: Duration, report: @escaping @Sendable (Judgement, _ crossed: Bool) -> Void) {
         let signal = signal
         task.withLock {
             $0 = Task {
@@ -23,7 +24,7 @@ final class SyncAudit: Sendable {
                 while !Task.isCancelled {
                     let judgement = await Self.judge(replicator, after: last)
                     if Task.isCancelled { return }
-                    report(judgement)
+                    report(judgement, (last?.state == .inSync) != (judgement.state == .inSync))
                     last = judgement
                     // In sync and idle, the replicator's own feed wakes it on the next change: a
                     // slower look suffices to catch a feed that stays silent (5 x), and costs an idle
@@ -79,13 +80,16 @@ final class SyncAudit: Sendable {
             if let refusal = now.error as? CouchError, (pending.push ?? 0) > 0 {
                 return Judgement(state: .refused, reason: "the peer refuses this node's writes: \(refusal.reason)", pending: pending)
             }
-            if pending.isZero, digestsMatch != false, before.activity == .idle, now.activity == .idle {
+            // A direction this replicator does not run is seen through the digests alone.
+            let unverified = digestsMatch == nil && (pending.push == nil || pending.pull == nil)
+            if pending.isZero, digestsMatch != false, !unverified, before.activity == .idle, now.activity == .idle {
                 return Judgement(state: .inSync, pending: pending)
             }
             var parts: [String] = []
             if let push = pending.push, push > 0 { parts.append("\(push) to push") }
             if let pull = pending.pull, pull > 0 { parts.append("\(pull) to pull") }
             if parts.isEmpty, digestsMatch == false { parts.append("the documents differ (digests), though nothing is pending this way") }
+            if parts.isEmpty, unverified { parts.append("the peer serves no digest: the changes it takes from here cannot be verified") }
             if parts.isEmpty { parts.append("changes are moving") }
             return Judgement(state: .catchingUp, reason: parts.joined(separator: ", "), pending: pending)
         }

@@ -41,8 +41,9 @@ struct SyncStatus {
         self.entries = entries
     }
 
-    /// Every trusted peer in sync on every keyspace (true when there is none).
-    var inSync: Bool { entries.allSatisfy(\.inSync) }
+    /// Every trusted peer in sync on every keyspace; false when there is no trusted peer (nothing
+    /// was measured).
+    var inSync: Bool { !entries.isEmpty && entries.allSatisfy(\.inSync) }
 
     var json: DocumentValue {
         let keys = ["state", "reason", "pending", "activity", "last_error", "last_in_sync", "seconds_since_in_sync"]
