@@ -71,6 +71,12 @@ extension DigestEndpointTests {
             #expect(listed["entries"]?.array?.contains { $0["id"]?.string == "doc-7" } == true)
             #expect(listed["entries"]?.array?.allSatisfy { CollectionDigest.subBucket(of: $0["id"]?.string ?? "") == sub } == true)
             #expect(try await h.request(.GET, "/left/_digest?bucket=\(bucket)&sub=999").status == 400)
+            // A wrong option is refused, never ignored.
+            for bad in ["sub=1", "subbuckets=true", "bucket=1&sub=1&subbuckets=true", "bucket=1&subbuckets=maybe", "buckets=perhaps"] {
+                let refused = try await h.request(.GET, "/left/_digest?\(bad)")
+                #expect(refused.status == 400 && refused["error"]?.string == "bad_request", "\(bad)")
+            }
+            #expect(try await h.request(.GET, "/left/_digest?buckets=false")["buckets"] == nil)
 
             // Local against remote and remote against remote, through the sub-buckets.
             let url = try #require(URL(string: "\(h.base.replacingOccurrences(of: "://", with: "://\(ListenerHarness.user):s3cret%3Apa$$@"))/right?fp=\(try h.node.tlsIdentity().fingerprint)"))

@@ -83,7 +83,12 @@ public actor RemoteDigest: DigestSource {
     /// The `entries` of a `_digest?bucket=` answer.
     private func entries(_ target: String) async throws -> [CollectionDigest.Entry] {
         let (status, body) = try await get(target)
-        guard status == 200, case .array(let rows)? = body["entries"] else { throw Self.failure(status, body, root) }
+        guard status == 200 else { throw Self.failure(status, body, root) }
+        return try Self.entries(of: body, root)
+    }
+
+    private static func entries(of body: DocumentValue, _ root: String) throws -> [CollectionDigest.Entry] {
+        guard case .array(let rows)? = body["entries"] else { throw failure(200, body, root) }
         return rows.compactMap { row in
             guard case .string(let id)? = row["id"], case .string(let rev)? = row["rev"] else { return nil }
             return CollectionDigest.Entry(id: id, revisionID: rev, isDeleted: row["deleted"] == .bool(true))
@@ -93,7 +98,11 @@ public actor RemoteDigest: DigestSource {
     public func digestSubBuckets(ofBucket bucket: Int) async throws -> [CollectionDigest.Bucket] {
         if let entriesByBucket { return CollectionDigest.subBuckets(of: entriesByBucket[bucket]) }
         let (status, body) = try await get("/\(path(keyspace))/_digest?bucket=\(bucket)&subbuckets=true")
-        guard status == 200, case .array(let rows)? = body["subbuckets"] else { throw Self.failure(status, body, root) }
+        guard status == 200 else { throw Self.failure(status, body, root) }
+        guard case .array(let rows)? = body["subbuckets"] else {
+            // A node from before sub-buckets ignores the option and lists the bucket: summed here.
+            return CollectionDigest.subBuckets(of: try Self.entries(of: body, root))
+        }
         let buckets = rows.compactMap(Self.bucket)
         guard buckets.count == CollectionDigest.bucketCount else {
             throw CouchError(status: 502, error: "bad_gateway", reason: "\(root): its sub-buckets of bucket \(bucket) are not \(CollectionDigest.bucketCount) summaries")
@@ -103,7 +112,9 @@ public actor RemoteDigest: DigestSource {
 
     public func digestEntries(inBucket bucket: Int, subBucket: Int) async throws -> [CollectionDigest.Entry] {
         if let entriesByBucket { return entriesByBucket[bucket].filter { CollectionDigest.subBucket(of: $0.id) == subBucket } }
+        // Filtered here too: a node from before sub-buckets ignores `sub` and lists the whole bucket.
         return try await entries("/\(path(keyspace))/_digest?bucket=\(bucket)&sub=\(subBucket)")
+            .filter { CollectionDigest.subBucket(of: $0.id) == subBucket }
     }
 
     /// Every document's winning revision, from `_changes` a page at a time (deleted ones

@@ -3,19 +3,30 @@ import SyncNodeStore
 
 extension Handlers {
     /// `GET /{keyspace}/_digest`: the collection's ``CollectionDigest`` (`count`, `deleted`,
-    /// `root`, and 256 `buckets` of `{count, deleted, hash}`); `?buckets=false` leaves the buckets out; `?bucket=K` lists that bucket's
-    /// entries instead, `&sub=J` only those of its sub-bucket J, and `&subbuckets=true` sums them
-    /// into 256 sub-buckets (``CollectionDigest/subBuckets(of:)``) instead, `{id, rev, deleted}` sorted by ID. Two nodes with equal roots hold the
-    /// same documents at the same winning revisions; where buckets differ, their entries say
-    /// which documents differ.
+    /// `root`, and 256 `buckets` of `{count, deleted, hash}`); `?buckets=false` leaves the buckets
+    /// out. `?bucket=K` lists that bucket's entries instead, `{id, rev, deleted}` sorted by ID;
+    /// `&sub=J` only those of its sub-bucket J, and `&subbuckets=true` their sums by sub-bucket
+    /// (``CollectionDigest/subBuckets(of:)``). Two nodes with equal roots hold the same documents
+    /// at the same winning revisions; where buckets differ, their entries say which documents differ.
     func digest(_ request: Request, collection: DocumentCollection) throws -> Response {
         let options = QueryOptions(request.uri)
-        if let raw = options["bucket"] {
-            guard let bucket = Int(raw), (0..<CollectionDigest.bucketCount).contains(bucket) else {
-                throw CouchError.badRequest("bucket must be a whole number from 0 to \(CollectionDigest.bucketCount - 1), not '\(raw)'")
+        // Every option checked before anything is read: a wrong one is a 400, never ignored.
+        func index(_ name: String) throws -> Int? {
+            guard let raw = options[name] else { return nil }
+            guard let value = Int(raw), (0..<CollectionDigest.bucketCount).contains(value) else {
+                throw CouchError.badRequest("\(name) must be a whole number from 0 to \(CollectionDigest.bucketCount - 1), not '\(raw)'")
             }
+            return value
+        }
+        let bucket = try index("bucket"), sub = try index("sub")
+        let sums = try options.bool("subbuckets"), withBuckets = try options.bool("buckets", default: true)
+        if bucket == nil, sub != nil || sums {
+            throw CouchError.badRequest("sub and subbuckets need bucket (a sub-bucket is one of a bucket's)")
+        }
+        if sub != nil, sums { throw CouchError.badRequest("ask for sub=J (its entries) or subbuckets=true (their sums), not both") }
+        if let bucket {
             var entries = try collection.digestEntries(inBucket: bucket)
-            if try options.bool("subbuckets") {
+            if sums {
                 let subs = CollectionDigest.subBuckets(of: entries)
                 return HTTP.json([
                     "bucket": .int(Int64(bucket)),
@@ -23,10 +34,7 @@ extension Handlers {
                 ])
             }
             var answer: [String: DocumentValue] = ["bucket": .int(Int64(bucket))]
-            if let raw = options["sub"] {
-                guard let sub = Int(raw), (0..<CollectionDigest.bucketCount).contains(sub) else {
-                    throw CouchError.badRequest("sub must be a whole number from 0 to \(CollectionDigest.bucketCount - 1), not '\(raw)'")
-                }
+            if let sub {
                 entries = entries.filter { CollectionDigest.subBucket(of: $0.id) == sub }
                 answer["sub"] = .int(Int64(sub))
             }
@@ -38,7 +46,7 @@ extension Handlers {
             "count": .int(Int64(digest.count)), "deleted": .int(Int64(digest.deletedCount)), "root": .string(digest.root),
         ]
         // `?buckets=false`: the root alone, for those who only ask "equal or not?" (sync status, often).
-        if try options.bool("buckets", default: true) {
+        if withBuckets {
             answer["buckets"] = .array(digest.buckets.map { ["count": .int(Int64($0.count)), "deleted": .int(Int64($0.deleted)), "hash": .string($0.hash)] })
         }
         return HTTP.json(.dictionary(answer))
