@@ -52,8 +52,10 @@ enum DigestTable {
         let write = SQLiteStatement(writeStatement.sqliteStatement, owner: writeStatement)
         for (bucket, change) in changes {
             read.bind(1, Int64(bucket))
-            defer { read.reset() }
-            guard try read.step() else { throw StoreError.storage("the digest table c\(collectionID)_digest has no bucket \(bucket)") }
+            guard try read.step() else {
+                read.reset()
+                throw StoreError.storage("the digest table c\(collectionID)_digest has no bucket \(bucket)")
+            }
             var hash = read.withBlob(2) { bytes in
                 bytes.count == 16
                     ? CollectionDigest.Words(high: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)),
@@ -61,8 +63,11 @@ enum DigestTable {
                     : CollectionDigest.Words()
             }
             hash ^= change.hash
-            write.bind(1, read.int64(0) + Int64(change.count))
-            write.bind(2, read.int64(1) + Int64(change.deleted))
+            let count = read.int64(0) + Int64(change.count), deleted = read.int64(1) + Int64(change.deleted)
+            // The row is let go before it is written.
+            read.reset()
+            write.bind(1, count)
+            write.bind(2, deleted)
             withUnsafeBytes(of: (hash.high.bigEndian, hash.low.bigEndian)) { write.bind(3, blob: $0) }
             write.bind(4, Int64(bucket))
             defer { write.reset() }

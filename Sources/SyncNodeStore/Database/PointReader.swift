@@ -162,8 +162,10 @@ struct SQLiteStatement {
 
     /// A blob column's bytes, handed to `body` where SQLite keeps them (empty for NULL).
     func withBlob<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+        // The pointer first, then its size, as SQLite's documentation orders them.
+        let start = sqlite3_column_blob(handle, column)
         let count = Int(sqlite3_column_bytes(handle, column))
-        return body(UnsafeRawBufferPointer(start: sqlite3_column_blob(handle, column), count: count))
+        return body(UnsafeRawBufferPointer(start: start, count: count))
     }
 
     /// Binds `bytes` as a blob, copied by SQLite before the call returns.
