@@ -127,9 +127,13 @@ wait "$writer" || fail "the churn writer failed"
 # Each node says when it is in sync with all the others (nothing pending, equal digests); then
 # every acknowledged write is checked on every node.
 t0=$(date +%s.%N)
+declare -A WAITER
 for i in $ALL; do
-  $LAB exec "$i" "$BIN" --dir "$WORK/n$i" wait --in-sync --peers $((HOSTS - 1)) --timeout 300s > "$WORK/wait$i" 2>&1 \
-    || fail "node $i was not in sync after the churn: $(head -5 "$WORK/wait$i")"
+  $LAB exec "$i" "$BIN" --dir "$WORK/n$i" wait --in-sync --peers $((HOSTS - 1)) --timeout 300s > "$WORK/wait$i" 2>&1 &
+  WAITER[$i]=$!
+done
+for i in $ALL; do
+  wait "${WAITER[$i]}" || fail "node $i was not in sync after the churn: $(head -5 "$WORK/wait$i")"
 done
 say "churn: every node in sync with all $((HOSTS - 1)) others $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s after the last write (syncnode wait --in-sync)"
 agreed=$(measure "$(nodes $ALL)" agree "$WORK/acked") || fail "the nodes did not agree after the churn"

@@ -8,7 +8,7 @@ struct Wait: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Wait until the node running on --dir is in sync with its trusted peers.",
         discussion: """
-            In sync means the same documents at the same winning revisions, on every keyspace the node syncs with that peer: the node's digest of each keyspace equals the peer's (GET /KEYSPACE/_digest, asked with the node's certificate). Equal digests are never a guess from a replicator that looks idle while it is behind. The node's peers and keyspaces come from the running node (GET /_node/peers, signed in with its own credential).
+            In sync means, on every keyspace the node syncs with that peer: the node measured it in sync (nothing pending either way, the replicator idle, equal digests), and the node's digest of the keyspace equals the peer's now (GET /KEYSPACE/_digest, asked with the node's certificate). A replicator that looks idle while it is behind is never taken for in sync. The node's peers, keyspaces and their measured states come from the running node (GET /_node/peers, signed in with its own credential).
 
             In sync: prints {"in_sync":true,"peers":N,"seconds":S} and exits 0. On timeout: prints {"peer","uuid","in_sync":false,"why"} per peer not in sync and exits 1.
 
