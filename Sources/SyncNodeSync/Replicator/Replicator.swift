@@ -24,11 +24,12 @@ public final class Replicator: Sendable {
     /// The configuration it was made with.
     public let config: ReplicatorConfiguration
     let logger: Logger
-    private let state = Mutex(State())
+    /// Guarded state (Replicator+Pending.swift reads the run's connection and sequences).
+    let state = Mutex(State())
     private let changeListeners = ListenerRegistry<ReplicatorChange>(label: "syncnode.replicator.listener")
     private let documentListeners = ListenerRegistry<DocumentReplication>(label: "syncnode.replicator.documents")
 
-    private struct State {
+    struct State {
         var status = ReplicatorStatus()
         var task: Task<Void, Never>?
         var run = 0
@@ -227,7 +228,7 @@ public final class Replicator: Sendable {
     /// the connections end with the run, not later in a task nobody waits for.
     /// `retryingConnection`: a peer that cannot be reached yet (its pinned certificate is read
     /// before anything else) is tried up to `maxAttempts` times, as every later request is.
-    private func withPeer<T: Sendable>(retryingConnection: Bool = false, _ body: (any ReplicationPeer) async throws -> T) async throws -> T {
+    func withPeer<T: Sendable>(retryingConnection: Bool = false, _ body: (any ReplicationPeer) async throws -> T) async throws -> T {
         let (remote, http) = retryingConnection ? try await withRetries { try await self.connect() } : try await connect()
         do {
             let result = try await body(remote)
@@ -252,7 +253,7 @@ public final class Replicator: Sendable {
         }
     }
 
-    private func identity(of remote: any ReplicationPeer) async throws -> String {
+    func identity(of remote: any ReplicationPeer) async throws -> String {
         let id = try await remote.identity()
         state.withLock { $0.remoteIdentity = id }
         return id
@@ -322,102 +323,6 @@ public final class Replicator: Sendable {
 
     /// Whether a started replication is still running (its task has not ended).
     var isRunning: Bool { state.withLock { $0.task != nil } }
-
-    // MARK: - Pending documents
-
-    /// The source sequence `isPush`'s direction has examined up to; ``pendingChanges()`` counts from it.
-    func examined(isPush: Bool, upTo sequence: String) {
-        state.withLock { s in
-            if isPush { s.pushedUpTo = sequence } else { s.pulledUpTo = sequence }
-        }
-    }
-
-    /// How many changes each side has that this replication has not examined yet: local
-    /// changes after the push checkpoint, and the peer's after the pull checkpoint, which the
-    /// peer is asked for. Zero both ways, while ``ReplicatorStatus/activity`` is `idle`, means
-    /// nothing is left to move: a continuous replicator that is idle while the peer has changes
-    /// its feed did not announce yet shows them here.
-    ///
-    /// A direction this replicator does not run is nil.
-    /// - Throws: ``SyncError/connectionFailed(_:)`` when a continuous replicator has not connected yet
-    ///   (or no pass has ended), and the peer's errors when it cannot be asked; `StoreError` when the local
-    ///   store fails.
-    public func pendingChanges() async throws -> PendingChanges {
-        let (remote, pushed, pulled) = state.withLock { ($0.connected, $0.pushedUpTo, $0.pulledUpTo) }
-        var pending = PendingChanges()
-        if config.replicatorType != .push {
-            guard let remote, let pulled else { throw SyncError.connectionFailed("the replicator has not finished a pass with the peer yet") }
-            // A peer that does not count is asked for the rows themselves, one page's worth.
-            if let counted = try await remote.pendingChanges(since: pulled) {
-                pending.pull = counted
-            } else {
-                pending.pull = try await remote.changes(since: pulled, limit: config.batchSize, documentIDs: config.documentIDs).rows.count
-            }
-        }
-        if config.replicatorType != .pull {
-            guard let pushed else { throw SyncError.connectionFailed("the replicator has not finished a pass with the peer yet") }
-            pending.push = try config.collection.changeCount(since: Int64(pushed) ?? 0)
-        }
-        return pending
-    }
-
-    /// Whether both sides hold the same documents at the same winning revisions, by their
-    /// ``CollectionDigest`` roots; nil when the peer serves no digest (CouchDB, PouchDB). It sees
-    /// what ``pendingChanges()`` cannot: changes that cross in the direction this replicator
-    /// does not run (a pull-only replicator's peer pulling from here).
-    /// - Throws: ``SyncError/connectionFailed(_:)`` when a continuous replicator is not connected,
-    ///   and the peer's errors when it cannot be asked; `StoreError` when the local store fails.
-    public func digestsMatch() async throws -> Bool? {
-        guard let remote = state.withLock({ $0.connected }) else {
-            throw SyncError.connectionFailed("the replicator is not connected to the peer")
-        }
-        guard let theirs = try await remote.digestRoot() else { return nil }
-        return try config.collection.digest().root == theirs
-    }
-
-    /// The local documents changed since the last push checkpoint (after the
-    /// `documentIDs` and push filters): what the next push would send.
-    /// Needs the peer's identity: the configured `remoteUUID`, the one seen by
-    /// an earlier run, or else it asks the peer.
-    /// - Throws: ``SyncError/invalidConfiguration(_:)`` for a pull-only replicator; the errors of
-    ///   ``runOnce(reset:)`` for reaching the peer (without retries) when no earlier run learnt its
-    ///   identity; `StoreError` when the local store fails.
-    public func pendingDocumentIDs() async throws -> Set<String> {
-        guard config.replicatorType != .pull else {
-            throw SyncError.invalidConfiguration("pending documents are known for push replications only")
-        }
-        var remoteID = state.withLock { $0.remoteIdentity }
-        // A pairing URL's uuid names the peer without a connection: this works offline too.
-        if remoteID == nil, case .url(let url) = config.target, let uuid = config.remoteUUID {
-            remoteID = HTTPRemote.identity(of: url, uuid: uuid)
-        }
-        if remoteID == nil {
-            remoteID = try await withPeer { remote in try await identity(of: remote) }
-        }
-        let local = LocalDatabase(collection: config.collection)
-        let checkpoint = try await local.checkpoint(replicationID(remoteID: remoteID ?? "", direction: "push"))
-        var since = checkpoint?.sourceLastSequence ?? "0"
-        var pending = Set<String>()
-        while true {
-            let page = try await local.changes(since: since, limit: 1000, documentIDs: config.documentIDs)
-            for row in page.rows {
-                if let filter = config.pushFilter, let revision = try config.collection.revision(id: row.id) {
-                    let document = config.collection.document(revision)
-                        ?? Document(id: row.id, revisionID: revision.rev, isDeleted: true, values: [:])
-                    guard filter(document, revision.deleted ? .deleted : []) else { continue }
-                }
-                pending.insert(row.id)
-            }
-            if page.rows.isEmpty || page.lastSeq == since { return pending }
-            since = page.lastSeq
-        }
-    }
-
-    /// Whether the next push would send this document.
-    /// - Throws: the errors of ``pendingDocumentIDs()``.
-    public func isDocumentPending(id: String) async throws -> Bool {
-        try await pendingDocumentIDs().contains(id)
-    }
 
     // MARK: - Retries
 
