@@ -36,15 +36,9 @@ struct Compare: AsyncParsableCommand {
         defer { for db in opened { try? db.close() } }
         func source(_ side: String) async throws -> any DigestSource {
             guard Self.isURL(side) else {
-                let directory = URL(fileURLWithPath: side, isDirectory: true)
-                guard Database.exists(name: keyspace.database, directory: directory) else {
-                    throw CLIError.user("no database '\(keyspace.database)' in \(directory.path)")
-                }
-                let db = try Database(name: keyspace.database, config: DatabaseConfiguration(directory: directory))
+                let db = try NodeOptions.open(database: keyspace.database, in: URL(fileURLWithPath: side, isDirectory: true))
+                let collection = try NodeOptions.collection(keyspace, in: db)
                 opened.append(db)
-                guard let collection = try db.collection(name: keyspace.collectionName, scope: keyspace.scopeName) else {
-                    throw CLIError.user("no collection '\(keyspace.scopeName).\(keyspace.collectionName)' in \(directory.path)")
-                }
                 return collection
             }
             let url = try PeerURL.parse(side, option: "compare")

@@ -14,10 +14,16 @@ struct NodeOptions: ParsableArguments {
     }
 
     func open(database name: String, create: Bool = true) throws -> Database {
-        if !create, !Database.exists(name: name, directory: directoryURL) {
-            throw CLIError.user("no database '\(name)' in \(directoryURL.path)")
+        try Self.open(database: name, in: directoryURL, create: create)
+    }
+
+    /// Opens database `name` in the data directory `directory` (a compared directory, not only
+    /// --dir's); exit 1 when it is missing and `create` is not set.
+    static func open(database name: String, in directory: URL, create: Bool = false) throws -> Database {
+        if !create, !Database.exists(name: name, directory: directory) {
+            throw CLIError.user("no database '\(name)' in \(directory.path)")
         }
-        return try Database(name: name, config: DatabaseConfiguration(directory: directoryURL))
+        return try Database(name: name, config: DatabaseConfiguration(directory: directory))
     }
 
     /// Opens the keyspace's collection and the document `id` in it; exit 1 when it is missing.
@@ -36,10 +42,15 @@ struct NodeOptions: ParsableArguments {
         if create {
             return (db, try db.createCollection(name: keyspace.collectionName, scope: keyspace.scopeName))
         }
+        return (db, try Self.collection(keyspace, in: db))
+    }
+
+    /// The keyspace's existing collection in `db` (closed when it has none); exit 1 when missing.
+    static func collection(_ keyspace: Keyspace, in db: Database) throws -> DocumentCollection {
         guard let c = try db.collection(name: keyspace.collectionName, scope: keyspace.scopeName) else {
             try? db.close()
             throw CLIError.user("no collection '\(keyspace.scopeName).\(keyspace.collectionName)' in database '\(keyspace.database)'")
         }
-        return (db, c)
+        return c
     }
 }

@@ -95,20 +95,10 @@ final class SyncCheck {
     }
 
     private func localCollection(_ keyspace: Keyspace) throws -> DocumentCollection {
-        let db: Database
-        if let open = databases[keyspace.database] {
-            db = open
-        } else {
-            guard Database.exists(name: keyspace.database, directory: directory.url) else {
-                throw CLIError.user("no database '\(keyspace.database)' in \(directory.url.path)")
-            }
-            db = try Database(name: keyspace.database, config: DatabaseConfiguration(directory: directory.url))
-            databases[keyspace.database] = db
-        }
-        guard let collection = try db.collection(name: keyspace.collectionName, scope: keyspace.scopeName) else {
-            throw CLIError.user("no collection '\(keyspace.scopeName).\(keyspace.collectionName)' in database '\(keyspace.database)'")
-        }
-        return collection
+        let db = try databases[keyspace.database] ?? NodeOptions.open(database: keyspace.database, in: directory.url)
+        databases[keyspace.database] = db
+        // A missing collection ends `wait` (it closes the database; close() closes it again, harmlessly).
+        return try NodeOptions.collection(keyspace, in: db)
     }
 
     /// `GET /_node/peers` of the running node, on loopback, pinned to its certificate.
