@@ -23,6 +23,8 @@ final class SyncCheck {
     private let identity: TLSIdentity
     /// The node's databases, opened once for every look.
     private var databases: [String: Database] = [:]
+    /// The client that asks the running node, made at the first look and kept for the others.
+    private var nodeClient: HTTPClient?
 
     init(directory: NodeDirectory, running: RunningNode, credential: (user: String, password: String)?, identity: TLSIdentity) {
         self.directory = directory
@@ -34,6 +36,8 @@ final class SyncCheck {
     func close() {
         for db in databases.values { try? db.close() }
         databases = [:]
+        _ = nodeClient?.shutdown()
+        nodeClient = nil
     }
 
     /// Every trusted peer the node knows, in sync or with the reason it is not.
@@ -104,9 +108,14 @@ final class SyncCheck {
     /// `GET /_node/peers` of the running node, on loopback, pinned to its certificate.
     private func nodePeers() async throws -> DocumentValue {
         let host = running.host == "0.0.0.0" ? "127.0.0.1" : running.host == "::" ? "::1" : running.host
-        let (client, _) = try await PeerClient.make(
-            scheme: running.scheme, host: host, port: running.port, pinnedFingerprint: running.fingerprint, connectTimeout: .seconds(5))
-        defer { _ = client.shutdown() }
+        let client: HTTPClient
+        if let made = nodeClient {
+            client = made
+        } else {
+            client = try await PeerClient.make(
+                scheme: running.scheme, host: host, port: running.port, pinnedFingerprint: running.fingerprint, connectTimeout: .seconds(5)).0
+            nodeClient = client
+        }
         var request = HTTPClientRequest(url: "\(running.scheme)://\(host.contains(":") ? "[\(host)]" : host):\(running.port)/_node/peers")
         if let credential {
             request.headers.add(name: "Authorization", value: "Basic " + Data("\(credential.user):\(credential.password)".utf8).base64EncodedString())
