@@ -388,14 +388,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
 
     func pendingChanges(since: String) async throws -> Int? {
         // `limit=0` reads no rows: CouchDB and SyncNode nodes count the rest in `pending`.
-        let path = "\(db)/_changes?since=\(WireURL.escape(since))&limit=0"
-        let (status, text) = try await sendText(.GET, path, json: nil)
-        guard (200..<300).contains(status) else { throw Self.error(status, (try? DocumentValue(json: text)) ?? .null) }
-        do {
-            return try Self.changesPage(text).pending
-        } catch {
-            throw Self.notJSON(.GET, path, status)
-        }
+        try await changes(since: since, limit: 0, documentIDs: nil).pending
     }
 
     func digestRoot() async throws -> String? {
