@@ -22,7 +22,9 @@ extension Replicator {
     ///   (or no pass has ended), and the peer's errors when it cannot be asked; `StoreError` when the local
     ///   store fails.
     public func pendingChanges() async throws -> PendingChanges {
-        let (remote, pushed, pulled) = state.withLock { ($0.connected, $0.pushedUpTo, $0.pulledUpTo) }
+        let (remote, pulled) = state.withLock { ($0.connected, $0.pulledUpTo) }
+        // A push the peer refuses never runs: everything since the start is pending, not unknown.
+        let pushed = state.withLock { $0.pushedUpTo ?? ($0.pushRefusal == nil ? nil : "0") }
         var pending = PendingChanges()
         if config.replicatorType != .push {
             guard let remote, let pulled else { throw SyncError.connectionFailed("the replicator has not finished a pass with the peer yet") }
