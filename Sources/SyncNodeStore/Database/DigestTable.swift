@@ -56,11 +56,16 @@ enum DigestTable {
                 read.reset()
                 throw StoreError.storage("the digest table c\(collectionID)_digest has no bucket \(bucket)")
             }
-            var hash = read.withBlob(2) { bytes in
+            let stored = read.withBlob(2) { bytes in
                 bytes.count == 16
                     ? CollectionDigest.Words(high: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)),
                                              low: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
-                    : CollectionDigest.Words()
+                    : nil
+            }
+            // A damaged row is said, as reading the digest says it, never overwritten with a guess.
+            guard var hash = stored else {
+                read.reset()
+                throw StoreError.storage("the digest table c\(collectionID)_digest is damaged (bucket \(bucket))")
             }
             hash ^= change.hash
             let count = read.int64(0) + Int64(change.count), deleted = read.int64(1) + Int64(change.deleted)
