@@ -133,11 +133,7 @@ public struct CollectionDigest: Sendable, Equatable {
     /// before any entry is listed.
     public static func subBucket(of id: String) -> Int {
         var id = id
-        return id.withUTF8 { utf8 in
-            var sha = SHA256()
-            sha.update(bufferPointer: UnsafeRawBufferPointer(utf8))
-            return sha.finalize().withUnsafeBytes { Int($0[1]) }
-        }
+        return id.withUTF8 { idHashByte(UnsafeRawBufferPointer($0), at: 1) }
     }
 
     /// A bucket's entries summed into ``bucketCount`` sub-buckets by ``subBucket(of:)``, each as
@@ -148,10 +144,13 @@ public struct CollectionDigest: Sendable, Equatable {
         return sums.map(\.bucket)
     }
 
-    static func bucket(ofUTF8 id: UnsafeRawBufferPointer) -> Int {
+    static func bucket(ofUTF8 id: UnsafeRawBufferPointer) -> Int { idHashByte(id, at: 0) }
+
+    /// Byte `index` of the SHA-256 of an ID's UTF-8 bytes: 0 is its bucket, 1 its sub-bucket.
+    private static func idHashByte(_ id: UnsafeRawBufferPointer, at index: Int) -> Int {
         var sha = SHA256()
         sha.update(bufferPointer: id)
-        return sha.finalize().withUnsafeBytes { Int($0[0]) }
+        return sha.finalize().withUnsafeBytes { Int($0[index]) }
     }
 
     /// Running totals of one bucket, or a transaction's change to them (counts may be negative).
