@@ -148,14 +148,14 @@ import Testing
             let url = PairingURL(base: try #require(URL(string: "https://127.0.0.2:\(port)/")), database: "db", uuid: h.node.uuid,
                                  fingerprint: try h.node.tlsIdentity().fingerprint, invitation: token, addresses: ["127.0.0.1"])
             #expect(try PairingURL(string: url.url.absoluteString) == url)
-            let answer = try await InvitationClient.redeem(url, identity: peer, uuid: UUID().uuidString, name: "tablet", timeout: .seconds(5))
+            let answer = try await InvitationClient.redeem(url, identity: peer, uuid: UUID().uuidString, name: "tablet", timeout: .seconds(60))
             #expect(answer.host == "127.0.0.1" && answer.uuid == h.node.uuid && answer.scope == .everything)
             #expect(url.withoutInvitation(host: answer.host).url.absoluteString.contains("invite=") == false)
             // A URL none of whose addresses answers says so, naming each.
             let nowhere = PairingURL(base: try #require(URL(string: "https://127.0.0.2:\(port)/")), database: "db", uuid: h.node.uuid,
                                      fingerprint: try h.node.tlsIdentity().fingerprint, invitation: token, addresses: ["127.0.0.3"])
             do {
-                _ = try await InvitationClient.redeem(nowhere, identity: peer, uuid: UUID().uuidString, name: "tablet", timeout: .seconds(5))
+                _ = try await InvitationClient.redeem(nowhere, identity: peer, uuid: UUID().uuidString, name: "tablet", timeout: .seconds(60))
                 Issue.record("no address answers, yet the redemption succeeded")
             } catch let error as SyncError {
                 #expect("\(error)".contains("127.0.0.2") && "\(error)".contains("127.0.0.3"), "\(error)")

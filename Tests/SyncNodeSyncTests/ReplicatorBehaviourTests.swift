@@ -290,6 +290,8 @@ import Testing
         var config = ReplicatorConfiguration(collection: peer.collection, target: .url(closed))
         config.maxAttempts = 3
         config.maxAttemptWaitTime = .milliseconds(50)
+        // Only the attempt count may end the run: a loaded machine must not hit the time budget first.
+        config.maxRetryDuration = .seconds(3600)
         let offline = Collector<ReplicatorActivity>()
         let replicator = Replicator(config: config)
         let token = replicator.addChangeListener { if $0.status.activity == .offline { offline.append(.offline) } }
