@@ -82,6 +82,18 @@ public struct CollectionDigest: Sendable, Equatable {
         var high: UInt64 = 0
         var low: UInt64 = 0
 
+        init(high: UInt64 = 0, low: UInt64 = 0) {
+            self.high = high
+            self.low = low
+        }
+
+        /// The words stored as 16 big-endian bytes; nil for any other length.
+        init?(bytes: UnsafeRawBufferPointer) {
+            guard bytes.count == 16 else { return nil }
+            self.init(high: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)),
+                      low: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+        }
+
         static func ^= (a: inout Words, b: Words) {
             a.high ^= b.high
             a.low ^= b.low
@@ -164,6 +176,13 @@ public struct CollectionDigest: Sendable, Equatable {
             count += sign
             if isDeleted { deleted += sign }
             hash ^= entry
+        }
+
+        /// Adds another change (of the same bucket).
+        mutating func add(_ other: Accumulator) {
+            count += other.count
+            deleted += other.deleted
+            hash ^= other.hash
         }
 
         var bucket: Bucket { Bucket(count: count, deleted: deleted, hash: Hex.string(CollectionDigest.bytes(of: hash))) }

@@ -26,9 +26,7 @@ final class DigestLedger: Sendable {
                 isTouched[bucket] = true
                 touched.append(bucket)
             }
-            sums[bucket].count += change.count
-            sums[bucket].deleted += change.deleted
-            sums[bucket].hash ^= change.hash
+            sums[bucket].add(change)
         }
     }
 
@@ -63,14 +61,14 @@ final class DigestLedger: Sendable {
         _ = changes.withLock { $0.removeValue(forKey: collectionID) }
     }
 
-    /// Writes the changes to the digest tables; call last in the transaction.
+    /// Writes the changes to the digest logs (``DigestLog``) or tables; call last in the transaction.
     func flush(_ db: GRDB.Database) throws {
         let pending = changes.withLock { all in
             defer { all.removeAll(keepingCapacity: true) }
             return all
         }
         for (collectionID, buckets) in pending {
-            try DigestTable.apply(db, collectionID: collectionID, buckets.touched.lazy.map { ($0, buckets.sums[$0]) })
+            try DigestLog.record(db, collectionID: collectionID, buckets.touched.lazy.map { ($0, buckets.sums[$0]) })
         }
     }
 }

@@ -2,9 +2,9 @@ import Foundation
 import GRDB
 
 /// Where a collection's ``CollectionDigest`` lives: `c<id>_digest`, one row per bucket
-/// (`bucket`, `count`, `deleted`, `hash`). Every write transaction changes it once, before it
-/// commits, by what its writes changed (``DigestLedger``), so it commits or rolls back with
-/// them. An SQL function registered on every connection of the store, `sn_digest_bucket(id)`,
+/// (`bucket`, `count`, `deleted`, `hash`). Every write transaction changes it, or the short
+/// ``DigestLog`` of changes not yet folded into it, once before it commits, by what its writes
+/// changed (``DigestLedger``), so it commits or rolls back with them. An SQL function registered on every connection of the store, `sn_digest_bucket(id)`,
 /// lists a bucket.
 enum DigestTable {
     static func registerFunctions(_ db: GRDB.Database) {
@@ -56,12 +56,7 @@ enum DigestTable {
                 read.reset()
                 throw StoreError.storage("the digest table c\(collectionID)_digest has no bucket \(bucket)")
             }
-            let stored = read.withBlob(2) { bytes in
-                bytes.count == 16
-                    ? CollectionDigest.Words(high: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)),
-                                             low: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
-                    : nil
-            }
+            let stored = read.withBlob(2, CollectionDigest.Words.init(bytes:))
             // A damaged row is said, as reading the digest says it, never overwritten with a guess.
             guard var hash = stored else {
                 read.reset()
@@ -80,12 +75,17 @@ enum DigestTable {
         }
     }
 
+    /// The digest: the table's rows plus the changes logged since they were last written (``DigestLog``).
     static func read(_ db: GRDB.Database, _ t: CollectionTables) throws -> CollectionDigest {
         let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT count, deleted, hash FROM \(t.digest) ORDER BY bucket"))
-        let buckets = rows.map { row in
-            CollectionDigest.Bucket(count: row[0], deleted: row[1], hash: Hex.string(Array((row[2] as Data?) ?? Data())))
+        let damaged = StoreError.storage("the digest table \(t.digest) is damaged")
+        var sums = try rows.map { row in
+            guard let hash = ((row[2] as Data?) ?? Data()).withUnsafeBytes(CollectionDigest.Words.init(bytes:)) else { throw damaged }
+            return CollectionDigest.Accumulator(count: row[0], deleted: row[1], hash: hash)
         }
-        guard let digest = CollectionDigest(buckets: buckets) else { throw StoreError.storage("the digest table \(t.digest) is damaged") }
+        guard sums.count == CollectionDigest.bucketCount else { throw damaged }
+        for (bucket, change) in try DigestLog.read(db, collectionID: t.id) { sums[bucket].add(change) }
+        guard let digest = CollectionDigest(buckets: sums.map(\.bucket)) else { throw damaged }
         return digest
     }
 

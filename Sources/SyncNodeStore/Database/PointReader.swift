@@ -173,6 +173,8 @@ struct SQLiteStatement {
         _ = sqlite3_bind_blob(handle, index, bytes.baseAddress, Int32(bytes.count), Self.transient)
     }
 
+    func bindNull(_ index: Int32) { sqlite3_bind_null(handle, index) }
+
     /// Whether a text column holds `byte`, looked for in SQLite's own bytes (no String made).
     func contains(_ byte: UInt8, inColumn column: Int32) -> Bool {
         guard let bytes = sqlite3_column_text(handle, column) else { return false }

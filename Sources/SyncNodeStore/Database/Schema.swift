@@ -4,9 +4,10 @@ import GRDB
 /// The SQLite schema.
 ///
 /// - `meta(key, value)`: the database UUID.
-/// - `collections(id, scope, name, last_seq)`: one row per collection (IDs
-///   never reused); its sequence counter lives here so it survives purges and
-///   is shared by every connection and process.
+/// - `collections(id, scope, name, last_seq, digest_log)`: one row per collection
+///   (IDs never reused); its sequence counter lives here so it survives purges and
+///   is shared by every connection and process, and so do its digest changes
+///   not yet folded into its digest table (``DigestLog``).
 /// - per collection `c<id>_docs`: one row per document (winner revision's body,
 ///   revision tree, latest sequence, expiration); `c<id>_revs`: bodies of the
 ///   other revisions (conflicting leaves, and ancestors until compaction);
@@ -55,6 +56,9 @@ enum Schema {
         }
         migrator.registerMigration("v6-digests") { db in
             for id in try Int64.fetchAll(db, sql: "SELECT id FROM collections") { try DigestTable.build(db, CollectionTables(id: id)) }
+        }
+        migrator.registerMigration("v7-digest-log") { db in
+            try db.execute(sql: "ALTER TABLE collections ADD COLUMN digest_log BLOB")
         }
         try migrator.migrate(pool)
         return try pool.read { db in
