@@ -4,37 +4,43 @@ import SyncNodeStore
 /// `SyncNodeBenchmarks digest [N]`: what keeping the collection digest costs writes, measured
 /// against the same store that stops keeping it (the strongest baseline: the same code doing
 /// the same work, without the digest), and how long reading it takes at N documents
-/// (default 1,000,000; targets: writes at most 5% slower, a read within 5 ms).
+/// (default 1,000,000; targets: writes at most 5% slower, a read within 5 ms). Each write
+/// figure is the median of paired rounds, and its ratio the median of the rounds' ratios.
 enum DigestBenchmark {
+    static let rounds = 11
+
     static func run(count: Int) throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let writes = min(count, 100_000)
+        let writes = min(count, 50_000), singles = min(writes, 1000)
         let docs = DocumentGenerator.documents(count: writes)
-        print("digest benchmark: write overhead on \(writes) documents (batches of 1000, and 2,000 single saves), digest read at \(count) documents")
+        print("digest benchmark: write overhead on \(writes) documents (batches of 1000, and \(singles) single saves),"
+              + " medians of \(rounds) paired rounds; digest read at \(count) documents")
 
-        // Writes with and without the digest, interleaved, each into a fresh database.
+        // Writes with and without the digest, interleaved, each into a fresh database; the last
+        // pair stays open for the updates and single saves.
         var serial = 0
+        var opened: [(db: SyncNodeStore.Database, digest: Bool)] = []
         func fresh(digest: Bool) throws -> SyncNodeStore.Database {
             serial += 1
             let db = try Database(name: "bench\(serial)", config: DatabaseConfiguration(directory: dir))
             if !digest { db.stopKeepingDigestsForMeasurement() }
+            if opened.count == 2 { try opened.removeFirst().db.close() }
+            opened.append((db, digest))
             return db
         }
-        var opened: [SyncNodeStore.Database] = []
-        let bulk = try Report.bestInterleaved(of: 5, baseline: {
-            let db = try fresh(digest: false)
-            opened.append(db)
-            try StoreBenchmark.insertAll(docs, into: db.defaultCollection(), batchSize: 1000)
+        let bulk = try Report.pairedInterleaved(of: rounds, baseline: {
+            try StoreBenchmark.insertAll(docs, into: fresh(digest: false).defaultCollection(), batchSize: 1000)
         }, ours: {
-            let db = try fresh(digest: true)
-            opened.append(db)
-            try StoreBenchmark.insertAll(docs, into: db.defaultCollection(), batchSize: 1000)
+            try StoreBenchmark.insertAll(docs, into: fresh(digest: true).defaultCollection(), batchSize: 1000)
         })
-        // Updates on the last two: every document gets a new revision, so each digest row
-        // changes twice (the old entry out, the new one in).
-        let plain = try opened[opened.count - 2].defaultCollection(), digested = try opened[opened.count - 1].defaultCollection()
+        // Rounds alternate which goes first, so the last two opened are one of each.
+        let plain = try opened.first { !$0.digest }.map { try $0.db.defaultCollection() }
+        let digested = try opened.first { $0.digest }.map { try $0.db.defaultCollection() }
+        guard let plain, let digested else { throw StoreError.storage("benchmark setup failed: no pair of databases") }
+        // Updates: every document gets a new revision, so each digest bucket changes twice (the
+        // old entry out, the new one in).
         var round = 0
         func updateAll(_ collection: DocumentCollection) throws {
             round += 1
@@ -48,22 +54,22 @@ enum DigestBenchmark {
                 }
             }
         }
-        let update = try Report.bestInterleaved(of: 5, baseline: { try updateAll(plain) }, ours: { try updateAll(digested) })
-        // One transaction per save: the digest's row is a page more to write at each commit.
-        let singles = min(writes, 2000)
+        let update = try Report.pairedInterleaved(of: rounds, baseline: { try updateAll(plain) }, ours: { try updateAll(digested) })
+        // One transaction per save: its digest change goes to the collection's digest log.
         var pass = 0
         func saveOneByOne(_ collection: DocumentCollection) throws {
             pass += 1
             for i in 0..<singles { try collection.save(MutableDocument(id: "single-\(pass)-\(i)", values: docs[i].body)) }
         }
-        let single = try Report.bestInterleaved(of: 5, baseline: { try saveOneByOne(plain) }, ours: { try saveOneByOne(digested) })
-        guard try digested.digest().count == digested.count, try plain.count == digested.count else {
-            throw StoreError.storage("benchmark self-check failed: the digest does not count every document")
+        let single = try Report.pairedInterleaved(of: rounds, baseline: { try saveOneByOne(plain) }, ours: { try saveOneByOne(digested) })
+        let entries = try (0..<CollectionDigest.bucketCount).flatMap { try digested.digestEntries(inBucket: $0) }
+        guard try digested.digest() == CollectionDigest(entries: entries), try plain.count == digested.count else {
+            throw StoreError.storage("benchmark self-check failed: the kept digest differs from a recomputation")
         }
-        for db in opened { try db.close() }
-        Report.compare("bulk insert", count: writes, ours: bulk.ours, baseline: bulk.baseline, target: 1.05, labels: ("digest", "none"))
-        Report.compare("update all", count: writes, ours: update.ours, baseline: update.baseline, target: 1.05, labels: ("digest", "none"))
-        Report.compare("single saves", count: singles, ours: single.ours, baseline: single.baseline, target: 1.05, labels: ("digest", "none"))
+        for (db, _) in opened { try db.close() }
+        for (name, measured, n) in [("bulk insert", bulk, writes), ("update all", update, writes), ("single saves", single, singles)] {
+            Report.compare(name, count: n, ours: measured.ours, baseline: measured.baseline, target: 1.05, labels: ("digest", "none"), ratio: measured.ratio)
+        }
 
         // Reading at `count` documents: the whole digest, then one bucket's entries.
         let big = try Database(name: "big", config: DatabaseConfiguration(directory: dir))
