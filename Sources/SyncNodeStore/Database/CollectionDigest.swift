@@ -14,7 +14,7 @@ import Foundation
 ///
 /// The store keeps the buckets up to date in the same transaction as every write (saves,
 /// deletions, replicated revisions, purges, expiry, conflict resolution), so reading the digest
-/// reads 256 small rows, whatever the collection's size.
+/// reads 256 small rows and a short log of recent changes, whatever the collection's size.
 ///
 /// The hashes are defined so that any program can compute them (see ``bucket(of:)`` and
 /// ``Entry/hash``), for example from a CouchDB's `_changes` feed.
@@ -72,8 +72,7 @@ public struct CollectionDigest: Sendable, Equatable {
             withUnsafeBytes(of: UInt8(0)) { sha.update(bufferPointer: $0) }
             sha.update(bufferPointer: rev)
             withUnsafeBytes(of: (UInt8(0), deleted ? UInt8(ascii: "1") : UInt8(ascii: "0"))) { sha.update(bufferPointer: $0) }
-            return sha.finalize().withUnsafeBytes { Words(high: UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)),
-                                                          low: UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))) }
+            return sha.finalize().withUnsafeBytes { Words(loading: $0, at: 0) }
         }
     }
 
@@ -90,8 +89,19 @@ public struct CollectionDigest: Sendable, Equatable {
         /// The words stored as 16 big-endian bytes; nil for any other length.
         init?(bytes: UnsafeRawBufferPointer) {
             guard bytes.count == 16 else { return nil }
-            self.init(high: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)),
-                      low: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+            self.init(loading: bytes, at: 0)
+        }
+
+        /// The words stored as 16 big-endian bytes at `offset` of `bytes`, which must hold them.
+        init(loading bytes: UnsafeRawBufferPointer, at offset: Int) {
+            self.init(high: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)),
+                      low: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)))
+        }
+
+        /// Stores the words as 16 big-endian bytes at `offset` of `bytes`, which must have room.
+        func store(into bytes: UnsafeMutableRawBufferPointer, at offset: Int) {
+            bytes.storeBytes(of: high.bigEndian, toByteOffset: offset, as: UInt64.self)
+            bytes.storeBytes(of: low.bigEndian, toByteOffset: offset + 8, as: UInt64.self)
         }
 
         static func ^= (a: inout Words, b: Words) {

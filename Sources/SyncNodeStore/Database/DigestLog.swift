@@ -5,16 +5,18 @@ import GRDB
 /// `collections.digest_log`, the row whose sequence counter every write already rewrites.
 ///
 /// A transaction that changes few buckets (a single save) adds its changes to the list, so its
-/// commit writes no page it would not write without digests. Writing the digest table's leaf
-/// instead adds a page to every commit (on a bare SQLite schema of the same shape, 5.2 WAL
-/// pages per small commit instead of 4.2). Once the list would
+/// commit need not write a page it would not write without digests. Writing the digest table's
+/// leaf instead adds a page to every commit (on a bare SQLite schema of the same shape, 5.2 WAL
+/// pages per small commit instead of 4.2); with the list, a benchmark's files with and without
+/// digests wrote as many WAL pages. A binary from before the list reads the table alone: its
+/// digests leave the list out until a fold. Once the list would
 /// name more than ``capacity`` buckets, all of it is folded into the table at once (a batch of
 /// writes does so at its commit).
 ///
 /// Reading the digest adds the list to the table's rows (``DigestTable/read(_:_:)``).
 enum DigestLog {
     /// Buckets the list may name: its row stays within one page (about 2 KB), and a fold
-    /// comes after about 70 single saves of new documents.
+    /// comes after about 75 single saves of new documents.
     static let capacity = 64
     /// Bucket (2 bytes), count change and deleted change (8 each), hash (16), big-endian.
     private static let entrySize = 34
@@ -23,10 +25,7 @@ enum DigestLog {
 
     /// The list kept for collection `collectionID`.
     static func read(_ db: GRDB.Database, collectionID: Int64) throws -> Changes {
-        let log = try stored(db, collectionID: collectionID)
-        var changes = Changes()
-        for index in 0..<log.count { changes[log.bucket(at: index)] = log.change(at: index) }
-        return changes
+        try stored(db, collectionID: collectionID).changes
     }
 
     /// Adds a transaction's `changes` to the list, or folds the list and them into the table when
@@ -43,8 +42,7 @@ enum DigestLog {
             try write(db, collectionID: collectionID, log.bytes)
             return
         }
-        var merged = Changes()
-        for index in 0..<log.count { merged[log.bucket(at: index)] = log.change(at: index) }
+        var merged = log.changes
         for (bucket, change) in overflow { merged[bucket, default: .init()].add(change) }
         try DigestTable.apply(db, collectionID: collectionID, merged.sorted { $0.key < $1.key }.lazy.map { ($0.key, $0.value) })
         if logged.count > 0 { try write(db, collectionID: collectionID, []) }
@@ -55,7 +53,8 @@ enum DigestLog {
         let read = SQLiteStatement(statement.sqliteStatement, owner: statement)
         read.bind(1, collectionID)
         defer { read.reset() }
-        guard try read.step() else { return Entries(bytes: []) }
+        // Writes name only live collections (a dropped one is forgotten first): no row is damage.
+        guard try read.step() else { throw StoreError.storage("collection \(collectionID) has no row for its digest log") }
         guard let log = read.withBlob(0, { Entries(checking: Array($0)) }) else {
             throw StoreError.storage("the digest log of collection \(collectionID) is damaged")
         }
@@ -79,8 +78,6 @@ enum DigestLog {
     private struct Entries {
         private(set) var bytes: [UInt8]
 
-        init(bytes: [UInt8]) { self.bytes = bytes }
-
         /// The list in a stored value (empty for NULL); nil unless it is whole entries of known
         /// buckets, sorted, each once.
         init?(checking bytes: [UInt8]) {
@@ -93,6 +90,12 @@ enum DigestLog {
 
         var count: Int { bytes.count / entrySize }
 
+        var changes: Changes {
+            var changes = Changes()
+            for index in 0..<count { changes[bucket(at: index)] = change(at: index) }
+            return changes
+        }
+
         func bucket(at index: Int) -> Int { Int(load(UInt16.self, index * entrySize)) }
 
         func change(at index: Int) -> CollectionDigest.Accumulator {
@@ -100,7 +103,7 @@ enum DigestLog {
             return CollectionDigest.Accumulator(
                 count: Int(Int64(bitPattern: load(UInt64.self, start + 2))),
                 deleted: Int(Int64(bitPattern: load(UInt64.self, start + 10))),
-                hash: CollectionDigest.Words(high: load(UInt64.self, start + 18), low: load(UInt64.self, start + 26)))
+                hash: bytes.withUnsafeBytes { CollectionDigest.Words(loading: $0, at: start + 18) })
         }
 
         /// Adds `change` to its bucket's entry, or inserts one; false when the list is full.
@@ -128,8 +131,7 @@ enum DigestLog {
                 raw.storeBytes(of: UInt16(bucket).bigEndian, toByteOffset: start, as: UInt16.self)
                 raw.storeBytes(of: UInt64(bitPattern: Int64(change.count)).bigEndian, toByteOffset: start + 2, as: UInt64.self)
                 raw.storeBytes(of: UInt64(bitPattern: Int64(change.deleted)).bigEndian, toByteOffset: start + 10, as: UInt64.self)
-                raw.storeBytes(of: change.hash.high.bigEndian, toByteOffset: start + 18, as: UInt64.self)
-                raw.storeBytes(of: change.hash.low.bigEndian, toByteOffset: start + 26, as: UInt64.self)
+                change.hash.store(into: raw, at: start + 18)
             }
         }
 

@@ -4,8 +4,8 @@ import GRDB
 /// Where a collection's ``CollectionDigest`` lives: `c<id>_digest`, one row per bucket
 /// (`bucket`, `count`, `deleted`, `hash`). Every write transaction changes it, or the short
 /// ``DigestLog`` of changes not yet folded into it, once before it commits, by what its writes
-/// changed (``DigestLedger``), so it commits or rolls back with them. An SQL function registered on every connection of the store, `sn_digest_bucket(id)`,
-/// lists a bucket.
+/// changed (``DigestLedger``), so it commits or rolls back with them. An SQL function
+/// registered on every connection of the store, `sn_digest_bucket(id)`, lists a bucket.
 enum DigestTable {
     static func registerFunctions(_ db: GRDB.Database) {
         db.add(function: DatabaseFunction("sn_digest_bucket", argumentCount: 1, pure: true) { args in

@@ -4,8 +4,9 @@ extension DocumentCollection {
     /// The collection's digest: compare it with another node's to know whether both hold the
     /// same documents at the same winning revisions.
     ///
-    /// It reads 256 small rows, whatever the collection's size, and includes the writes of
-    /// the current ``Database/inBatch(_:)``, if any.
+    /// It reads 256 small rows and a short log of recent changes, whatever the collection's
+    /// size. Inside ``Database/inBatch(_:)`` it does not include the batch's own writes yet:
+    /// they count from the batch's commit.
     /// - Throws: ``StoreError/collectionDeleted(_:)``, ``StoreError/databaseClosed(_:)``,
     ///   ``StoreError/storage(_:)``.
     public func digest() throws -> CollectionDigest {
