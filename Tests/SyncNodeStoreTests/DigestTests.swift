@@ -88,6 +88,29 @@ import Testing
         #expect(digest.count > 0)
     }
 
+    /// One transaction writing to two collections, and one that creates a collection, writes to it
+    /// and deletes it: each collection's digest (and log) takes exactly its own writes.
+    @Test func aBatchOverSeveralCollectionsKeepsEachDigest() throws {
+        let f = try TasksFixture()
+        let other = try f.db.createCollection(name: "other")
+        try f.db.inBatch {
+            for i in 0..<5 { try f.tasks.save(MutableDocument(id: "t\(i)")) }
+            for i in 0..<100 { try other.save(MutableDocument(id: "o\(i)")) }
+        }
+        try f.db.inBatch {
+            let brief = try f.db.createCollection(name: "brief")
+            try brief.save(MutableDocument(id: "gone"))
+            try f.tasks.save(MutableDocument(id: "t-last"))
+            try f.db.deleteCollection(name: "brief")
+        }
+        for collection in [f.tasks, other] {
+            #expect(try collection.digest() == recomputed(collection))
+        }
+        #expect(try f.tasks.digest().count == 6 && other.digest().count == 100)
+        let brief = try f.db.createCollection(name: "brief")
+        #expect(try brief.digest() == CollectionDigest(entries: []))
+    }
+
     @Test func bucketsListTheirEntries() throws {
         let f = try TasksFixture()
         for i in 0..<300 { try f.tasks.save(MutableDocument(id: "doc-\(i)")) }
