@@ -9,14 +9,41 @@ import SyncNodeStore
 enum DigestBenchmark {
     static let rounds = 11
 
+    /// `SyncNodeBenchmarks digest-saves N on|off`: N single saves into a fresh database, keeping
+    /// digests or not; prints the seconds the saves took.
+    static func saveOneByOne(count: Int, digests: Bool) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-bench-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let db = try Database(name: "saves", config: DatabaseConfiguration(directory: dir))
+        if !digests { db.stopKeepingDigestsForMeasurement() }
+        let collection = try db.defaultCollection()
+        let docs = DocumentGenerator.documents(count: count)
+        let seconds = try Report.time {
+            for (id, body) in docs { try collection.save(MutableDocument(id: id, values: body)) }
+        }
+        guard try collection.count == count else { throw StoreError.storage("benchmark self-check failed: \(count) saves left \(try collection.count) documents") }
+        try db.close()
+        print(seconds)
+    }
+
+    private static func savesInChild(_ count: Int, digests: Bool) throws -> Double {
+        let child = try NodeProcess.run(URL(fileURLWithPath: CommandLine.arguments[0]), ["digest-saves", "\(count)", digests ? "on" : "off"])
+        let printed = String(decoding: child.output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard child.status == 0, let seconds = Double(printed) else {
+            throw StoreError.storage("digest-saves \(count) exited \(child.status) and printed \(printed.debugDescription)")
+        }
+        return seconds
+    }
+
     static func run(count: Int) throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let writes = min(count, 50_000), singles = min(writes, 1000)
         let docs = DocumentGenerator.documents(count: writes)
-        print("digest benchmark: write overhead on \(writes) documents (batches of 1000, and \(singles) single saves),"
-              + " medians of \(rounds) paired rounds; digest read at \(count) documents")
+        print("digest benchmark: write overhead on \(writes) documents (batches of 1000, and \(singles) single saves; then"
+              + " \(min(count, 5000)) single saves in processes of their own), medians of \(rounds) paired rounds;"
+              + " digest read at \(count) documents")
 
         // Writes with and without the digest, interleaved, each into a fresh database; the last
         // pair stays open for the updates and single saves.
@@ -30,11 +57,12 @@ enum DigestBenchmark {
             opened.append((db, digest))
             return db
         }
-        let bulk = try Report.pairedInterleaved(of: rounds, baseline: {
-            try StoreBenchmark.insertAll(docs, into: fresh(digest: false).defaultCollection(), batchSize: 1000)
-        }, ours: {
-            try StoreBenchmark.insertAll(docs, into: fresh(digest: true).defaultCollection(), batchSize: 1000)
-        })
+        // Opening one (and closing the one before, which checkpoints it) is not timed.
+        func insertAll(digest: Bool) throws -> Double {
+            let collection = try fresh(digest: digest).defaultCollection()
+            return try Report.time { try StoreBenchmark.insertAll(docs, into: collection, batchSize: 1000) }
+        }
+        let bulk = try Report.pairedMeasurements(of: rounds, baseline: { try insertAll(digest: false) }, ours: { try insertAll(digest: true) })
         // Rounds alternate which goes first, so the last two opened are one of each.
         let plain = try opened.first { !$0.digest }.map { try $0.db.defaultCollection() }
         let digested = try opened.first { $0.digest }.map { try $0.db.defaultCollection() }
@@ -67,7 +95,13 @@ enum DigestBenchmark {
             throw StoreError.storage("benchmark self-check failed: the kept digest differs from a recomputation")
         }
         for (db, _) in opened { try db.close() }
-        for (name, measured, n) in [("bulk insert", bulk, writes), ("update all", update, writes), ("single saves", single, singles)] {
+        // Single saves again, each side alone in a process of its own (timed A B A B): two files
+        // in one process share caches and interleave their background checkpoints.
+        let processSaves = min(count, 5000)
+        let alone = try Report.pairedMeasurements(of: rounds, baseline: { try savesInChild(processSaves, digests: false) },
+                                                  ours: { try savesInChild(processSaves, digests: true) })
+        for (name, measured, n) in [("bulk insert", bulk, writes), ("update all", update, writes), ("single saves", single, singles),
+                                    ("saves, processes", alone, processSaves)] {
             Report.compare(name, count: n, ours: measured.ours, baseline: measured.baseline, target: 1.05, labels: ("digest", "none"), ratio: measured.ratio)
         }
 

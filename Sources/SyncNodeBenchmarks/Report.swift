@@ -29,7 +29,7 @@ enum Report {
     static func bestInterleaved(
         of rounds: Int, baseline: () throws -> Void, ours: () throws -> Void
     ) rethrows -> (ours: Double, baseline: Double) {
-        let pairs = try interleaved(rounds, baseline: baseline, ours: ours)
+        let pairs = try interleaved(rounds, baseline: { try time(baseline) }, ours: { try time(ours) })
         return (pairs.map(\.ours).min() ?? .nan, pairs.map(\.baseline).min() ?? .nan)
     }
 
@@ -39,24 +39,32 @@ enum Report {
     static func pairedInterleaved(
         of rounds: Int, baseline: () throws -> Void, ours: () throws -> Void
     ) rethrows -> (ours: Double, baseline: Double, ratio: Double) {
+        try pairedMeasurements(of: rounds, baseline: { try time(baseline) }, ours: { try time(ours) })
+    }
+
+    /// ``pairedInterleaved(of:baseline:ours:)`` over work that reports its own seconds (a child
+    /// process that times the part that matters).
+    static func pairedMeasurements(
+        of rounds: Int, baseline: () throws -> Double, ours: () throws -> Double
+    ) rethrows -> (ours: Double, baseline: Double, ratio: Double) {
         let pairs = try interleaved(rounds, baseline: baseline, ours: ours)
         func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         return (median(pairs.map(\.ours)), median(pairs.map(\.baseline)), median(pairs.map { $0.ours / $0.baseline }))
     }
 
-    /// Each piece of work timed once per round, back to back.
+    /// Each piece of work measured once per round, back to back.
     private static func interleaved(
-        _ rounds: Int, baseline: () throws -> Void, ours: () throws -> Void
+        _ rounds: Int, baseline: () throws -> Double, ours: () throws -> Double
     ) rethrows -> [(ours: Double, baseline: Double)] {
         try (0..<max(rounds, 1)).map { round in
             // Each goes first in every other round: a machine that slows down or warms up over a
             // round favours neither.
             if round.isMultiple(of: 2) {
-                let baselineTime = try time(baseline)
-                return (try time(ours), baselineTime)
+                let baselineTime = try baseline()
+                return (try ours(), baselineTime)
             }
-            let oursTime = try time(ours)
-            return (oursTime, try time(baseline))
+            let oursTime = try ours()
+            return (oursTime, try baseline())
         }
     }
 
@@ -75,8 +83,11 @@ enum Report {
         _ name: String, count: Int, ours: Double, baseline: Double, target: Double?, labels: (String, String) = ("store", "raw"),
         ratio: Double? = nil
     ) {
+        var line = "\(name.padding(toLength: 18, withPad: " ", startingAt: 0)) \(labels.0) \(rate(count, ours))   \(labels.1) \(rate(count, baseline))   "
+        // A median of the rounds' ratios is not the ratio of the median times beside it: say which it is.
+        line += ratio == nil ? "ratio " : "median ratio "
         let ratio = ratio ?? ours / baseline
-        var line = "\(name.padding(toLength: 18, withPad: " ", startingAt: 0)) \(labels.0) \(rate(count, ours))   \(labels.1) \(rate(count, baseline))   ratio \(String(format: "%.2f", ratio))"
+        line += String(format: "%.2f", ratio)
         if let target { line += " (target <= \(target): \(ratio <= target ? "met" : "MISSED"))" }
         print(line)
     }
