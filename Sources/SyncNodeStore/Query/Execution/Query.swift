@@ -41,6 +41,14 @@ public final class Query: Sendable, CustomStringConvertible {
     /// The query as SQL++ text.
     public var description: String { SQLPPRenderer.render(statement) }
 
+    /// The collections the query reads: its FROM collection, then each joined one. A caller that
+    /// lets others query only some collections checks these before running it.
+    /// - Throws: ``StoreError/invalidQuery(_:)`` for a source that names no collection;
+    ///   ``StoreError/databaseClosed(_:)``; ``StoreError/storage(_:)``.
+    public func collections() throws -> [DocumentCollection] {
+        try ([statement.from] + statement.joins.map(\.source)).map { try QueryCompiler.resolve($0.collection, database: database) }
+    }
+
     /// Runs the query and returns every row.
     ///
     /// The query compiles on first run (and again after a collection or index is created or deleted);
