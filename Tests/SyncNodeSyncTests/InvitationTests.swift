@@ -261,3 +261,38 @@ import Testing
         }
     }
 }
+
+extension InvitationTests {
+    /// A peer scoped to one collection may query it, and only it: the URL's keyspace does not
+    /// bound what FROM and JOIN name, so the listener checks every collection the query reads.
+    @Test func aScopedPeerQueriesOnlyItsCollections() async throws {
+        let (peer, peerDir) = try PeerCertificateTests.identity()
+        defer { try? FileManager.default.removeItem(at: peerDir) }
+        let h = try await Self.harness()
+        let client = try PeerCertificateTests.client(of: h, presenting: peer)
+        try await withCleanup({
+            try? await client.shutdown()
+            await h.shutdown()
+        }) {
+            let db = try #require(try h.node.database("db", create: true))
+            for name in ["notes", "secrets"] {
+                try db.createCollection(name: name, scope: "app").save(try MutableDocument(id: "\(name)-1", data: ["k": 1]))
+            }
+            let (_, token) = try InvitationStore(directory: h.node).create(scope: PeerScope(keyspaces: ["db.app.notes"], access: .read))
+            #expect(try await Self.redeem(client, h, token: token).0 == 200)
+            func query(_ sql: String) async throws -> (Int, String) {
+                try await PeerCertificateTests.send(client, h, .POST, "/db.app.notes/_query", body: #"{"query":"\#(sql)"}"#)
+            }
+            let allowed = try await query("SELECT META().id FROM app.notes")
+            #expect(allowed.0 == 200 && allowed.1.contains("notes-1"), "\(allowed)")
+            for sql in ["SELECT * FROM app.secrets", "SELECT * FROM app.notes AS n JOIN app.secrets AS s ON n.k = s.k",
+                        "SELECT * FROM _", "SELECT * FROM app.nothing"] {
+                let (status, body) = try await query(sql)
+                #expect(status == 403 && body.contains(#""error":"forbidden""#) && !body.contains("secrets-1"), "\(sql) -> \(status) \(body)")
+            }
+            // The node's own admin is not scoped.
+            let admin = try await h.request(.POST, "/db.app.notes/_query", body: #"{"query":"SELECT META().id FROM app.secrets"}"#)
+            #expect(admin.status == 200)
+        }
+    }
+}

@@ -63,7 +63,8 @@ extension Handlers {
         }
     }
 
-    func databaseEndpoint(_ request: Request, keyspace: String, endpoint: String, author: WriteAuthor) async throws -> Response {
+    /// `scope`: the keyspaces a paired peer may reach (nil: every one); `_query` reads only those.
+    func databaseEndpoint(_ request: Request, keyspace: String, endpoint: String, author: WriteAuthor, scope: PeerScope?) async throws -> Response {
         let c = try collection(keyspace)
         switch (endpoint, request.method) {
         case ("_all_docs", .get), ("_all_docs", .head), ("_all_docs", .post):
@@ -84,7 +85,7 @@ extension Handlers {
         case ("_ensure_full_commit", .post):
             return HTTP.json(["ok": true, "instance_start_time": "0"], status: .created)
         case ("_query", .post):
-            return try await query(request, database: c.database)
+            return try await query(request, database: c.database, scope: scope)
         case ("_find", .post):
             return try await find(request, collection: c)
         case ("_index", .get), ("_index", .head), ("_index", .post):
@@ -146,8 +147,10 @@ extension Handlers {
     /// `{"query": "SELECT ...", "params": {"name": value}}` -> `{"results": [row, ...]}`;
     /// FROM names the database's collections (`_` is its default collection). The rows are
     /// written to a file as they are read, then sent from it (``QuerySpill``): a result of
-    /// more than 4 GiB is refused (413), to be paged with LIMIT and OFFSET.
-    private func query(_ request: Request, database: SyncNodeStore.Database) async throws -> Response {
+    /// more than 4 GiB is refused (413), to be paged with LIMIT and OFFSET. A peer whose scope
+    /// names some collections of the database may query only those (403 otherwise): the URL's
+    /// keyspace does not bound what FROM and JOIN name.
+    private func query(_ request: Request, database: SyncNodeStore.Database, scope: PeerScope?) async throws -> Response {
         let body = try await request.jsonObject(limit: bodyLimit)
         guard case .string(let sql)? = body["query"] else { throw CouchError.badRequest("POST body must include a `query` string (SQL++)") }
         var parameters: [String: DocumentValue] = [:]
@@ -157,6 +160,13 @@ extension Handlers {
         default: throw CouchError.badRequest("`params` must be an object")
         }
         let query = try database.createQuery(sql)
+        if let scope {
+            // A collection that does not exist is refused alike: a scoped peer learns no names beyond its scope.
+            let read = try? query.collections()
+            guard let read, read.allSatisfy({ scope.allows(keyspace: Keyspace($0).description) }) else {
+                throw CouchError.forbidden("This peer may reach \(scope); the query reads a collection outside it (or one that does not exist).")
+            }
+        }
         query.parameters = Parameters(parameters)
         // Run before the 200 goes out: a query that fails is answered with its error.
         let departure = if let channel = ClientDeparture.connection { await ClientDeparture.of(channel) } else { ClientDeparture?.none }

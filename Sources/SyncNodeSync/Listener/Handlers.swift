@@ -57,7 +57,7 @@ struct Handlers: Sendable {
         }
         if second.hasPrefix("_") {
             guard segments.count == 2 else { throw CouchError.notFound() }
-            return try await databaseEndpoint(request, keyspace: keyspace, endpoint: second, author: author)
+            return try await databaseEndpoint(request, keyspace: keyspace, endpoint: second, author: author, scope: principal.scope)
         }
         if segments.count == 2 { return try await document(request, keyspace: keyspace, id: second, author: author) }
         return try await attachment(request, keyspace: keyspace, id: second, name: segments.dropFirst(2).joined(separator: "/"), author: author)
