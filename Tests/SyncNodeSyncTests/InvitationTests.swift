@@ -266,14 +266,8 @@ extension InvitationTests {
     /// A peer scoped to one collection may query it, and only it: the URL's keyspace does not
     /// bound what FROM and JOIN name, so the listener checks every collection the query reads.
     @Test func aScopedPeerQueriesOnlyItsCollections() async throws {
-        let (peer, peerDir) = try PeerCertificateTests.identity()
-        defer { try? FileManager.default.removeItem(at: peerDir) }
         let h = try await Self.harness()
-        let client = try PeerCertificateTests.client(of: h, presenting: peer)
-        try await withCleanup({
-            try? await client.shutdown()
-            await h.shutdown()
-        }) {
+        try await PeerCertificateTests.withPeerClient(of: h) { client, _ in
             let db = try #require(try h.node.database("db", create: true))
             for name in ["notes", "secrets"] {
                 try db.createCollection(name: name, scope: "app").save(try MutableDocument(id: "\(name)-1", data: ["k": 1]))

@@ -18,6 +18,17 @@ import Testing
     }
 
     /// A client of the harness's node that presents `identity` (or no certificate).
+    /// Runs `body` with a client of `h` presenting a new peer certificate; then shuts both down.
+    static func withPeerClient(of h: ListenerHarness, _ body: (HTTPClient, TLSIdentity) async throws -> Void) async throws {
+        let (peer, peerDir) = try identity()
+        defer { try? FileManager.default.removeItem(at: peerDir) }
+        let client = try client(of: h, presenting: peer)
+        try await withCleanup({
+            try? await client.shutdown()
+            await h.shutdown()
+        }) { try await body(client, peer) }
+    }
+
     static func client(of h: ListenerHarness, presenting identity: TLSIdentity?) throws -> HTTPClient {
         var tls = try h.node.tlsIdentity().pinningClientConfiguration()
         try identity?.presentAsClient(in: &tls)

@@ -96,14 +96,8 @@ import Testing
     }
 
     @Test func untrustingAPeerEndsItsFeedsAndRefusesItsRequests() async throws {
-        let (peer, peerDir) = try PeerCertificateTests.identity()
-        defer { try? FileManager.default.removeItem(at: peerDir) }
         let h = try await Self.harness()
-        let client = try PeerCertificateTests.client(of: h, presenting: peer)
-        try await withCleanup({
-            try? await client.shutdown()
-            await h.shutdown()
-        }) {
+        try await PeerCertificateTests.withPeerClient(of: h) { client, peer in
             #expect(try await h.request(.PUT, "/db", auth: Self.admin).status == 201)
             let trust = try TrustStore(directory: h.node)
             // Through `syncnode trust remove` (another process), and through an invitation revoked.
