@@ -161,11 +161,12 @@ extension Handlers {
         }
         let query = try database.createQuery(sql)
         if let scope {
-            // A collection that does not exist is refused alike: a scoped peer learns no names beyond its scope.
-            let read = try? query.collections()
-            guard let read, read.allSatisfy({ scope.allows(keyspace: Keyspace($0).description) }) else {
-                throw CouchError.forbidden("This peer may reach \(scope); the query reads a collection outside it (or one that does not exist).")
-            }
+            // A collection that does not exist is refused alike: a scoped peer learns no names beyond
+            // its scope. Other failures (a closed database, SQLite) keep their own answer.
+            let forbidden = CouchError.forbidden("This peer may reach \(scope); the query reads a collection outside it (or one that does not exist).")
+            let read: [DocumentCollection]
+            do { read = try query.collections() } catch StoreError.invalidQuery { throw forbidden }
+            guard read.allSatisfy({ scope.allows(keyspace: Keyspace($0).description) }) else { throw forbidden }
         }
         query.parameters = Parameters(parameters)
         // Run before the 200 goes out: a query that fails is answered with its error.
