@@ -116,37 +116,35 @@ struct Authentication: Sendable {
 
     // MARK: - /_session
 
-    /// `/_session`: `POST` logs in (form or JSON `name` and `password`) and
-    /// sets the cookie, `GET` tells who the request authenticates as,
-    /// `DELETE` clears the cookie.
-    func session(_ request: Request, context: ListenerContext) async throws -> Response {
-        let remoteAddress = context.remoteAddress
-        switch request.method {
-        case .get, .head:
-            // A wrong password is refused; no (or an expired) cookie answers with a null name, as CouchDB does.
-            let basic = Self.basicCredentials(request) != nil
-            let login = basic ? try await check(request, context: context)
-                : (try? await check(request, context: context)) ?? Self.nobody
-            let method = basic ? "default" : login.user?.hasPrefix("peer:") == true ? "certificate" : login.user != nil ? "cookie" : nil
-            var info: [String: DocumentValue] = ["authentication_handlers": ["cookie", "default"]]
-            if let method { info["authenticated"] = .string(method) }
-            var response = HTTP.json(["ok": true, "userCtx": userContext(login.principal), "info": .dictionary(info)])
-            if let cookie = login.refreshedCookie { response.headers[.setCookie] = cookie }
-            return response
-        case .post:
-            let (user, password) = try await credentials(in: request)
-            try await checkPassword(user, password, remoteAddress: remoteAddress)
-            let roles = authenticator?.roles(user) ?? []
-            var response = HTTP.json(["ok": true, "name": .string(user), "roles": .array(roles.map { .string($0) })])
-            response.headers[.setCookie] = cookie(for: user)
-            return response
-        case .delete:
-            var response = HTTP.json(HTTP.ok)
-            response.headers[.setCookie] = cookies.header(value: nil, secure: secure)
-            return response
-        default:
-            throw CouchError.methodNotAllowed("GET,HEAD,POST,DELETE")
-        }
+    /// `GET /_session`: who the request authenticates as. A wrong password is refused; no (or an
+    /// expired) cookie answers with a null name, as CouchDB does.
+    func sessionInfo(_ request: Request, context: ListenerContext) async throws -> Response {
+        let basic = Self.basicCredentials(request) != nil
+        let login = basic ? try await check(request, context: context)
+            : (try? await check(request, context: context)) ?? Self.nobody
+        let method = basic ? "default" : login.user?.hasPrefix("peer:") == true ? "certificate" : login.user != nil ? "cookie" : nil
+        var info: [String: DocumentValue] = ["authentication_handlers": ["cookie", "default"]]
+        if let method { info["authenticated"] = .string(method) }
+        var response = HTTP.json(["ok": true, "userCtx": userContext(login.principal), "info": .dictionary(info)])
+        if let cookie = login.refreshedCookie { response.headers[.setCookie] = cookie }
+        return response
+    }
+
+    /// `POST /_session` (form or JSON `name` and `password`): logs in and sets the cookie.
+    func logIn(_ request: Request, context: ListenerContext) async throws -> Response {
+        let (user, password) = try await credentials(in: request)
+        try await checkPassword(user, password, remoteAddress: context.remoteAddress)
+        let roles = authenticator?.roles(user) ?? []
+        var response = HTTP.json(["ok": true, "name": .string(user), "roles": .array(roles.map { .string($0) })])
+        response.headers[.setCookie] = cookie(for: user)
+        return response
+    }
+
+    /// `DELETE /_session`: clears the cookie.
+    func logOut() -> Response {
+        var response = HTTP.json(HTTP.ok)
+        response.headers[.setCookie] = cookies.header(value: nil, secure: secure)
+        return response
     }
 
     /// CouchDB's `userCtx`: the name (null when nobody signed in) and roles.

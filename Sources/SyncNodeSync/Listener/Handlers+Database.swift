@@ -5,120 +5,79 @@ import NIOCore
 import SyncNodeStore
 
 extension Handlers {
-    /// `/{keyspace}`: info, create, delete, and POST of a new document.
-    func database(_ request: Request, keyspace: String, author: WriteAuthor) async throws -> Response {
-        switch request.method {
-        case .get, .head:
-            let c = try collection(keyspace)
-            let seq = try c.lastSequence()
-            let count = try c.count
-            // The file alone: clients ask this often, and the blob files would all be listed.
-            let size = c.database.size(countingBlobs: false).file
-            return HTTP.json([
-                "db_name": .string(keyspace), "doc_count": .int(Int64(count)), "doc_del_count": .int(Int64(try c.deletedCount())),
-                "update_seq": .int(seq), "committed_update_seq": .int(seq), "purge_seq": 0,
-                "instance_start_time": "0", "compact_running": .bool(compactions.isRunning(c.database.name)), "disk_format_version": 8,
-                "sizes": ["file": .int(Int64(size)), "external": .int(Int64(size)), "active": .int(Int64(size))],
-                "props": [:],
-            ])
-        case .put:
-            try checkWritable()
-            let (name, scope, collectionName) = try Self.parse(keyspace: keyspace)
-            guard config.databases == nil || isServed(name) else { throw CouchError.forbidden("This node serves a fixed list of databases.") }
-            // Every name is checked before anything is made: a refused collection must not leave its database behind.
-            try Names.validateDatabase(name)
-            if let scope, let collectionName {
-                try Names.validateCollectionOrScope(scope, kind: "scope")
-                try Names.validateCollectionOrScope(collectionName, kind: "collection")
-            }
-            let existing = try directory.database(name)
-            let collectionExists = try existing.map { try $0.collection(name: collectionName ?? Names.defaultCollection, scope: scope) != nil } ?? false
-            if existing != nil, scope == nil || collectionExists {
-                throw CouchError(status: 412, error: "file_exists", reason: "The database could not be created, the file already exists.")
-            }
-            guard let db = try directory.database(name, create: true) else { throw CouchError.notFound() }
-            if let scope, let collectionName { try db.createCollection(name: collectionName, scope: scope) }
-            return HTTP.json(HTTP.ok, status: .created, headers: [.location: "/\(keyspace)"])
-        case .delete:
-            try checkWritable()
-            let (name, scope, collectionName) = try Self.parse(keyspace: keyspace)
-            guard config.databases == nil else { throw CouchError.forbidden("This node serves a fixed list of databases.") }
-            guard let db = try directory.database(name) else { throw CouchError.notFound("Database does not exist.") }
-            if let scope, let collectionName {
-                try db.deleteCollection(name: collectionName, scope: scope)
-            } else {
-                try directory.deleteDatabase(name)
-            }
-            return HTTP.json(HTTP.ok)
-        case .post:
-            try checkWritable()
-            let c = try collection(keyspace)
-            let revision = WireRevision(object: try await request.jsonObject(limit: bodyLimit))
-            let id = try revision.decoded().id ?? WireID.random()
-            let rev = try save(revision, id: id, in: c, author: author)
-            return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created,
-                             headers: [.eTag: "\"\(rev)\"", .location: "/\(keyspace)/\(id)"])
-        default:
-            throw Self.methodNotAllowed("GET,HEAD,PUT,DELETE,POST")
-        }
+    /// `GET /{db}`: the collection's counts, sequence and sizes.
+    func databaseInfo(_ keyspace: String) throws -> Response {
+        let c = try collection(keyspace)
+        let seq = try c.lastSequence()
+        let count = try c.count
+        // The file alone: clients ask this often, and the blob files would all be listed.
+        let size = c.database.size(countingBlobs: false).file
+        return HTTP.json([
+            "db_name": .string(keyspace), "doc_count": .int(Int64(count)), "doc_del_count": .int(Int64(try c.deletedCount())),
+            "update_seq": .int(seq), "committed_update_seq": .int(seq), "purge_seq": 0,
+            "instance_start_time": "0", "compact_running": .bool(compactions.isRunning(c.database.name)), "disk_format_version": 8,
+            "sizes": ["file": .int(Int64(size)), "external": .int(Int64(size)), "active": .int(Int64(size))],
+            "props": [:],
+        ])
     }
 
-    /// `scope`: the keyspaces a paired peer may reach (nil: every one); `_query` reads only those.
-    func databaseEndpoint(_ request: Request, keyspace: String, endpoint: String, author: WriteAuthor, scope: PeerScope?) async throws -> Response {
-        let c = try collection(keyspace)
-        switch (endpoint, request.method) {
-        case ("_all_docs", .get), ("_all_docs", .head), ("_all_docs", .post):
-            return try await allDocs(request, collection: c)
-        case ("_changes", .get), ("_changes", .head), ("_changes", .post):
-            return try await changes(request, collection: c)
-        case ("_revs_diff", .post):
-            return try await revsDiff(request, collection: c)
-        case ("_digest", .get), ("_digest", .head):
-            return try digest(request, collection: c)
-        case ("_digest", _):
-            throw Self.methodNotAllowed("GET,HEAD")
-        case ("_bulk_docs", .post):
-            try checkWritable()
-            return try await bulkDocs(request, collection: c, author: author)
-        case ("_bulk_get", .post):
-            return try await bulkGet(request, collection: c)
-        case ("_ensure_full_commit", .post):
-            return HTTP.json(["ok": true, "instance_start_time": "0"], status: .created)
-        case ("_query", .post):
-            return try await query(request, database: c.database, scope: scope)
-        case ("_find", .post):
-            return try await find(request, collection: c)
-        case ("_index", .get), ("_index", .head), ("_index", .post):
-            return try await index(request, collection: c)
-        case ("_index", _):
-            throw Self.methodNotAllowed("GET,HEAD,POST")
-        case ("_compact", .post):
-            try checkWritable()
-            compactions.start(c.database, logger: logger)
-            return HTTP.json(HTTP.ok, status: .accepted)
-        case ("_purge", .post):
-            try checkWritable()
-            return try await purge(request, collection: c)
-        case ("_revs_limit", .get), ("_revs_limit", .head):
-            return HTTP.json("\(c.database.revsLimit)")
-        case ("_revs_limit", .put):
-            try checkWritable()
-            guard case .int(let limit) = try await request.jsonBody(limit: 1024), limit >= 1, limit <= 1_000_000 else {
-                throw CouchError.badRequest("_revs_limit takes a whole number from 1 to 1000000")
-            }
-            try c.database.setRevsLimit(Int(limit))
-            return HTTP.json(HTTP.ok)
-        case ("_revs_limit", _):
-            throw Self.methodNotAllowed("GET,HEAD,PUT")
-        case ("_compact", _), ("_purge", _):
-            throw Self.methodNotAllowed("POST")
-        case ("_all_docs", _), ("_changes", _):
-            throw Self.methodNotAllowed("GET,HEAD,POST")
-        case ("_revs_diff", _), ("_bulk_docs", _), ("_bulk_get", _), ("_ensure_full_commit", _), ("_query", _), ("_find", _):
-            throw Self.methodNotAllowed("POST")
-        default:
-            throw CouchError.notFound()
+    /// `PUT /{db}`: a new database, or a new collection of one (`db.scope.collection`).
+    func createDatabase(_ keyspace: String) throws -> Response {
+        let (name, scope, collectionName) = try Self.parse(keyspace: keyspace)
+        guard config.databases == nil || isServed(name) else { throw CouchError.forbidden("This node serves a fixed list of databases.") }
+        // Every name is checked before anything is made: a refused collection must not leave its database behind.
+        try Names.validateDatabase(name)
+        if let scope, let collectionName {
+            try Names.validateCollectionOrScope(scope, kind: "scope")
+            try Names.validateCollectionOrScope(collectionName, kind: "collection")
         }
+        let existing = try directory.database(name)
+        let collectionExists = try existing.map { try $0.collection(name: collectionName ?? Names.defaultCollection, scope: scope) != nil } ?? false
+        if existing != nil, scope == nil || collectionExists {
+            throw CouchError(status: 412, error: "file_exists", reason: "The database could not be created, the file already exists.")
+        }
+        guard let db = try directory.database(name, create: true) else { throw CouchError.notFound() }
+        if let scope, let collectionName { try db.createCollection(name: collectionName, scope: scope) }
+        return HTTP.json(HTTP.ok, status: .created, headers: [.location: "/\(keyspace)"])
+    }
+
+    /// `DELETE /{db}`: the database, or one collection of it.
+    func deleteDatabase(_ keyspace: String) throws -> Response {
+        let (name, scope, collectionName) = try Self.parse(keyspace: keyspace)
+        guard config.databases == nil else { throw CouchError.forbidden("This node serves a fixed list of databases.") }
+        guard let db = try directory.database(name) else { throw CouchError.notFound("Database does not exist.") }
+        if let scope, let collectionName {
+            try db.deleteCollection(name: collectionName, scope: scope)
+        } else {
+            try directory.deleteDatabase(name)
+        }
+        return HTTP.json(HTTP.ok)
+    }
+
+    /// `POST /{db}`: a new document, its ID given or made.
+    func postDocument(_ routed: RoutedRequest) async throws -> Response {
+        let keyspace = try routed.keyspace
+        let c = try collection(keyspace)
+        let revision = WireRevision(object: try await routed.request.jsonObject(limit: bodyLimit))
+        let id = try revision.decoded().id ?? WireID.random()
+        let rev = try save(revision, id: id, in: c, author: routed.author)
+        return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created,
+                         headers: [.eTag: "\"\(rev)\"", .location: "/\(keyspace)/\(id)"])
+    }
+
+    /// `POST /{db}/_compact`: 202, compacting in the background.
+    func compact(_ collection: DocumentCollection) -> Response {
+        compactions.start(collection.database, logger: logger)
+        return HTTP.json(HTTP.ok, status: .accepted)
+    }
+
+    /// `PUT /{db}/_revs_limit`: the generations of history kept.
+    func setRevsLimit(_ request: Request, collection: DocumentCollection) async throws -> Response {
+        guard case .int(let limit) = try await request.jsonBody(limit: 1024), limit >= 1, limit <= 1_000_000 else {
+            throw CouchError.badRequest("_revs_limit takes a whole number from 1 to 1000000")
+        }
+        try collection.database.setRevsLimit(Int(limit))
+        return HTTP.json(HTTP.ok)
     }
 
     // MARK: - _purge
@@ -127,7 +86,7 @@ extension Handlers {
     /// tombstone, nothing replicates). A document goes when the revisions listed include every
     /// one of its leaves (checked in the purge's transaction); one listing only some leaves keeps
     /// them all and is answered with the revisions purged, none (the store purges whole documents).
-    private func purge(_ request: Request, collection: DocumentCollection) async throws -> Response {
+    func purge(_ request: Request, collection: DocumentCollection) async throws -> Response {
         let body = try await request.jsonObject(limit: bodyLimit)
         guard body.count <= 1000 else { throw CouchError.badRequest("purge at most 1000 documents per request") }
         var purged: [String: DocumentValue] = [:]
@@ -150,7 +109,7 @@ extension Handlers {
     /// more than 4 GiB is refused (413), to be paged with LIMIT and OFFSET. A peer whose scope
     /// names some collections of the database may query only those (403 otherwise): the URL's
     /// keyspace does not bound what FROM and JOIN name.
-    private func query(_ request: Request, database: SyncNodeStore.Database, scope: PeerScope?) async throws -> Response {
+    func query(_ request: Request, database: SyncNodeStore.Database, scope: PeerScope?) async throws -> Response {
         let body = try await request.jsonObject(limit: bodyLimit)
         guard case .string(let sql)? = body["query"] else { throw CouchError.badRequest("POST body must include a `query` string (SQL++)") }
         var parameters: [String: DocumentValue] = [:]
@@ -193,7 +152,7 @@ extension Handlers {
 
     // MARK: - _revs_diff
 
-    private func revsDiff(_ request: Request, collection: DocumentCollection) async throws -> Response {
+    func revsDiff(_ request: Request, collection: DocumentCollection) async throws -> Response {
         let body = try await request.jsonObject(limit: bodyLimit)
         var asked: [String: [String]] = [:]
         for (id, value) in body {
@@ -211,7 +170,7 @@ extension Handlers {
 
     // MARK: - _bulk_docs
 
-    private func bulkDocs(_ request: Request, collection: DocumentCollection, author: WriteAuthor) async throws -> Response {
+    func bulkDocs(_ request: Request, collection: DocumentCollection, author: WriteAuthor) async throws -> Response {
         // Documents are split from the request text and canonicalized from it (no value tree each):
         // a replicator pushes thousands per request.
         let text = try await request.textBody(limit: bodyLimit)

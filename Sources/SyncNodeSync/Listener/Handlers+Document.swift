@@ -6,55 +6,51 @@ import NIOCore
 import SyncNodeStore
 
 extension Handlers {
-    /// `/{keyspace}/{docid}`.
-    func document(_ request: Request, keyspace: String, id: String, author: WriteAuthor) async throws -> Response {
+    /// `PUT /{db}/{doc}`: JSON, or `multipart/related` with attachments; `new_edits=false`
+    /// stores the revision as given, as replicators do.
+    func putDocument(_ routed: RoutedRequest) async throws -> Response {
+        let request = routed.request, keyspace = try routed.keyspace, id = try routed(.document)
         let c = try collection(keyspace)
         let query = QueryOptions(request.uri)
-        switch request.method {
-        case .get, .head:
-            let response = try getDocument(request, collection: c, id: id, query: query)
-            metrics.documentsRead(1)
-            return response
-        case .put:
-            try checkWritable()
-            let parsed: WireRevision
-            if let boundary = request.headers[.contentType].flatMap(MultipartRelated.boundary(contentType:)) {
-                // The JSON part is bounded like any JSON body; attachments stream into the blob store.
-                // Parts carry their own encodings: the whole upload is never content-encoded.
-                guard try ContentCoding(request) == .identity else {
-                    throw CouchError.unsupportedMediaType("a multipart/related upload is not content-encoded as a whole; gzip its attachments instead")
-                }
-                let (object, files) = try await MultipartRelated.read(
-                    request.body, boundary: boundary, jsonLimit: bodyLimit, attachmentLimit: config.maxAttachmentSize, into: c)
-                parsed = WireRevision(object: object, files: files)
-            } else {
-                // Canonicalized from the text, as `_bulk_docs` does: no value tree of a body that may be 64 MB.
-                parsed = try WireRevision(json: try await request.textBody(limit: bodyLimit))
+        let parsed: WireRevision
+        if let boundary = request.headers[.contentType].flatMap(MultipartRelated.boundary(contentType:)) {
+            // The JSON part is bounded like any JSON body; attachments stream into the blob store.
+            // Parts carry their own encodings: the whole upload is never content-encoded.
+            guard try ContentCoding(request) == .identity else {
+                throw CouchError.unsupportedMediaType("a multipart/related upload is not content-encoded as a whole; gzip its attachments instead")
             }
-            var meta = parsed.meta
-            if meta["_rev"] == nil, let rev = query["rev"] ?? request.headers[.ifMatch].map(unquote) { meta["_rev"] = .string(rev) }
-            if let bodyID = meta["_id"], bodyID != .string(id) {
-                throw CouchError.badRequest("_id in the body does not match the URL")
-            }
-            meta["_id"] = .string(id)
-            let revision = parsed.replacing(meta: meta, files: parsed.files)
-            if try !query.bool("new_edits", default: true) {
-                try ReplicatedRevision.insert(revision, into: c, author: author)
-                return HTTP.json(["ok": true, "id": .string(id), "rev": .string(revision.rev)], status: .created)
-            }
-            let rev = try save(revision, id: id, in: c, author: author)
-            return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created,
-                             headers: [.eTag: "\"\(rev)\"", .location: "/\(keyspace)/\(id)"])
-        case .delete:
-            try checkWritable()
-            guard let rev = query["rev"] ?? request.headers[.ifMatch].map(unquote) else {
-                throw CouchError.conflict("Document update conflict: a rev is required to delete")
-            }
-            let result = try c.putRevision(id: id, parentRev: rev, body: CanonicalBody(object: [:]), deleting: true, author: author)
-            return HTTP.json(["ok": true, "id": .string(id), "rev": .string(result.rev)], headers: [.eTag: "\"\(result.rev)\""])
-        default:
-            throw Self.methodNotAllowed("GET,HEAD,PUT,DELETE")
+            let (object, files) = try await MultipartRelated.read(
+                request.body, boundary: boundary, jsonLimit: bodyLimit, attachmentLimit: config.maxAttachmentSize, into: c)
+            parsed = WireRevision(object: object, files: files)
+        } else {
+            // Canonicalized from the text, as `_bulk_docs` does: no value tree of a body that may be 64 MB.
+            parsed = try WireRevision(json: try await request.textBody(limit: bodyLimit))
         }
+        var meta = parsed.meta
+        if meta["_rev"] == nil, let rev = query["rev"] ?? request.headers[.ifMatch].map(unquote) { meta["_rev"] = .string(rev) }
+        if let bodyID = meta["_id"], bodyID != .string(id) {
+            throw CouchError.badRequest("_id in the body does not match the URL")
+        }
+        meta["_id"] = .string(id)
+        let revision = parsed.replacing(meta: meta, files: parsed.files)
+        if try !query.bool("new_edits", default: true) {
+            try ReplicatedRevision.insert(revision, into: c, author: routed.author)
+            return HTTP.json(["ok": true, "id": .string(id), "rev": .string(revision.rev)], status: .created)
+        }
+        let rev = try save(revision, id: id, in: c, author: routed.author)
+        return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created,
+                         headers: [.eTag: "\"\(rev)\"", .location: "/\(keyspace)/\(id)"])
+    }
+
+    /// `DELETE /{db}/{doc}?rev=`: a tombstone on that revision.
+    func deleteDocument(_ routed: RoutedRequest) throws -> Response {
+        let request = routed.request, id = try routed(.document)
+        let c = try collection(routed.keyspace)
+        guard let rev = QueryOptions(request.uri)["rev"] ?? request.headers[.ifMatch].map(unquote) else {
+            throw CouchError.conflict("Document update conflict: a rev is required to delete")
+        }
+        let result = try c.putRevision(id: id, parentRev: rev, body: CanonicalBody(object: [:]), deleting: true, author: routed.author)
+        return HTTP.json(["ok": true, "id": .string(id), "rev": .string(result.rev)], headers: [.eTag: "\"\(result.rev)\""])
     }
 
     /// A revision `open_revs` named that this node does not have.
@@ -64,7 +60,15 @@ extension Handlers {
 
     private func unquote(_ s: String) -> String { s.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
 
-    private func getDocument(_ request: Request, collection c: DocumentCollection, id: String, query: QueryOptions) throws -> Response {
+    /// `GET /{db}/{doc}`: one revision, or several (`open_revs`), as JSON or multipart.
+    func getDocument(_ id: String, _ request: Request, in c: DocumentCollection) throws -> Response {
+        let response = try documentAnswer(id, request, in: c)
+        metrics.documentsRead(1)
+        return response
+    }
+
+    private func documentAnswer(_ id: String, _ request: Request, in c: DocumentCollection) throws -> Response {
+        let query = QueryOptions(request.uri)
         let revs = try query.bool("revs")
         var attsSince: [String]?
         if case .array(let atts)? = try query.json("atts_since") {
@@ -206,52 +210,58 @@ extension Handlers {
 
     // MARK: - Attachments
 
-    /// `/{keyspace}/{docid}/{name}`: one attachment's bytes.
-    func attachment(_ request: Request, keyspace: String, id: String, name: String, author: WriteAuthor) async throws -> Response {
-        let c = try collection(keyspace)
+    /// `GET /{db}/{doc}/{attachment}`: one attachment's bytes, streamed from its blob file.
+    func getAttachment(_ routed: RoutedRequest) throws -> Response {
+        let (request, id, name) = (routed.request, try routed(.document), try routed(.attachment))
+        let c = try collection(routed.keyspace)
         let query = QueryOptions(request.uri)
-        switch request.method {
-        case .get, .head:
-            guard let revision = try c.revision(id: id, rev: query["rev"]), !revision.deleted, let body = revision.body,
-                  case .dictionary(let values) = try DocumentValue(json: body),
-                  case .blob(let blob)? = AttachmentStore.lookup(name, in: values) ?? nil else {
-                throw CouchError.notFound("Document is missing attachment")
-            }
-            guard let file = c.blobFile(digest: blob.digest),
-                  let size = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? Int else {
-                throw CouchError.notFound("The attachment's content is not on this node")
-            }
-            let etag = "\"\(blob.digest)\""
-            if request.headers[.ifNoneMatch] == etag { return Response(status: .notModified, headers: [.eTag: etag]) }
-            // Whoever stored it chose its type: an HTML or SVG attachment opens as an inert document,
-            // never as a page of this origin (where the dashboard's session cookie lives).
-            let headers: HTTPFields = [.contentType: blob.contentType, .eTag: etag, .contentLength: "\(size)",
-                                       .contentSecurityPolicy: "sandbox; default-src 'none'"]
-            if request.method == .head { return Response(status: .ok, headers: headers) }
-            return Response(status: .ok, headers: headers, body: Self.streaming(file, size: size))
-        case .put:
-            try checkWritable()
-            let type = request.headers[.contentType].flatMap { $0.isEmpty ? nil : $0 } ?? "application/octet-stream"
-            let parent = query["rev"] ?? request.headers[.ifMatch].map(unquote)
-            let (digest, length) = try await receiveAttachment(request, into: c)
-            let rev = try editAttachments(c, id: id, rev: parent, author: author) { attachments in
-                let revpos = Int64(WireDocument.childGeneration(of: parent))
-                attachments[name] = ["@type": "blob", "digest": .string(digest), "length": .int(Int64(length)),
-                                     "content_type": .string(type), "revpos": .int(revpos)]
-            }
-            return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created, headers: [.eTag: "\"\(rev)\""])
-        case .delete:
-            try checkWritable()
-            guard let parent = query["rev"] ?? request.headers[.ifMatch].map(unquote) else {
-                throw CouchError.conflict("Document update conflict: a rev is required")
-            }
-            let rev = try editAttachments(c, id: id, rev: parent, author: author) { attachments in
-                guard attachments.removeValue(forKey: name) != nil else { throw CouchError.notFound("Document is missing attachment") }
-            }
-            return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)])
-        default:
-            throw Self.methodNotAllowed("GET,HEAD,PUT,DELETE")
+        guard let revision = try c.revision(id: id, rev: query["rev"]), !revision.deleted, let body = revision.body,
+              case .dictionary(let values) = try DocumentValue(json: body),
+              case .blob(let blob)? = AttachmentStore.lookup(name, in: values) ?? nil else {
+            throw CouchError.notFound("Document is missing attachment")
         }
+        guard let file = c.blobFile(digest: blob.digest),
+              let size = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? Int else {
+            throw CouchError.notFound("The attachment's content is not on this node")
+        }
+        let etag = "\"\(blob.digest)\""
+        if request.headers[.ifNoneMatch] == etag { return Response(status: .notModified, headers: [.eTag: etag]) }
+        // Whoever stored it chose its type: an HTML or SVG attachment opens as an inert document,
+        // never as a page of this origin (where the dashboard's session cookie lives).
+        let headers: HTTPFields = [.contentType: blob.contentType, .eTag: etag, .contentLength: "\(size)",
+                                   .contentSecurityPolicy: "sandbox; default-src 'none'"]
+        if request.method == .head { return Response(status: .ok, headers: headers) }
+        return Response(status: .ok, headers: headers, body: Self.streaming(file, size: size))
+    }
+
+    /// `PUT /{db}/{doc}/{attachment}?rev=`: a new revision with these bytes as that attachment.
+    func putAttachment(_ routed: RoutedRequest) async throws -> Response {
+        let (request, id, name, author) = (routed.request, try routed(.document), try routed(.attachment), routed.author)
+        let c = try collection(routed.keyspace)
+        let query = QueryOptions(request.uri)
+        let type = request.headers[.contentType].flatMap { $0.isEmpty ? nil : $0 } ?? "application/octet-stream"
+        let parent = query["rev"] ?? request.headers[.ifMatch].map(unquote)
+        let (digest, length) = try await receiveAttachment(request, into: c)
+        let rev = try editAttachments(c, id: id, rev: parent, author: author) { attachments in
+            let revpos = Int64(WireDocument.childGeneration(of: parent))
+            attachments[name] = ["@type": "blob", "digest": .string(digest), "length": .int(Int64(length)),
+                                 "content_type": .string(type), "revpos": .int(revpos)]
+        }
+        return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created, headers: [.eTag: "\"\(rev)\""])
+    }
+
+    /// `DELETE /{db}/{doc}/{attachment}?rev=`: a new revision without it.
+    func deleteAttachment(_ routed: RoutedRequest) throws -> Response {
+        let (request, id, name, author) = (routed.request, try routed(.document), try routed(.attachment), routed.author)
+        let c = try collection(routed.keyspace)
+        let query = QueryOptions(request.uri)
+        guard let parent = query["rev"] ?? request.headers[.ifMatch].map(unquote) else {
+            throw CouchError.conflict("Document update conflict: a rev is required")
+        }
+        let rev = try editAttachments(c, id: id, rev: parent, author: author) { attachments in
+            guard attachments.removeValue(forKey: name) != nil else { throw CouchError.notFound("Document is missing attachment") }
+        }
+        return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)])
     }
 
     /// An uploaded attachment's bytes, streamed into the blob store as they arrive (at most
@@ -320,31 +330,26 @@ extension Handlers {
 
     // MARK: - _local
 
-    /// `/{keyspace}/_local/{id}`: replication checkpoints, stored verbatim.
-    func localDocument(_ request: Request, keyspace: String, id: String) async throws -> Response {
-        let c = try collection(keyspace)
-        let query = QueryOptions(request.uri)
-        switch request.method {
-        case .get, .head:
-            guard let doc = try c.localDocument(id: id) else { throw CouchError.notFound("missing") }
-            return HTTP.json(try localJSON(doc), headers: [.eTag: "\"\(doc.rev)\""])
-        case .put:
-            // Replicators reading from a read-only node still keep checkpoints here (as CouchDB lets readers).
-            
-            var object = try await request.jsonObject(limit: bodyLimit)
-            let rev = object.removeValue(forKey: "_rev")?.stringValue ?? query["rev"]
-            object["_id"] = nil
-            // Replicators overwrite their checkpoints; CouchDB does not check _local revisions strictly either.
-            let saved = try c.putLocalDocument(id: id, json: DocumentValue.dictionary(object).toJSON(), rev: rev, force: true)
-            return HTTP.json(["ok": true, "id": .string("_local/\(id)"), "rev": .string(saved.rev)], status: .created)
-        case .delete:
-            // Checkpoints only: allowed on read-only nodes.
-            
-            try c.deleteLocalDocument(id: id, rev: query["rev"])
-            return HTTP.json(["ok": true, "id": .string("_local/\(id)"), "rev": "0-0"])
-        default:
-            throw Self.methodNotAllowed("GET,HEAD,PUT,DELETE")
-        }
+    /// `GET /{db}/_local/{id}`: a replication checkpoint, stored verbatim.
+    func localDocument(_ id: String, in c: DocumentCollection) throws -> Response {
+        guard let doc = try c.localDocument(id: id) else { throw CouchError.notFound("missing") }
+        return HTTP.json(try localJSON(doc), headers: [.eTag: "\"\(doc.rev)\""])
+    }
+
+    /// `PUT /{db}/_local/{id}`. Replicators overwrite their checkpoints; CouchDB does not check
+    /// `_local` revisions strictly either.
+    func putLocalDocument(_ id: String, _ request: Request, in c: DocumentCollection) async throws -> Response {
+        var object = try await request.jsonObject(limit: bodyLimit)
+        let rev = object.removeValue(forKey: "_rev")?.stringValue ?? QueryOptions(request.uri)["rev"]
+        object["_id"] = nil
+        let saved = try c.putLocalDocument(id: id, json: DocumentValue.dictionary(object).toJSON(), rev: rev, force: true)
+        return HTTP.json(["ok": true, "id": .string("_local/\(id)"), "rev": .string(saved.rev)], status: .created)
+    }
+
+    /// `DELETE /{db}/_local/{id}`.
+    func deleteLocalDocument(_ id: String, _ request: Request, in c: DocumentCollection) throws -> Response {
+        try c.deleteLocalDocument(id: id, rev: QueryOptions(request.uri)["rev"])
+        return HTTP.json(["ok": true, "id": .string("_local/\(id)"), "rev": "0-0"])
     }
 
     private func localJSON(_ doc: LocalDocument) throws -> DocumentValue {

@@ -77,24 +77,24 @@ extension Handlers {
         }
     }
 
-    /// `GET /{db}/_index` lists the indexes (value indexes as CouchDB's `json`
-    /// ones); `POST` creates a value index on `index.fields`.
-    func index(_ request: Request, collection c: DocumentCollection) async throws -> Response {
-        guard request.method == .post else {
-            var indexes: [DocumentValue] = [
-                ["ddoc": .null, "name": "_all_docs", "type": "special", "def": ["fields": [["_id": "asc"]]]],
-            ]
-            for (name, definition) in try c.indexDefinitions {
-                let (type, fields): (String, [String]) = switch definition {
-                case .value(let expressions): ("json", expressions.map(Self.mangoField))
-                case .fullText(let properties, _, _): ("text", properties)
-                }
-                indexes.append(["ddoc": .string("_design/\(name)"), "name": .string(name), "type": .string(type), "partitioned": false,
-                                "def": ["fields": .array(fields.map { [$0: "asc"] })]])
+    /// `GET /{db}/_index`: the indexes, value indexes as CouchDB's `json` ones.
+    func indexes(of c: DocumentCollection) throws -> Response {
+        var indexes: [DocumentValue] = [
+            ["ddoc": .null, "name": "_all_docs", "type": "special", "def": ["fields": [["_id": "asc"]]]],
+        ]
+        for (name, definition) in try c.indexDefinitions {
+            let (type, fields): (String, [String]) = switch definition {
+            case .value(let expressions): ("json", expressions.map(Self.mangoField))
+            case .fullText(let properties, _, _): ("text", properties)
             }
-            return HTTP.json(["total_rows": .int(Int64(indexes.count)), "indexes": .array(indexes)])
+            indexes.append(["ddoc": .string("_design/\(name)"), "name": .string(name), "type": .string(type), "partitioned": false,
+                            "def": ["fields": .array(fields.map { [$0: "asc"] })]])
         }
-        try checkWritable()
+        return HTTP.json(["total_rows": .int(Int64(indexes.count)), "indexes": .array(indexes)])
+    }
+
+    /// `POST /{db}/_index`: a value index on `index.fields`.
+    func createIndex(_ request: Request, in c: DocumentCollection) async throws -> Response {
         let body = try await request.jsonObject(limit: bodyLimit)
         guard case .dictionary(let spec)? = body["index"], case .array(let list)? = spec["fields"], !list.isEmpty else {
             throw CouchError.badRequest("Missing required key: index.fields (a non-empty array)")
@@ -122,10 +122,8 @@ extension Handlers {
     }
 
     /// `DELETE /{db}/_index/{ddoc}/json/{name}`.
-    func deleteIndex(_ request: Request, keyspace: String, name: String) throws -> Response {
-        guard request.method == .delete else { throw Self.methodNotAllowed("DELETE") }
-        try checkWritable()
-        try collection(keyspace).deleteIndex(name: name)
+    func deleteIndex(_ name: String, in collection: DocumentCollection) throws -> Response {
+        try collection.deleteIndex(name: name)
         return HTTP.json(HTTP.ok)
     }
 

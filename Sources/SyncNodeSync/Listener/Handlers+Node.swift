@@ -6,78 +6,59 @@ import ServiceLifecycle
 import SyncNodeStore
 
 /// `/_node/...`: what a node tells its administrators beyond CouchDB's API (the dashboard's
-/// data). All but `keyspaces`, which peers ask, and `redeem` (``InvitationRedemption``, asked
-/// before sign-in), are for server admins.
+/// data). ``RouteTable/listener`` says who may ask each.
 extension Handlers {
-    func node(_ request: Request, rest: [String], principal: Principal) async throws -> Response {
-        if rest == ["keyspaces"] {
-            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            var listed = try keyspaces(readableBy: principal)
-            if let offered = config.offeredKeyspaces.map({ Set($0()) }) { listed = listed.filter(offered.contains) }
-            return HTTP.json(.array(listed.map { .string($0) }))
+    /// `GET /_node/keyspaces`: what the asker may replicate here, narrowed to what the node offers.
+    func offeredKeyspaces(to principal: Principal) throws -> Response {
+        var listed = try keyspaces(readableBy: principal)
+        if let offered = config.offeredKeyspaces.map({ Set($0()) }) { listed = listed.filter(offered.contains) }
+        return HTTP.json(.array(listed.map { .string($0) }))
+    }
+
+    /// `GET /_node/info`. The pairing URL carries an invitation: not for any cache.
+    func info() -> Response {
+        HTTP.json(nodeInfo, headers: [.cacheControl: "no-store"])
+    }
+
+    /// `GET /_node/qr.svg`: the pairing URL as a QR code.
+    func pairingQRCode() throws -> Response {
+        guard let svg = config.console?.pairingQRCode else { throw CouchError.notFound("This node has no pairing URL.") }
+        return Response(status: .ok, headers: [.contentType: "image/svg+xml", .cacheControl: "no-store"], body: ResponseBody(byteBuffer: ByteBuffer(string: svg)))
+    }
+
+    /// The node's peers and pairings; 404 on a listener that keeps none (not a mesh node).
+    func peerConsole() throws -> any NodeConsole {
+        guard let console = config.console else { throw CouchError.notFound("This node keeps no peers.") }
+        return console
+    }
+
+    /// `GET /_node/sync-status`.
+    func syncStatus() throws -> Response {
+        HTTP.json(SyncStatus(peers: try peerConsole().peers).json, headers: [.cacheControl: "no-store"])
+    }
+
+    /// `POST /_node/pair` `{"url": PAIRING_URL}`.
+    func pair(_ request: Request) async throws -> Response {
+        let console = try peerConsole()
+        guard case .string(let text)? = try await request.jsonObject(limit: 64 * 1024)["url"] else {
+            throw CouchError.badRequest("expected {\"url\": PAIRING_URL}")
         }
-        try requireServerAdmin(principal)
-        switch (rest.first, rest.count) {
-        case ("info", 1):
-            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            // The pairing URL carries an invitation: not for any cache.
-            return HTTP.json(nodeInfo, headers: [.cacheControl: "no-store"])
-        case ("qr.svg", 1):
-            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            guard let svg = config.console?.pairingQRCode else { throw CouchError.notFound("This node has no pairing URL.") }
-            return Response(status: .ok, headers: [.contentType: "image/svg+xml", .cacheControl: "no-store"], body: ResponseBody(byteBuffer: ByteBuffer(string: svg)))
-        case ("peers", 1):
-            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            guard let console = config.console else { throw CouchError.notFound("This node keeps no peers.") }
-            return HTTP.json(console.peers)
-        case ("sync-status", 1):
-            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            guard let console = config.console else { throw CouchError.notFound("This node keeps no peers.") }
-            return HTTP.json(SyncStatus(peers: console.peers).json, headers: [.cacheControl: "no-store"])
-        case ("events", 1):
-            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET") }
-            return events()
-        case ("pair", 1):
-            guard request.method == .post else { throw Self.methodNotAllowed("POST") }
-            guard let console = config.console else { throw CouchError.notFound("This node keeps no peers.") }
-            try checkWritable()
-            guard case .string(let text)? = try await request.jsonObject(limit: 64 * 1024)["url"] else {
-                throw CouchError.badRequest("expected {\"url\": PAIRING_URL}")
-            }
-            let url: PairingURL
-            do { url = try PairingURL(string: text) } catch { throw CouchError.badRequest("not a pairing URL: \(error)") }
-            do { try await console.pair(with: url) } catch { throw CouchError.badRequest("cannot pair: \(error)") }
-            return HTTP.json(HTTP.ok)
-        case ("trust", 2):
-            return try await trust(request, fingerprint: rest[1])
-        case ("invitations", 1):
-            return try await invitations(request)
-        case ("invitations", 2):
-            guard request.method == .delete else { throw Self.methodNotAllowed("DELETE") }
-            guard let console = config.console else { throw CouchError.notFound("This node keeps no peers.") }
-            try checkWritable()
-            guard let revoked = try await console.revokeInvitation(id: rest[1]) else { throw CouchError.notFound("No invitation has that ID.") }
-            return HTTP.json(["ok": true, "invitation": revoked.json])
-        case ("databases", 1):
-            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            return HTTP.json(try databasesJSON())
-        case ("conflicts", 2):
-            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            return HTTP.json(try conflicts(in: collection(rest[1])))
-        case ("conflicts", 3):
-            guard request.method == .post else { throw Self.methodNotAllowed("POST") }
-            try checkWritable()
-            return try await resolve(request, collection: collection(rest[1]), id: rest[2])
-        case ("_local", 2) where rest[1] == "_prometheus":
-            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            let text = metrics.scrape(directory: directory, served: isServed, tasks: replications.tasks, listener: status(), peers: config.console?.peers)
-            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"], body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
-        case ("replications", 2) where rest[1] == "recent":
-            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            return HTTP.json(.array(replications.tasks.recent.map(\.json)))
-        default:
-            throw CouchError.notFound()
-        }
+        let url: PairingURL
+        do { url = try PairingURL(string: text) } catch { throw CouchError.badRequest("not a pairing URL: \(error)") }
+        do { try await console.pair(with: url) } catch { throw CouchError.badRequest("cannot pair: \(error)") }
+        return HTTP.json(HTTP.ok)
+    }
+
+    /// `DELETE /_node/invitations/{id}`: revokes it and untrusts the peers that redeemed it.
+    func revokeInvitation(id: String) async throws -> Response {
+        guard let revoked = try await peerConsole().revokeInvitation(id: id) else { throw CouchError.notFound("No invitation has that ID.") }
+        return HTTP.json(["ok": true, "invitation": revoked.json])
+    }
+
+    /// `GET /_node/_local/_prometheus`: Prometheus text.
+    func prometheus() -> Response {
+        let text = metrics.scrape(directory: directory, served: isServed, tasks: replications.tasks, listener: status(), peers: config.console?.peers)
+        return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"], body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
     /// The node's identity and how to reach it.
@@ -94,7 +75,7 @@ extension Handlers {
 
     /// `text/event-stream`: `peers` and `tasks` events, each sent at once and again when it
     /// changes (looked at every second), with a comment line every 15 s to keep proxies open.
-    private func events() -> Response {
+    func events() -> Response {
         let console = config.console, tasks = replications.tasks, audit = config.auditLog
         // It runs on after the request: it ends once its asker is no longer a server admin.
         let current = Authentication.ofRequest?.current
@@ -123,73 +104,72 @@ extension Handlers {
         return Response(status: .ok, headers: [.contentType: "text/event-stream"], body: body)
     }
 
-    /// `GET /_node/invitations` lists the invitations kept; `POST` `{"keyspaces", "access",
-    /// "expires" (seconds), "uses" (null: any number), "note"}` makes one and answers with it and
-    /// its pairing URL (shown this once: only the token's hash is kept).
-    private func invitations(_ request: Request) async throws -> Response {
-        switch request.method {
-        case .get, .head:
-            let all = try InvitationStore(directory: directory).list()
-            return HTTP.json(.array(all.map(\.json)), headers: [.cacheControl: "no-store"])
-        case .post:
-            guard let console = config.console else { throw CouchError.notFound("This node keeps no peers.") }
-            try checkWritable()
-            let body = try await request.jsonObject(limit: 64 * 1024)
-            var scope = PeerScope.everything
-            if case .array(let names)? = body["keyspaces"] {
-                scope.keyspaces = names.compactMap(\.stringValue)
-                guard scope.keyspaces?.count == names.count else { throw CouchError.badRequest("keyspaces must be an array of strings") }
-            }
-            if let access = body["access"]?.stringValue {
-                guard let parsed = PeerScope.Access(rawValue: access) else { throw CouchError.badRequest("access must be read or write") }
-                scope.access = parsed
-            }
-            var lifetime = Duration.seconds(15 * 60)
-            if case .int(let seconds)? = body["expires"] { lifetime = .seconds(seconds) }
-            var uses: Int? = 1
-            if let given = body["uses"] {
-                switch given {
-                case .null: uses = nil
-                case .int(let n): uses = Int(n)
-                default: throw CouchError.badRequest("uses must be a number, or null for any number")
-                }
-            }
-            let made: (invitation: Invitation, url: PairingURL)
-            do {
-                made = try await console.invite(scope: scope, lifetime: lifetime, uses: uses, note: body["note"]?.stringValue ?? "")
-            } catch let error as SyncError {
-                throw CouchError.badRequest("\(error)")
-            }
-            let url = made.url.url.absoluteString
-            return HTTP.json(["ok": true, "invitation": made.invitation.json, "url": .string(url), "qr_svg": console.qrCode(url).map { .string($0) } ?? .null],
-                             status: .created, headers: [.cacheControl: "no-store"])
-        default:
-            throw Self.methodNotAllowed("GET,HEAD,POST")
-        }
+    /// `GET /_node/invitations`: the invitations kept (never a token).
+    func invitations() throws -> Response {
+        let all = try InvitationStore(directory: directory).list()
+        return HTTP.json(.array(all.map(\.json)), headers: [.cacheControl: "no-store"])
     }
 
-    /// `PUT /_node/trust/{fingerprint}` trusts a peer's certificate, `DELETE` withdraws it.
-    private func trust(_ request: Request, fingerprint: String) async throws -> Response {
-        guard let console = config.console else { throw CouchError.notFound("This node keeps no peers.") }
+    /// `POST /_node/invitations` `{"keyspaces", "access", "expires" (seconds), "uses" (null: any
+    /// number), "note"}` makes one and answers with it and its pairing URL (shown this once: only
+    /// the token's hash is kept).
+    func invite(_ request: Request) async throws -> Response {
+        let console = try peerConsole()
+        let body = try await request.jsonObject(limit: 64 * 1024)
+        var scope = PeerScope.everything
+        if case .array(let names)? = body["keyspaces"] {
+            scope.keyspaces = names.compactMap(\.stringValue)
+            guard scope.keyspaces?.count == names.count else { throw CouchError.badRequest("keyspaces must be an array of strings") }
+        }
+        if let access = body["access"]?.stringValue {
+            guard let parsed = PeerScope.Access(rawValue: access) else { throw CouchError.badRequest("access must be read or write") }
+            scope.access = parsed
+        }
+        var lifetime = Duration.seconds(15 * 60)
+        if case .int(let seconds)? = body["expires"] { lifetime = .seconds(seconds) }
+        var uses: Int? = 1
+        if let given = body["uses"] {
+            switch given {
+            case .null: uses = nil
+            case .int(let n): uses = Int(n)
+            default: throw CouchError.badRequest("uses must be a number, or null for any number")
+            }
+        }
+        let made: (invitation: Invitation, url: PairingURL)
+        do {
+            made = try await console.invite(scope: scope, lifetime: lifetime, uses: uses, note: body["note"]?.stringValue ?? "")
+        } catch let error as SyncError {
+            throw CouchError.badRequest("\(error)")
+        }
+        let url = made.url.url.absoluteString
+        return HTTP.json(["ok": true, "invitation": made.invitation.json, "url": .string(url), "qr_svg": console.qrCode(url).map { .string($0) } ?? .null],
+                         status: .created, headers: [.cacheControl: "no-store"])
+    }
+
+    /// `PUT /_node/trust/{fingerprint}`: trusts a peer's certificate (its replications start at once).
+    func trust(fingerprint: String) async throws -> Response {
+        let console = try peerConsole()
+        try Self.checkFingerprint(fingerprint)
+        try await console.trust(fingerprint: fingerprint)
+        return HTTP.json(HTTP.ok)
+    }
+
+    /// `DELETE /_node/trust/{fingerprint}`: withdraws that trust (its replications stop at once).
+    func untrust(fingerprint: String) async throws -> Response {
+        let console = try peerConsole()
+        try Self.checkFingerprint(fingerprint)
+        guard try await console.untrust(fingerprint: fingerprint) else { throw CouchError.notFound("That fingerprint is not in the trusted-peers file (one given with --trust stays trusted until the node restarts without it).") }
+        return HTTP.json(HTTP.ok)
+    }
+
+    private static func checkFingerprint(_ fingerprint: String) throws {
         guard TLSIdentity.isFingerprint(fingerprint) else {
             throw CouchError.badRequest("'\(fingerprint)' is not a certificate fingerprint (base64url SHA-256)")
-        }
-        switch request.method {
-        case .put:
-            try checkWritable()
-            try await console.trust(fingerprint: fingerprint)
-            return HTTP.json(HTTP.ok)
-        case .delete:
-            try checkWritable()
-            guard try await console.untrust(fingerprint: fingerprint) else { throw CouchError.notFound("That fingerprint is not in the trusted-peers file (one given with --trust stays trusted until the node restarts without it).") }
-            return HTTP.json(HTTP.ok)
-        default:
-            throw Self.methodNotAllowed("PUT,DELETE")
         }
     }
 
     /// Each served database with its sizes and collections.
-    private func databasesJSON() throws -> DocumentValue {
+    func databasesJSON() throws -> DocumentValue {
         var out: [DocumentValue] = []
         for name in directory.databaseNames().filter(isServed) {
             guard let db = try directory.database(name) else { continue }
@@ -209,7 +189,7 @@ extension Handlers {
     }
 
     /// The collection's conflicted documents: `[{"id", "winner", "conflicts": [rev]}]`.
-    private func conflicts(in collection: DocumentCollection) throws -> DocumentValue {
+    func conflicts(in collection: DocumentCollection) throws -> DocumentValue {
         .array(try collection.conflictedDocumentIDs().map { id in
             let live = try collection.leafDocuments(id: id).filter { !$0.isDeleted }.compactMap(\.revisionID)
             return ["id": .string(id), "winner": live.first.map { .string($0) } ?? .null, "conflicts": .array(live.dropFirst().map { .string($0) })]
@@ -218,7 +198,7 @@ extension Handlers {
 
     /// `{"keep": rev, "leaves": [rev, ...]}`: keeps one live leaf and tombstones the others,
     /// provided the live leaves are still those the asker saw (409 otherwise).
-    private func resolve(_ request: Request, collection: DocumentCollection, id: String) async throws -> Response {
+    func resolve(_ request: Request, collection: DocumentCollection, id: String) async throws -> Response {
         let body = try await request.jsonObject(limit: bodyLimit)
         guard case .string(let keep)? = body["keep"], case .array(let seen)? = body["leaves"] else {
             throw CouchError.badRequest("expected {\"keep\": REV, \"leaves\": [REV, ...]}: the revision to keep and the live leaves you saw")

@@ -8,8 +8,8 @@ extension Handlers {
     /// database of this node and another one, here or at a URL. One-shot
     /// requests answer when done with CouchDB's history shape; continuous ones
     /// answer at once with `_local_id`, and `cancel: true` stops them.
-    func replicate(_ request: Request, principal: Principal, connection: (any Channel)?) async throws -> Response {
-        guard request.method == .post else { throw Self.methodNotAllowed("POST") }
+    func replicate(_ routed: RoutedRequest) async throws -> Response {
+        let (request, principal, connection) = (routed.request, routed.principal, routed.connection)
         // A peer may sync its scope, not make this node reach out to any URL it names.
         if principal.isPeer { throw CouchError.forbidden("Peers may not start replications here; \(principal.description) signed in by certificate.") }
         let body = try await request.jsonObject(limit: bodyLimit)

@@ -6,8 +6,7 @@ import SyncNodeStore
 
 extension Handlers {
     /// `GET /`: the welcome, with the node's stable UUID (clients key checkpoints on it).
-    func welcome(_ request: Request) throws -> Response {
-        guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
+    func welcome() -> Response {
         var welcome: [String: DocumentValue] = [
             "couchdb": "Welcome", "vendor": ["name": "SyncNode", "version": .string(Self.version)], "version": "3.3.3",
             "uuid": .string(directory.uuid), "features": ["access-ready"],
@@ -20,37 +19,25 @@ extension Handlers {
     /// The version the welcome and `/_node/info` report.
     static let version = "0.1"
 
-    func server(_ request: Request, endpoint: String, rest: [String], principal: Principal, connection: (any Channel)?) async throws -> Response {
-        if endpoint == "_node" { return try await node(request, rest: rest, principal: principal) }
-        if endpoint == "_scheduler", rest == ["jobs"] { return try schedulerJobs(request, principal: principal) }
-        guard rest.isEmpty else { throw CouchError.notFound() }
-        switch endpoint {
-        case "_all_dbs":
-            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            // Only what the asker may read: a database's name is not everyone's to know.
-            let names = try directory.databaseNames().filter(isServed).filter { try access(of: principal, to: $0) >= .reader }
-            return HTTP.json(.array(names.map { .string($0) }))
-        case "_up":
-            return HTTP.json(["status": "ok"])
-        case "_uuids":
-            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            let count = min(try QueryOptions(request.uri).int("count") ?? 1, 1000)
-            return HTTP.json(["uuids": .array((0..<count).map { _ in .string(WireID.random()) })])
-        case "_replicate":
-            return try await replicate(request, principal: principal, connection: connection)
-        case "_active_tasks":
-            guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-            try requireServerAdmin(principal)
-            return HTTP.json(.array(replications.tasks.running.map(\.json)))
-        default:
-            throw CouchError.notFound()
-        }
+    /// `GET /_all_dbs`: only what the asker may read, since a database's name is not everyone's to know.
+    func allDatabases(readableBy principal: Principal) throws -> Response {
+        let names = try directory.databaseNames().filter(isServed).filter { try access(of: principal, to: $0) >= .reader }
+        return HTTP.json(.array(names.map { .string($0) }))
+    }
+
+    /// `GET /_uuids?count=N` (at most 1000).
+    func uuids(_ request: Request) throws -> Response {
+        let count = min(try QueryOptions(request.uri).int("count") ?? 1, 1000)
+        return HTTP.json(["uuids": .array((0..<count).map { _ in .string(WireID.random()) })])
+    }
+
+    /// `GET /_active_tasks`: the running replications.
+    func activeTasks() -> Response {
+        HTTP.json(.array(replications.tasks.running.map(\.json)))
     }
 
     /// `GET /_scheduler/jobs`: the running replications in the scheduler's shape.
-    private func schedulerJobs(_ request: Request, principal: Principal) throws -> Response {
-        guard Self.isRead(request) else { throw Self.methodNotAllowed("GET,HEAD") }
-        try requireServerAdmin(principal)
+    func schedulerJobs() -> Response {
         let iso = ISO8601DateFormatter()
         let jobs: [DocumentValue] = replications.tasks.running.map { task in
             var info = task.json
@@ -68,11 +55,5 @@ extension Handlers {
             ]
         }
         return HTTP.json(["total_rows": .int(Int64(jobs.count)), "offset": 0, "jobs": .array(jobs)])
-    }
-
-    func requireServerAdmin(_ principal: Principal) throws {
-        guard principal.isServerAdmin else {
-            throw CouchError.forbidden("This is for server admins; \(principal.description) is not one.")
-        }
     }
 }

@@ -5,11 +5,13 @@ import NIOCore
 import Logging
 import SyncNodeStore
 
-/// The CouchDB endpoints, dispatched on the path's segments:
-/// `/`, `/_x`, `/{keyspace}`, `/{keyspace}/_x`, `/{keyspace}/_local/{id}`,
-/// `/{keyspace}/{docid}` and `/{keyspace}/{docid}/{attachment}`.
+/// What answers each route of ``RouteTable/listener``: the CouchDB endpoints and the node's own.
 struct Handlers: Sendable {
     let config: ListenerConfiguration
+    /// Signs requests in; answers `/_session`.
+    let authentication: Authentication
+    /// Answers `/_node/redeem`.
+    let redemption: InvitationRedemption
     let replications: ServerReplications
     let compactions: Compactions
     let metrics: NodeMetrics
@@ -29,39 +31,6 @@ struct Handlers: Sendable {
 
     var directory: NodeDirectory { config.directory }
     var bodyLimit: Int { config.maxRequestBodySize }
-
-    /// `connection` is the request's, for work that stops when its client leaves (see ``ClientDeparture``).
-    func handle(_ request: Request, segments: [String], principal: Principal, connection: (any Channel)? = nil) async throws -> Response {
-        guard let first = segments.first else { return try welcome(request) }
-        if first.hasPrefix("_") {
-            return try await server(request, endpoint: first, rest: Array(segments.dropFirst()), principal: principal, connection: connection)
-        }
-        let keyspace = first
-        try authorize(request, keyspace: keyspace, rest: Array(segments.dropFirst()), principal: principal)
-        // What a collection's validator is told about who writes.
-        let author = WriteAuthor(name: principal.name, roles: principal.roles, origin: .client)
-        guard segments.count > 1 else { return try await database(request, keyspace: keyspace, author: author) }
-        let second = segments[1]
-        if second == "_local" {
-            guard segments.count > 2 else { throw CouchError.notFound() }
-            return try await localDocument(request, keyspace: keyspace, id: segments.dropFirst(2).joined(separator: "/"))
-        }
-        // `/{db}/_index/{ddoc}/json/{name}`, the ddoc with or without its `_design/`.
-        if second == "_index", segments.count >= 5, segments[segments.count - 2] == "json",
-           segments.count == 5 || (segments.count == 6 && segments[2] == "_design") {
-            return try deleteIndex(request, keyspace: keyspace, name: segments[segments.count - 1])
-        }
-        if second == "_security" {
-            guard segments.count == 2 else { throw CouchError.notFound() }
-            return try await security(request, keyspace: keyspace)
-        }
-        if second.hasPrefix("_") {
-            guard segments.count == 2 else { throw CouchError.notFound() }
-            return try await databaseEndpoint(request, keyspace: keyspace, endpoint: second, author: author, scope: principal.scope)
-        }
-        if segments.count == 2 { return try await document(request, keyspace: keyspace, id: second, author: author) }
-        return try await attachment(request, keyspace: keyspace, id: second, name: segments.dropFirst(2).joined(separator: "/"), author: author)
-    }
 
     // MARK: - Keyspaces
 
@@ -93,7 +62,4 @@ struct Handlers: Sendable {
         if config.readOnly { throw CouchError.forbidden("This node is read-only.") }
     }
 
-    static func methodNotAllowed(_ allowed: String) -> CouchError { .methodNotAllowed(allowed) }
-
-    static func isRead(_ request: Request) -> Bool { request.method == .get || request.method == .head }
 }

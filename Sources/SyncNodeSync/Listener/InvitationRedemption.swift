@@ -37,7 +37,6 @@ struct InvitationRedemption: Sendable {
     static let path = "/_node/redeem"
 
     func redeem(_ request: Request, context: ListenerContext) async throws -> Response {
-        guard request.method == .post else { throw CouchError.methodNotAllowed("POST") }
         guard let trust else {
             throw CouchError(status: 404, error: "not_found", reason: "This node admits no peers by certificate (it serves without authentication or without TLS): nothing to redeem.")
         }

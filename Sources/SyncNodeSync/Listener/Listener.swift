@@ -98,11 +98,10 @@ public final class Listener: Sendable {
             uuid: config.directory.uuid, name: config.console?.name, rateLimiter: rateLimiter, audit: config.auditLog,
             onAdmitted: config.onPeerAdmitted)
         let responder = ListenerResponder(
-            handlers: Handlers(config: config, replications: replications, compactions: compactions, metrics: metrics,
+            handlers: Handlers(config: config, authentication: authentication, redemption: redemption, replications: replications, compactions: compactions, metrics: metrics,
                                port: { [weak self] in self?.port }, status: { [weak self] in self?.status ?? ListenerStatus() },
                                tlsIdentity: { [weak self] in self?.tlsIdentity }, accessWatch: accessWatch,
                                answerBudget: AnswerBudget(capacity: config.answerMemoryBudget), logger: logger),
-            authentication: authentication, redemption: redemption,
             allowedOrigins: config.allowedOrigins, stats: stats, faultInjector: config.faultInjector, logger: logger)
         let stats = self.stats
         let limits = ConnectionLimits(total: config.maxConnections, perAddress: config.maxConnectionsPerAddress)

@@ -8,18 +8,19 @@ import NIOHTTP1
 import Synchronization
 import SyncNodeStore
 
-/// Answers every request: CORS, authentication, then dispatch on the path's
-/// (percent-decoded) segments, turning every error into CouchDB's JSON shape.
+/// Answers every request: CORS, then ``RouteTable/listener``'s route for the path's
+/// (percent-decoded) segments, signed in and authorized as the route's access says,
+/// turning every error into CouchDB's JSON shape.
 struct ListenerResponder: HTTPResponder {
     typealias Context = ListenerContext
 
     let handlers: Handlers
-    let authentication: Authentication
-    let redemption: InvitationRedemption
     let allowedOrigins: [String]
     let stats: ListenerStats
     let faultInjector: FaultInjector?
     let logger: Logger
+
+    private var authentication: Authentication { handlers.authentication }
 
     func respond(to request: Request, context: Context) async throws -> Response {
         // Active until the response is dropped: after its body (a feed, maybe) is written or has failed.
@@ -68,18 +69,28 @@ struct ListenerResponder: HTTPResponder {
         if let status = faultInjector?.status(request.method.rawValue, request.uri.path) {
             throw CouchError(status: status, error: "injected_fault", reason: "fault injected for testing")
         }
-        // The dashboard's files and logging in need no login.
-        if let page = try Dashboard.response(to: request) { return page }
-        if request.uri.path == "/_session" || request.uri.path == "/_session/" {
-            return try await authentication.session(request, context: context)
+        let segments = try RouteTable.segments(request.uri.path)
+        let (action, parameters): (Route.Action, [Route.Parameter: String])
+        switch RouteTable.listener.resolve(request.method, segments) {
+        case .notFound:
+            throw CouchError.notFound()
+        case .methodNotAllowed(let methods):
+            let allow = methods.map(\.rawValue).joined(separator: ",")
+            return HTTP.error(.methodNotAllowed(allow), headers: [.allow: methods.map(\.rawValue).joined(separator: ", ")])
+        case .found(_, let found, let captured):
+            (action, parameters) = (found, captured)
         }
-        if request.uri.path == InvitationRedemption.path { return try await redemption.redeem(request, context: context) }
+        if action.access == .open {
+            return try await action.handle(handlers, RoutedRequest(request: request, context: context, parameters: parameters, principal: Authentication.nobody.principal))
+        }
         let login = try await authentication.check(request, context: context)
-        let segments = try Self.segments(request.uri.path)
+        try handlers.authorize(action.access, keyspace: parameters[.keyspace], principal: login.principal)
+        if action.writes { try handlers.checkWritable() }
+        let routed = RoutedRequest(request: request, context: context, parameters: parameters, principal: login.principal)
         // The connection is known to the handler too: work only its client waits for can end when it leaves.
         var response = try await Authentication.$ofRequest.withValue(Authentication.CurrentPrincipal(login.current)) {
             try await ClientDeparture.$connection.withValue(context.channel) {
-                try await handlers.handle(request, segments: segments, principal: login.principal, connection: context.channel)
+                try await action.handle(handlers, routed)
             }
         }
         if let cookie = login.refreshedCookie { response.headers[.setCookie] = cookie }
@@ -88,28 +99,6 @@ struct ListenerResponder: HTTPResponder {
 
     static let requestedWith = HTTPField.Name("X-Requested-With")!
     static let contentTypeOptions = HTTPField.Name("X-Content-Type-Options")!
-
-    /// Splits the raw path on `/` and percent-decodes each segment, so `%2F`
-    /// inside a document ID stays part of it.
-    static func segments(_ path: String) throws -> [String] {
-        // One trailing slash is common (`/db/`); an empty segment elsewhere would shift the
-        // others into other meanings (`/db//etc/x` read as attachment `x` of document `etc`).
-        let trimmed = path.hasSuffix("/") ? path.dropLast() : Substring(path)
-        if trimmed.dropFirst().contains("//") || trimmed.hasPrefix("//") {
-            throw CouchError.badRequest("empty path segment in '\(path)'")
-        }
-        return try trimmed.split(separator: "/", omittingEmptySubsequences: true).map { raw in
-            // Clients and proxies resolve `.` and `..` before sending, so a raw one means another
-            // resource than the one written (`/db/../x` as document `..`); an ID spelled so is percent-encoded.
-            if raw == "." || raw == ".." {
-                throw CouchError.badRequest("'\(raw)' path segment in '\(path)': percent-encode it (%2E) when it is part of an ID")
-            }
-            guard let decoded = raw.removingPercentEncoding else {
-                throw CouchError.badRequest("invalid percent-encoding in path segment '\(raw)'")
-            }
-            return decoded
-        }
-    }
 
     /// A browser names the page that sends a write in `Origin`; one of another site could be
     /// riding on a signed-in user's cookie (a form that posts JSON as text/plain), so unsafe

@@ -8,10 +8,8 @@ import NIOCore
 /// ask for with curl.
 enum Dashboard {
     /// The answer to `GET /_utils...`; nil for a path that is not the dashboard's.
-    static func response(to request: Request) throws -> Response? {
+    static func response(to request: Request) throws -> Response {
         let path = request.uri.path
-        guard path == "/_utils" || path.hasPrefix("/_utils/") else { return nil }
-        guard request.method == .get || request.method == .head else { throw CouchError.methodNotAllowed("GET,HEAD") }
         if path == "/_utils" { return Response(status: .movedPermanently, headers: [.location: "/_utils/"]) }
         let file: (bytes: [UInt8], type: String)
         switch path.dropFirst("/_utils/".count) {
