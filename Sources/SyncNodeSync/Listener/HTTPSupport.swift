@@ -7,11 +7,23 @@ import NIOSSL
 import SyncNodeStore
 
 /// The per-request context: the client's address, for auth rate limiting, and its connection,
-/// for the certificate a peer signs in with.
+/// for the certificate a peer signs in with; then, as the middleware learns them, the route
+/// and who asks.
 struct ListenerContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     let remoteAddress: String
     let channel: any Channel
+    /// Set by ``RoutingMiddleware``.
+    var route: RouteMatch?
+    /// Set by ``AuthenticationMiddleware``; nobody on an open route.
+    var principal = Authentication.nobody.principal
+
+    /// A route of the table and what the path gave its parameters.
+    struct RouteMatch: Sendable {
+        let route: Route
+        let action: Route.Action
+        let parameters: [Route.Parameter: String]
+    }
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
