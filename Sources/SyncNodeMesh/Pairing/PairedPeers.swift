@@ -9,7 +9,7 @@ struct PairedPeers: Sendable {
     let file: URL
 
     init(directory: NodeDirectory) {
-        file = directory.url.appendingPathComponent(".node/paired-peers.json")
+        file = directory.home.pairedPeersFile
     }
 
     /// The saved pairing URLs; a file that cannot be read counts as none (the peers are still

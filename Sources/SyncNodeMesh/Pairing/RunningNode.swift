@@ -56,6 +56,6 @@ public struct RunningNode: Sendable, Equatable {
     }
 
     static func file(_ directory: NodeDirectory) -> URL {
-        directory.url.appendingPathComponent(".node/running.json")
+        directory.home.runningFile
     }
 }

@@ -82,7 +82,7 @@ public final class InvitationStore: Sendable {
 
     /// The store of `directory` (the file need not exist yet).
     public init(directory: NodeDirectory) {
-        file = directory.url.appendingPathComponent(".node/invitations.json")
+        file = directory.home.invitationsFile
     }
 
     /// Makes an invitation and returns it with its token (shown once, never stored).

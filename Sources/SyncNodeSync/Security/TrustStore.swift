@@ -81,7 +81,7 @@ public final class TrustStore: Sendable {
     /// - Throws: ``SyncError/invalidConfiguration(_:)`` naming the file and line when a line is not a
     ///   fingerprint, or when the file is not UTF-8 text.
     public init(directory: NodeDirectory, trusted: [String] = [], trustOnFirstUse: Bool = false) throws {
-        file = directory.url.appendingPathComponent(".node/trusted-peers")
+        file = directory.home.trustedPeersFile
         given = Set(trusted)
         firstUse = trustOnFirstUse
         state = Mutex(State())

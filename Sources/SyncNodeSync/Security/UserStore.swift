@@ -44,7 +44,7 @@ public final class UserStore: Sendable {
 
     /// The users file of a node directory.
     public convenience init(directory: NodeDirectory) {
-        self.init(file: directory.url.appendingPathComponent(".node/users.json"))
+        self.init(file: directory.home.usersFile)
     }
 
     /// A new random password: 18 random bytes as 24 base64url characters (nothing to escape

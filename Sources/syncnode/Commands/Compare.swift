@@ -29,7 +29,7 @@ struct Compare: AsyncParsableCommand {
         let keyspace = self.keyspace ?? [a, b].first(where: Self.isURL).flatMap { URL(string: $0)?.pathComponents.dropFirst().first }.flatMap { Keyspace($0) } ?? .defaultDatabase
         // Peers are asked with the certificate of a local node: a directory compared, else --dir's.
         let local = [a, b].first { !Self.isURL($0) }.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? syncnode.node.directoryURL
-        let identity = FileManager.default.fileExists(atPath: local.appendingPathComponent(".node").path)
+        let identity = FileManager.default.fileExists(atPath: NodeHome(directory: local).folder.path)
             ? try NodeDirectory(url: local).tlsIdentity() : nil
         var opened: [Database] = []
         var remotes: [RemoteDigest] = []

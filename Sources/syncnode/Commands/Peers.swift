@@ -23,7 +23,7 @@ struct Peers: AsyncParsableCommand {
 
     func run() async throws {
         // This node's own service is not a peer (when the data directory exists).
-        let own = try? String(contentsOf: node.directoryURL.appendingPathComponent(".node/uuid"), encoding: .utf8)
+        let own = try? String(contentsOf: NodeHome(directory: node.directoryURL).uuidFile, encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let unavailable = Mutex<String?>(nil)
         let browser = try Browser(

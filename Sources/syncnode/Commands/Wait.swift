@@ -33,7 +33,7 @@ struct Wait: AsyncParsableCommand {
         guard let running = RunningNode.read(directory: directory) else {
             throw CLIError.user("no node runs on \(directory.url.path): start `syncnode serve` there first")
         }
-        let credential = FileManager.default.fileExists(atPath: directory.url.appendingPathComponent(".node/credential.json").path)
+        let credential = FileManager.default.fileExists(atPath: directory.home.credentialFile.path)
             ? try directory.generatedCredential() : nil
         let check = SyncCheck(directory: directory, running: running, credential: credential, identity: try directory.tlsIdentity())
         defer { check.close() }
