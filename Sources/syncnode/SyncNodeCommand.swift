@@ -42,17 +42,12 @@ struct SyncNodeCommand: AsyncParsableCommand {
                 var command = command
                 try command.run()
             }
-        } catch let error as CLIError {
-            Output.error(error.message)
-            Foundation.exit(error.exitCode)
-        } catch let error as StoreError {
-            Output.error(error.description)
-            Foundation.exit(1)
         } catch {
             // A bare `syncnode` asks for help: print it.
             if exitCode(for: error) == .success { exit(withError: error) }
-            Output.error("\(error)")
-            Foundation.exit(1)
+            let reported = CLIError(error)
+            Output.error(reported.message)
+            Foundation.exit(reported.exitCode)
         }
     }
 }

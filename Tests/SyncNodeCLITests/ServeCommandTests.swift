@@ -33,6 +33,23 @@ import Testing
     }
 
 
+    /// `serve`'s exit code says what kind of failure stopped it: a port another node holds is
+    /// the network's (3); a data directory whose UUID file is damaged is the user's to mend (1),
+    /// with one line naming the file.
+    @Test func serveExitsWithTheCodeOfTheErrorsKind() throws {
+        let node = try ServeProcess(user: "u", password: "p", arguments: ["--no-advertise", "--no-browse"])
+        defer { _ = node.stop() }
+        let other = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-exit-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: other) }
+        let taken = try runCLI(["--dir", other.path, "serve", "--host", "127.0.0.1", "--port", "\(node.port)", "--no-advertise", "--no-browse"])
+        #expect(taken.status == 3, "\(taken.stderr)")
+
+        try Data("not a uuid".utf8).write(to: other.appendingPathComponent(".node/uuid"))
+        let damaged = try runCLI(["--dir", other.path, "serve", "--no-advertise", "--no-browse"])
+        #expect(damaged.status == 1, "\(damaged.stderr)")
+        #expect(damaged.stderr.contains(".node/uuid") && damaged.stderr.split(separator: "\n").count == 1, "\(damaged.stderr)")
+    }
+
     /// A browser page of an allowed origin may call the API with credentials (PouchDB with CORS);
     /// other origins get no CORS headers. curl sends the browser's preflight.
     @Test func serveAllowsTheCORSOriginsItIsGiven() throws {

@@ -176,12 +176,10 @@ struct Serve: AsyncParsableCommand {
             services: [.init(service: activities)], gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "syncnode.serve")))
         do {
             try await group.run()
-        } catch let error as CLIError {
-            directory.closeAll()
-            throw error
         } catch {
             directory.closeAll()
-            throw CLIError.network("\(error)")
+            // A port taken is a network failure (3); a damaged store or identity file is not.
+            throw CLIError(error)
         }
         directory.closeAll()
     }
