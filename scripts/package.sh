@@ -40,6 +40,10 @@ strip --strip-unneeded -o "$root/usr/bin/syncnode" "$bin"
 chmod 0755 "$root/usr/bin/syncnode"
 gzip -9n < "$manual" > "$root/usr/share/man/man1/syncnode.1.gz"
 gzip -9n < README.md > "$root/usr/share/doc/syncnode/README.md.gz"
+# The reference the guide points to (CLI, HTTP API, security, limits, operating).
+for page in CLI HTTP-API SECURITY LIMITS OPERATING; do
+  gzip -9n < "docs/$page.md" > "$root/usr/share/doc/syncnode/$page.md.gz"
+done
 "$bin" --generate-completion-script bash > "$root/usr/share/bash-completion/completions/syncnode"
 "$bin" --generate-completion-script zsh > "$root/usr/share/zsh/vendor-completions/_syncnode"
 "$bin" --generate-completion-script fish > "$root/usr/share/fish/vendor_completions.d/syncnode.fish"

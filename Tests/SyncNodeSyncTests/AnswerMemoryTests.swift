@@ -41,7 +41,7 @@ import Testing
             try collection.save(try MutableDocument(id: "doc\(i)", data: ["kind": "big", "text": text]))
         }
         // `_find` through an index: without one, SQLite's own JSON functions read every body to
-        // test the selector, and keep the last few parsed (see the limits in README).
+        // test the selector, and keep the last few parsed (see docs/LIMITS.md).
         try collection.createIndex(ValueIndexConfiguration(["kind"]), name: "kind")
         node.closeAll()
 

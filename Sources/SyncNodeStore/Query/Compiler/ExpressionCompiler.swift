@@ -1,6 +1,6 @@
 /// Compiles ``QueryExpression`` trees to ``SQLValue``s for one statement (or
 /// one index definition). The semantics it implements are documented in the
-/// README's query section; the differential test checks them against a
+/// SyncNodeStore tour's "Queries" (`Tour.md`); the differential test checks them against a
 /// reference evaluator.
 struct ExpressionCompiler {
     struct Source {

@@ -1,5 +1,5 @@
 /// A recursive-descent parser for the SELECT subset of SQL++ that the store
-/// runs (see the README's query section for the grammar). Errors name the
+/// runs (see "Queries" in the SyncNodeStore tour, `Tour.md`, for the grammar). Errors name the
 /// character position and what was expected there.
 struct SQLPPParser {
     private let tokens: [SQLPPLexer.Token]
