@@ -7,9 +7,9 @@ import Testing
 /// CouchDB-replication endpoint over Django models. It only makes `1-`
 /// revisions, has no attachments, no `_ensure_full_commit` and keeps
 /// PouchDB-shaped checkpoints: a basic stranger check.
-@Suite(.serialized) struct SofaInteropTests {
+@Suite(.serialized, Interop.pythonClients) struct SofaInteropTests {
     @Test func pullsFromAndPushesToDjangoSofa() async throws {
-        let python = try packageExecutable(".venv/bin/python")
+        let python = Interop.python
         let server = Process()
         server.executableURL = python
         server.arguments = [packageRoot.appendingPathComponent("Tests/interop/sofa_site/serve_sofa.py").path]

@@ -5,9 +5,9 @@ import Testing
 /// The hostile-input campaign (Tests/hostile/hostile_input.py) against a real `syncnode serve`
 /// over TLS: thousands of generated bad requests, slow clients, then checks for 5xx answers, hangs,
 /// RSS and the reference documents; all the while the node's mesh syncs with a tarpit.
-@Suite(.serialized) struct HostileInputTests {
+@Suite(.serialized, Interop.pythonClients) struct HostileInputTests {
     @Test func theNodeSurvivesTheHostileCampaign() async throws {
-        let python = try packageExecutable(".venv/bin/python")
+        let python = Interop.python
         let user = "hostile", password = "s3cret-Pass"
         let idleTimeout = 3
         // Its mesh keeps a replication with a peer that accepts connections and never answers,

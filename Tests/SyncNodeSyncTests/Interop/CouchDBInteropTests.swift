@@ -14,7 +14,7 @@ import Testing
 /// Needs `SYNCNODE_COUCHDB_URL` (for example `http://admin:secret@127.0.0.1:25984`,
 /// an admin's URL); `.ci/run` starts one. Without it these tests are skipped,
 /// and say so.
-@Suite(.serialized, .enabled(if: CouchDB.configured, "SYNCNODE_COUCHDB_URL is not set: CouchDB interoperability not tested"))
+@Suite(.serialized, Interop.couchDB)
 struct CouchDBInteropTests {
     /// Fills the node's database with what replication must carry: plain
     /// documents, an edited one, a deletion, a conflict, text and binary attachments.

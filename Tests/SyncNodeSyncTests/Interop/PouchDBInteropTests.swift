@@ -9,7 +9,7 @@ import Testing
 ///
 /// Needs `SYNCNODE_POUCHDB_DIR`: a folder with `load-pouchdb.js` and one
 /// folder of bundles per version (`.ci/run` points it at the reference peers).
-@Suite(.serialized, .enabled(if: PouchDB.directory != nil, "SYNCNODE_POUCHDB_DIR is not set: PouchDB interoperability not tested"))
+@Suite(.serialized, Interop.pouchDB)
 struct PouchDBInteropTests {
 
     @Test(arguments: ["9.0.0", "8.0.1", "7.3.1"])
@@ -65,9 +65,9 @@ extension PouchDBInteropTests {
     /// PouchDB 9 in headless Chromium (Debian's, driven by Playwright from `.venv`), on a page of
     /// another origin, syncs both ways with a `syncnode serve --cors-origin` process
     /// (Tests/interop/check_pouchdb_browser.py asserts what both sides hold).
-    @Test func pouchDBInChromiumSyncsWithANode() async throws {
+    @Test(Interop.pythonClients) func pouchDBInChromiumSyncsWithANode() async throws {
         let pouch = try #require(PouchDB.directory)
-        let python = try packageExecutable(".venv/bin/python")
+        let python = Interop.python
         let script = packageRoot.appendingPathComponent("Tests/interop/check_pouchdb_browser.py").path
         let syncnode = try syncnodeExecutable().path
         let (status, stdout, stderr) = try await ChildProcess.runDetached(python, [script, pouch, syncnode])

@@ -5,7 +5,7 @@ import Testing
 
 /// A node compared with a real CouchDB, which has no `_digest`: its `_changes` feed is read and
 /// the digest computed from it must match the node's own after CouchDB's replicator copied it.
-@Suite(.serialized, .enabled(if: CouchDB.configured, "SYNCNODE_COUCHDB_URL is not set: CouchDB interoperability not tested"))
+@Suite(.serialized, Interop.couchDB)
 struct CouchDBDigestTests {
     @Test func aNodeAndCouchDBCompareEqualThenDifferInOneDocument() async throws {
         let couch = try CouchDB()

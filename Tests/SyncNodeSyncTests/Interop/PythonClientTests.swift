@@ -5,7 +5,7 @@ import Testing
 
 /// Independent CouchDB clients from PyPI against a real `syncnode serve`
 /// process over HTTPS with Basic auth (scripts in Tests/interop).
-@Suite(.serialized) struct PythonClientTests {
+@Suite(.serialized, Interop.pythonClients) struct PythonClientTests {
     /// Runs a script to its end (killed after `timeout` seconds: a hung client must not hang
     /// the suite) and returns its exit status and everything it printed. It waits off Swift's
     /// cooperative threads: on 2 cores, a test blocked there for the campaign's minute left the
@@ -36,7 +36,7 @@ import Testing
 
     @Test(arguments: ["check_couchdb_python.py", "check_pycouchdb.py", "check_aiocouch.py"])
     func clientExercisesPass(_ script: String) async throws {
-        let python = try packageExecutable(".venv/bin/python")
+        let python = Interop.python
         // pycouchdb splits credentials out of the URL without decoding them, so it gets a plain password.
         let user = "tester", password = script == "check_pycouchdb.py" ? "plain-Pass_123" : "p@ss: wörd"
         let node = try ServeProcess(user: user, password: password)
@@ -57,7 +57,7 @@ import Testing
     /// prometheus_client's parser reads `/_node/_local/_prometheus`, and its counters move by
     /// exactly a known workload (Tests/interop/check_prometheus.py).
     @Test func prometheusParsesTheMetrics() async throws {
-        let python = try packageExecutable(".venv/bin/python")
+        let python = Interop.python
         let node = try ServeProcess(user: "ops", password: "metrics-pw", arguments: ["--no-advertise", "--no-browse", "--qr", "none"])
         let (status, text): (Int32, String)
         do {
@@ -76,7 +76,7 @@ import Testing
     /// run a query; each page photographed into .build/dashboard-screenshots
     /// (Tests/interop/check_dashboard.py).
     @Test func theDashboardWorksInABrowser() async throws {
-        let python = try packageExecutable(".venv/bin/python")
+        let python = Interop.python
         let shots = packageRoot.appendingPathComponent(".build/dashboard-screenshots").path
         let (status, text) = try await Self.runScript(
             python, [packageRoot.appendingPathComponent("Tests/interop/check_dashboard.py").path, try syncnodeExecutable().path, shots],
