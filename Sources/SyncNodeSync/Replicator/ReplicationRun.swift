@@ -13,7 +13,7 @@ struct ReplicationRun: Sendable {
     let replicator: Replicator
     let source: any ReplicationPeer
     let target: any ReplicationPeer
-    let isPush: Bool
+    let direction: ReplicationDirection
     let id: String
     let reset: Bool
 
@@ -43,7 +43,7 @@ struct ReplicationRun: Sendable {
             if sourceIsReadOnly { since = targetCheckpoint.sourceLastSequence }
         }
         var written = 0
-        replicator.logger.debug("replicating", metadata: ["direction": "\(isPush ? "push" : "pull")", "since": "\(since)"])
+        replicator.logger.debug("replicating", metadata: ["direction": "\(direction.rawValue)", "since": "\(since)"])
         let first = try await changes(since: since)
         var next = try await fetch(first)
         var nextChanges = try await changes(after: first)
@@ -59,11 +59,11 @@ struct ReplicationRun: Sendable {
             try await replicator.withRetries { try await target.saveCheckpoint(id, reached) }
             if !sourceIsReadOnly { sourceIsReadOnly = try await !saveSourceCheckpoint(reached) }
             replicator.update { $0.lastCheckpoint = reached.sourceLastSequence }
-            replicator.examined(isPush: isPush, upTo: since)
+            replicator.examined(direction, upTo: since)
             next = try await following
             nextChanges = try await afterThat
         }
-        replicator.examined(isPush: isPush, upTo: since)
+        replicator.examined(direction, upTo: since)
         return (written, since)
     }
 
@@ -117,7 +117,7 @@ struct ReplicationRun: Sendable {
             let asking = wanted
             docs = try await replicator.withRetries { try await source.fetch(asking) }
         }
-        if let filter = isPush ? config.pushFilter : config.pullFilter {
+        if let filter = direction == .push ? config.pushFilter : config.pullFilter {
             docs = try docs.filter { doc in
                 let document = Document(id: doc.id, revisionID: doc.rev, isDeleted: doc.deleted, values: try doc.bodyValues())
                 return filter(document, doc.deleted ? .deleted : [])
@@ -170,11 +170,11 @@ struct ReplicationRun: Sendable {
             }
             for (id, error) in stored.refused {
                 replicator.logger.warning("a document was not replicated", metadata: [
-                    "id": "\(id)", "reason": "\(error)", "direction": "\(isPush ? "push" : "pull")",
+                    "id": "\(id)", "reason": "\(error)", "direction": "\(direction.rawValue)",
                 ])
                 refusedIDs[id] = error
             }
-            if !isPush, let resolver = config.conflictResolver, !stored.branched.isEmpty {
+            if direction == .pull, let resolver = config.conflictResolver, !stored.branched.isEmpty {
                 var pulled: [String: Set<String>] = [:]
                 for doc in docs where stored.branched.contains(doc.id) {
                     pulled[doc.id, default: []].insert(doc.rev)
@@ -194,10 +194,13 @@ struct ReplicationRun: Sendable {
         replicator.update { status in
             status.progress.completed += batch.rows
             status.progress.total = max(status.progress.total, status.progress.completed + (batch.pending ?? 0))
-            if isPush { status.result.pushed += written } else { status.result.pulled += written }
+            switch direction {
+            case .push: status.result.pushed += written
+            case .pull: status.result.pulled += written
+            }
             status.result.failed += batch.docs.count - written
         }
-        replicator.report(isPush: isPush) {
+        replicator.report(direction) {
             batch.docs.map { doc in
                 ReplicatedDocument(
                     id: doc.id, revisionID: doc.rev, flags: doc.deleted ? .deleted : [],

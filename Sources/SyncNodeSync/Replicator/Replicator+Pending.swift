@@ -4,10 +4,13 @@ import SyncNodeStore
 /// What a replication has not moved yet: counts each way (``pendingChanges()``), digest roots
 /// compared (``digestsMatch()``), and the documents the next push would send (``pendingDocumentIDs()``).
 extension Replicator {
-    /// The source sequence `isPush`'s direction has examined up to; ``pendingChanges()`` counts from it.
-    func examined(isPush: Bool, upTo sequence: String) {
+    /// The source sequence `direction` has examined up to; ``pendingChanges()`` counts from it.
+    func examined(_ direction: ReplicationDirection, upTo sequence: String) {
         state.withLock { s in
-            if isPush { s.pushedUpTo = sequence } else { s.pulledUpTo = sequence }
+            switch direction {
+            case .push: s.pushedUpTo = sequence
+            case .pull: s.pulledUpTo = sequence
+            }
         }
     }
 
@@ -76,7 +79,7 @@ extension Replicator {
             remoteID = try await withPeer { remote in try await identity(of: remote) }
         }
         let local = LocalDatabase(collection: config.collection)
-        let checkpoint = try await local.checkpoint(replicationID(remoteID: remoteID ?? "", direction: "push"))
+        let checkpoint = try await local.checkpoint(replicationID(remoteID: remoteID ?? "", direction: .push))
         var since = checkpoint?.sourceLastSequence ?? "0"
         var pending = Set<String>()
         while true {

@@ -89,11 +89,11 @@ public final class Replicator: Sendable {
     }
 
     /// Reports a batch to document listeners; the batch is only built when someone listens.
-    func report(isPush: Bool, _ documents: () -> [ReplicatedDocument]) {
+    func report(_ direction: ReplicationDirection, _ documents: () -> [ReplicatedDocument]) {
         guard !documentListeners.isEmpty else { return }
         let batch = documents()
         guard !batch.isEmpty else { return }
-        documentListeners.emit(DocumentReplication(replicator: self, isPush: isPush, documents: batch))
+        documentListeners.emit(DocumentReplication(replicator: self, direction: direction, documents: batch))
     }
 
     // MARK: - Running
@@ -271,13 +271,13 @@ public final class Replicator: Sendable {
         var result = ReplicationResult()
         var remoteSince: String?
         if config.replicatorType != .push {
-            let run = ReplicationRun(replicator: self, source: remote, target: local, isPush: false,
-                                     id: replicationID(remoteID: remoteID, direction: "pull"), reset: reset)
+            let run = ReplicationRun(replicator: self, source: remote, target: local, direction: .pull,
+                                     id: replicationID(remoteID: remoteID, direction: .pull), reset: reset)
             (result.pulled, remoteSince) = try await run.run()
         }
         if config.replicatorType != .pull, state.withLock({ $0.pushRefusal == nil }) {
-            let run = ReplicationRun(replicator: self, source: local, target: remote, isPush: true,
-                                     id: replicationID(remoteID: remoteID, direction: "push"), reset: reset)
+            let run = ReplicationRun(replicator: self, source: local, target: remote, direction: .push,
+                                     id: replicationID(remoteID: remoteID, direction: .push), reset: reset)
             do {
                 result.pushed = try await run.run().written
             } catch let refusal as CouchError where refusal.status == 403 && config.replicatorType == .pushAndPull {
@@ -311,8 +311,8 @@ public final class Replicator: Sendable {
 
     /// The replication ID: SHA-1 over the local database UUID, the remote
     /// identity, the direction and the document filter.
-    func replicationID(remoteID: String, direction: String) -> String {
-        Self.hexDigest([config.collection.database.uuid, config.collection.fullName, remoteID, direction,
+    func replicationID(remoteID: String, direction: ReplicationDirection) -> String {
+        Self.hexDigest([config.collection.database.uuid, config.collection.fullName, remoteID, direction.rawValue,
                         (config.documentIDs ?? []).sorted().joined(separator: ",")])
     }
 

@@ -107,8 +107,10 @@ public struct ReplicatedDocument: Sendable {
 public struct DocumentReplication: Sendable {
     /// The replicator that moved the batch.
     public let replicator: Replicator
+    /// Which way the batch went.
+    public let direction: ReplicationDirection
     /// True for local revisions sent to the peer, false for the peer's received.
-    public let isPush: Bool
+    public var isPush: Bool { direction == .push }
     /// The documents of the batch, each with its error when the receiver refused it.
     public let documents: [ReplicatedDocument]
 }
