@@ -29,22 +29,10 @@ struct ReplicationRun: Sendable {
 
     /// Runs until caught up; returns the revisions written and the source sequence reached.
     func run() async throws -> (written: Int, since: String) {
-        let sourceCheckpoint = reset ? nil : try await replicator.withRetries { try await source.checkpoint(id) }
-        let targetCheckpoint = reset ? nil : try await replicator.withRetries { try await target.checkpoint(id) }
-        var since = ReplicationCheckpoint.agreedSequence(source: sourceCheckpoint, target: targetCheckpoint)
-        var checkpoint = ReplicationCheckpoint(
-            session: UUID().uuidString.lowercased(), sourceLastSequence: since, history: sourceCheckpoint?.history ?? [])
-        // A source that lets us read but not write (a reader in its _security) keeps no checkpoint:
-        // the target's alone says where to resume, as PouchDB does with read-only sources.
-        var sourceIsReadOnly = false
-        if sourceCheckpoint == nil, let targetCheckpoint {
-            // A checkpoint at the start, agreeing with nothing: if the source takes it, this run starts over.
-            sourceIsReadOnly = try await !saveSourceCheckpoint(ReplicationCheckpoint(session: checkpoint.session, sourceLastSequence: "0"))
-            if sourceIsReadOnly { since = targetCheckpoint.sourceLastSequence }
-        }
+        var checkpointer = try await Checkpointer(replicator: replicator, source: source, target: target, id: id, reset: reset)
         var written = 0
-        replicator.logger.debug("replicating", metadata: ["direction": "\(direction.rawValue)", "since": "\(since)"])
-        let first = try await changes(since: since)
+        replicator.logger.debug("replicating", metadata: ["direction": "\(direction.rawValue)", "since": "\(checkpointer.since)"])
+        let first = try await changes(since: checkpointer.since)
         var next = try await fetch(first)
         var nextChanges = try await changes(after: first)
         while let batch = next {
@@ -52,30 +40,13 @@ struct ReplicationRun: Sendable {
             async let following = fetch(upcoming)
             async let afterThat = changes(after: upcoming)
             written += try await write(batch)
-            since = batch.lastSeq
-            checkpoint = checkpoint.recording(since)
-            let reached = checkpoint
-            try await replicator.withRetries { try await target.ensureFullCommit() }
-            try await replicator.withRetries { try await target.saveCheckpoint(id, reached) }
-            if !sourceIsReadOnly { sourceIsReadOnly = try await !saveSourceCheckpoint(reached) }
-            replicator.update { $0.lastCheckpoint = reached.sourceLastSequence }
-            replicator.examined(direction, upTo: since)
+            try await checkpointer.reached(batch.lastSeq)
+            replicator.examined(direction, upTo: batch.lastSeq)
             next = try await following
             nextChanges = try await afterThat
         }
-        replicator.examined(direction, upTo: since)
-        return (written, since)
-    }
-
-    /// Saves the checkpoint on the source; false when the source refuses it (401/403).
-    private func saveSourceCheckpoint(_ checkpoint: ReplicationCheckpoint) async throws -> Bool {
-        do {
-            try await replicator.withRetries { try await source.saveCheckpoint(id, checkpoint) }
-            return true
-        } catch let refusal as CouchError where refusal.status == 401 || refusal.status == 403 {
-            replicator.logger.info("the source refuses checkpoints; resuming from the target's alone", metadata: ["reason": "\(refusal.reason)"])
-            return false
-        }
+        replicator.examined(direction, upTo: checkpointer.since)
+        return (written, checkpointer.since)
     }
 
     /// The page of the source's changes after `since`; nil when the feed has nothing more.
@@ -174,20 +145,9 @@ struct ReplicationRun: Sendable {
                 ])
                 refusedIDs[id] = error
             }
-            if direction == .pull, let resolver = config.conflictResolver, !stored.branched.isEmpty {
-                var pulled: [String: Set<String>] = [:]
-                for doc in docs where stored.branched.contains(doc.id) {
-                    pulled[doc.id, default: []].insert(doc.rev)
-                }
-                for (id, revs) in pulled {
-                    do {
-                        try resolver.resolveConflicts(of: id, pulled: revs, in: config.collection)
-                    } catch StoreError.conflict {
-                        // The document kept changing under the resolver: its revisions are stored, the
-                        // conflict stays for the app (`conflictingRevisions`); replication goes on.
-                        replicator.logger.warning("a conflict was left unresolved: the document kept changing", metadata: ["id": "\(id)"])
-                    }
-                }
+            if direction == .pull, let resolver = config.conflictResolver {
+                try ConflictStage(resolver: resolver, collection: config.collection, logger: replicator.logger)
+                    .resolve(pulled: docs, branched: stored.branched)
             }
         }
         let written = batch.docs.count - batch.docs.filter { refusedIDs[$0.id] != nil }.count
