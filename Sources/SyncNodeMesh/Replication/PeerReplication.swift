@@ -53,7 +53,7 @@ final class PeerReplication: Sendable {
                 return count
             }
             Task {
-                try? await Task.sleep(for: .seconds(min(30, 1 << min(attempt, 5))))
+                try? await Task.sleep(for: RetryPolicy.meshRestart.delay(afterFailures: attempt))
                 if !stopped.isSet { replicator.start() }
             }
         }

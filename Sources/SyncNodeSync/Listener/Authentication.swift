@@ -179,8 +179,8 @@ struct Authentication: Sendable {
 }
 
 /// Slows down password guessing: past `limit` failures within a minute for
-/// one (address, user name), each further attempt for them waits first, 100 ms
-/// doubling per failure up to 5 s. A right password is never refused (someone
+/// one (address, user name), each further attempt for them waits first, as
+/// ``RetryPolicy/passwordGuessing`` says (100 ms doubling per failure up to 5 s). A right password is never refused (someone
 /// else's failures behind the same NAT cannot lock a user out) and clears the count.
 final class AuthRateLimiter: Sendable {
     private let failures = Mutex<[String: (count: Int, since: ContinuousClock.Instant)]>([:])
@@ -212,9 +212,8 @@ final class AuthRateLimiter: Sendable {
             f[key] = nil
             return .zero
         }
-        let excess = entry.count - limit
-        guard excess >= 0 else { return .zero }
-        return min(.milliseconds(100) * (1 << min(excess, 10)), .seconds(5))
+        // The limit-th failure already earns the first wait.
+        return RetryPolicy.passwordGuessing.delay(afterFailures: entry.count - limit + 1)
     }
 
     func recordFailure(address: String, user: String) {

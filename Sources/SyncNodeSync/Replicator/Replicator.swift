@@ -179,7 +179,7 @@ public final class Replicator: Sendable {
         let signal = ChangeSignal()
         let token = config.collection.addChangeListener { _ in signal.fire() }
         defer { token.remove() }
-        var backoff = Backoff(maximum: config.maxAttemptWaitTime)
+        var backoff = Backoff(config.retryPolicy)
         var reset = reset
         defer {
             update {
@@ -340,7 +340,7 @@ public final class Replicator: Sendable {
     /// Retries transient failures with exponential backoff, showing `offline` while waiting.
     func withRetries<T: Sendable>(_ operation: @Sendable () async throws -> T) async throws -> T {
         var attempt = 1
-        var backoff = Backoff(maximum: config.maxAttemptWaitTime)
+        var backoff = Backoff(config.retryPolicy)
         let started = ContinuousClock.now
         while true {
             do {

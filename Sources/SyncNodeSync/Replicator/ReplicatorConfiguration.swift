@@ -115,6 +115,8 @@ public struct ReplicatorConfiguration: Sendable {
     public var maxRetryDuration: Duration = .seconds(60)
     /// The longest wait between attempts.
     public var maxAttemptWaitTime: Duration = .seconds(300)
+    /// The waits between attempts: 0.2 s, doubling, at most ``maxAttemptWaitTime``.
+    public var retryPolicy: RetryPolicy { RetryPolicy(first: .milliseconds(200), maximum: maxAttemptWaitTime) }
     /// How long a continuous pull's long poll waits for a remote change before asking again;
     /// kept 5 s under ``readTimeout`` (the long poll is silent that long).
     public var heartbeat: Duration = .seconds(25)
