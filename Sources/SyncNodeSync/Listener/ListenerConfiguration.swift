@@ -125,10 +125,10 @@ public struct ListenerConfiguration: Sendable {
     public var maxConnections: Int
     /// Connections open at once from one client address (503 beyond).
     public var maxConnectionsPerAddress: Int
-    /// How long, in seconds, an `AuthSession` cookie from `POST /_session`
-    /// authenticates (CouchDB's default, 600). A client that keeps using it
-    /// gets a fresh one after a tenth of that.
-    public var sessionTimeout: Int
+    /// How long an `AuthSession` cookie from `POST /_session` authenticates (CouchDB's
+    /// default, 10 minutes; counted in whole seconds). A client that keeps using it gets a
+    /// fresh one after a tenth of that.
+    public var sessionTimeout: Duration
     /// The keyspaces `GET /_node/keyspaces` may list (a mesh node's shared ones); nil lists every
     /// keyspace the asker may read. It narrows what peers sync on their own, not what clients
     /// may read (that is `_security`'s).
@@ -156,7 +156,7 @@ public struct ListenerConfiguration: Sendable {
         readOnly: Bool = false, allowedOrigins: [String] = [],
         trustedPeers: TrustStore? = nil, onUntrustedPeer: (@Sendable (_ fingerprint: String, _ address: String) -> Void)? = nil,
         maxRequestBodySize: Int = 64 << 20, maxAttachmentSize: Int = 16 << 30,
-        idleTimeout: Duration = .seconds(60), authFailuresPerMinute: Int = 10, sessionTimeout: Int = 600,
+        idleTimeout: Duration = .seconds(60), authFailuresPerMinute: Int = 10, sessionTimeout: Duration = .seconds(600),
         maxConnections: Int = 2048, maxConnectionsPerAddress: Int = 256
     ) {
         self.directory = directory

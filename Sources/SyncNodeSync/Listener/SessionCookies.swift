@@ -17,12 +17,13 @@ struct SessionCookies: Sendable {
     static let name = "AuthSession"
 
     private let key: SymmetricKey
-    /// How long a cookie authenticates (CouchDB's default: 600 s).
+    /// How long a cookie authenticates (CouchDB's default: 600 s), in whole seconds: cookies
+    /// and `Max-Age` count in them.
     let timeout: Int
 
-    init(secret: Data, timeout: Int) {
+    init(secret: Data, timeout: Duration) {
         key = SymmetricKey(data: secret)
-        self.timeout = timeout
+        self.timeout = max(1, Int(timeout.components.seconds))
     }
 
     /// The cookie value for `user`, issued at `now`; `userKey` (the authenticator's

@@ -80,7 +80,7 @@ import X509
     }
 
     @Test func sessionCookiesExpireRefreshAndEndWithTheirUser() throws {
-        let cookies = SessionCookies(secret: Data(repeating: 7, count: 32), timeout: 600)
+        let cookies = SessionCookies(secret: Data(repeating: 7, count: 32), timeout: .seconds(600))
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         let users = ListenerAuthenticator.users(["ann:x": "pw"])
         let value = cookies.value(user: "ann:x", userKey: users.sessionKey("ann:x") ?? [], now: start)
@@ -90,7 +90,7 @@ import X509
         #expect(!cookies.needsRefresh(issued: start, now: start.addingTimeInterval(30)))
         #expect(cookies.needsRefresh(issued: start, now: start.addingTimeInterval(61)))
         // Another node's secret, a new password or a removed user: the cookie no longer verifies.
-        #expect(SessionCookies(secret: Data(repeating: 8, count: 32), timeout: 600).verify(value, now: start, userKey: users.sessionKey) == nil)
+        #expect(SessionCookies(secret: Data(repeating: 8, count: 32), timeout: .seconds(600)).verify(value, now: start, userKey: users.sessionKey) == nil)
         #expect(cookies.verify(value, now: start, userKey: ListenerAuthenticator.users(["ann:x": "new"]).sessionKey) == nil)
         #expect(cookies.verify(value, now: start, userKey: ListenerAuthenticator.users(["bob": "pw"]).sessionKey) == nil)
     }
