@@ -22,6 +22,38 @@ import Testing
         #expect(throws: StoreError.self) { try Database.delete(name: "db", directory: dir.url) }
     }
 
+    /// SQLite's errors keep their result code: a full disk (here: the file held to its size) is
+    /// `SQLITE_FULL` with what to do, and the save it refused leaves nothing half-written; a
+    /// file that is not a database is `SQLITE_NOTADB`.
+    @Test func sqliteErrorsKeepTheirResultCodes() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        let c = try db.defaultCollection()
+        try c.save(MutableDocument(id: "kept", data: ["n": 1]))
+        let pages = try #require(try db.pool.write { try Int.fetchOne($0, sql: "PRAGMA page_count") })
+        try db.pool.write { try $0.execute(sql: "PRAGMA max_page_count = \(pages)") }
+        let big = try MutableDocument(id: "big", data: ["text": String(repeating: "x", count: 1 << 20)])
+        do {
+            try c.save(big)
+            Issue.record("a save past the file's size limit succeeded")
+        } catch StoreError.sqlite(let code, _) {
+            #expect(code & 0xff == 13, "result code \(code)")
+        }
+        #expect(try c.document(id: "big") == nil && c.document(id: "kept") != nil)
+        #expect(StoreError.sqlite(code: 13, message: "x").description.contains("the disk is full"))
+        try db.close()
+
+        let file = dir.url.appendingPathComponent("junk.syncnode/db.sqlite3")
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(repeating: 0x41, count: 4096).write(to: file)
+        do {
+            _ = try Database(name: "junk", config: DatabaseConfiguration(directory: dir.url))
+            Issue.record("a file that is not a database opened")
+        } catch StoreError.sqlite(let code, let message) {
+            #expect(code & 0xff == 26 && message.contains("junk.syncnode"), "\(code) \(message)")
+        }
+    }
+
     /// The log is copied into the database file by the checkpointer beside the writer: it stays
     /// small while commits go on, even past a reader's old snapshot, and nothing is lost.
     /// Opens the database in `dir` again: it holds `count` documents and passes SQLite's integrity check.

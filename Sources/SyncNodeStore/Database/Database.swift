@@ -123,7 +123,7 @@ public final class Database: Sendable {
             let stored = try pool.read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'revs_limit'") }
             state.withLock { $0.revsLimit = stored.flatMap(Int.init) }
         } catch let error as DatabaseError {
-            throw StoreError.storage("opening \(path.path): \(error.message ?? error.description)")
+            throw StoreError.sqlite(code: error.extendedResultCode.rawValue, message: "opening \(path.path): \(error.message ?? error.description)")
         }
         logger.debug("opened database", metadata: ["name": "\(name)", "path": "\(path.path)"])
         expiry.start(database: self)
@@ -358,7 +358,7 @@ public final class Database: Sendable {
             if error.resultCode == .SQLITE_MISUSE || state.withLock({ $0.isClosed }) {
                 throw StoreError.databaseClosed(name)
             }
-            throw StoreError.storage(error.message ?? error.description)
+            throw StoreError.sqlite(code: error.extendedResultCode.rawValue, message: error.message ?? error.description)
         }
     }
 }

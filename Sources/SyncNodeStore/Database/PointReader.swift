@@ -62,8 +62,9 @@ final class PointReader: Sendable {
             let flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
             guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK, let handle else {
                 let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+                let code = handle.map { sqlite3_extended_errcode($0) } ?? SQLITE_NOMEM
                 sqlite3_close(handle)
-                throw StoreError.storage("opening \(path) for reading: \(message)")
+                throw StoreError.sqlite(code: code, message: "opening \(path) for reading: \(message)")
             }
             sqlite3_busy_timeout(handle, Int32(Database.busyTimeout * 1000))
         }
@@ -71,8 +72,9 @@ final class PointReader: Sendable {
         func statement(_ sql: String) throws -> SQLiteStatement {
             if let cached = statements[sql] { return cached }
             var raw: OpaquePointer?
-            guard let handle, sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil) == SQLITE_OK, let raw else {
-                throw StoreError.storage("preparing \(sql): \(handle.map { String(cString: sqlite3_errmsg($0)) } ?? "closed")")
+            guard let handle else { throw StoreError.sqlite(code: SQLITE_MISUSE, message: "preparing \(sql): the connection is closed") }
+            guard sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil) == SQLITE_OK, let raw else {
+                throw StoreError.sqlite(code: sqlite3_extended_errcode(handle), message: "preparing \(sql): \(String(cString: sqlite3_errmsg(handle)))")
             }
             let statement = SQLiteStatement(raw)
             statements[sql] = statement
@@ -148,7 +150,8 @@ struct SQLiteStatement {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
         default:
-            throw StoreError.storage(String(cString: sqlite3_errmsg(sqlite3_db_handle(handle))))
+            let db = sqlite3_db_handle(handle)
+            throw StoreError.sqlite(code: sqlite3_extended_errcode(db), message: String(cString: sqlite3_errmsg(db)))
         }
     }
 

@@ -51,8 +51,14 @@ public enum StoreError: Error, Sendable, Equatable {
     case rejected(documentID: String, reason: String)
     /// A file-system operation failed (blobs, database directories).
     case io(String)
-    /// SQLite reported an error.
+    /// The database's contents are not what the store wrote: a row, a revision tree or a
+    /// digest it cannot read.
     case storage(String)
+    /// SQLite reported an error: `code` is its extended result code (`SQLITE_FULL` is 13, a
+    /// full disk; `SQLITE_BUSY` 5 and `SQLITE_LOCKED` 6, another connection holding the database
+    /// too long; `SQLITE_CORRUPT` 11 and `SQLITE_NOTADB` 26, a damaged file), `message` what it
+    /// said and about what.
+    case sqlite(code: Int32, message: String)
     /// A query or index definition is malformed (a SQL++ syntax error names
     /// the position and what was expected) or cannot run.
     case invalidQuery(String)
@@ -93,9 +99,20 @@ extension StoreError: CustomStringConvertible, LocalizedError {
         case .rejected(let id, let reason): return "document '\(id)' was rejected by the collection's validator: \(reason)"
         case .io(let r): return "I/O error: \(r)"
         case .storage(let r): return "storage error: \(r)"
+        case .sqlite(let code, let message): return "SQLite error \(code): \(message)\(Self.advice(code))"
         case .invalidQuery(let r): return "invalid query: \(r)"
         case .decodingFailed(let type, let id, let path, let reason):
             return "cannot decode \(type) from \(id.map { "document '\($0)'" } ?? "a query row") at \(path): \(reason)"
+        }
+    }
+
+    /// What to do about an SQLite result code, when there is something to say.
+    private static func advice(_ code: Int32) -> String {
+        switch code & 0xff {
+        case 13: return " (the disk is full: free space, then try again; nothing was written)"
+        case 5, 6: return " (the database stayed busy: another process holds it; try again)"
+        case 11, 26: return " (the file is damaged: restore it from a backup, or let peers fill a new one)"
+        default: return ""
         }
     }
 

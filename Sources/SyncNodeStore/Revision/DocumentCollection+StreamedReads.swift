@@ -131,9 +131,9 @@ extension DocumentCollection {
     private static func readBody(_ db: GRDB.Database, table: String, rowid: Int64, maxSize: Int) throws -> RevisionBody {
         var blob: OpaquePointer?
         guard sqlite3_blob_open(db.sqliteConnection, "main", table, "body", rowid, 0, &blob) == SQLITE_OK, let blob else {
-            let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
+            let (code, message) = (sqlite3_extended_errcode(db.sqliteConnection), String(cString: sqlite3_errmsg(db.sqliteConnection)))
             sqlite3_blob_close(blob)
-            throw StoreError.storage("cannot open a document body: \(message)")
+            throw StoreError.sqlite(code: code, message: "cannot open a document body: \(message)")
         }
         defer { sqlite3_blob_close(blob) }
         let size = Int(sqlite3_blob_bytes(blob))
@@ -145,7 +145,7 @@ extension DocumentCollection {
             return status == SQLITE_OK ? size : 0
         }
         guard status == SQLITE_OK else {
-            throw StoreError.storage("cannot read a document body: \(String(cString: sqlite3_errmsg(db.sqliteConnection)))")
+            throw StoreError.sqlite(code: sqlite3_extended_errcode(db.sqliteConnection), message: "cannot read a document body: \(String(cString: sqlite3_errmsg(db.sqliteConnection)))")
         }
         return .text(text)
     }
