@@ -29,23 +29,7 @@ public final class MeshNode: Sendable {
     let replications: PeerReplications
     private let console: MeshConsole
     /// Shared with the console's and listener's callbacks, made before the node is whole.
-    private let running: RunningState
-
-    private final class RunningState: Sendable {
-        private let state = Mutex<(running: Running?, starting: Bool)>((nil, false))
-        func withLock<T>(_ body: (inout Running?) -> T) -> T { state.withLock { body(&$0.running) } }
-
-        /// Claims the start: false while the node runs or another start is under way.
-        func claimStart() -> Bool {
-            state.withLock { s in
-                guard s.running == nil, !s.starting else { return false }
-                s.starting = true
-                return true
-            }
-        }
-
-        func endStart() { state.withLock { $0.starting = false } }
-    }
+    private let running: ServiceState<Running>
 
     private struct Running: Sendable {
         var node: RunningNode
@@ -63,7 +47,7 @@ public final class MeshNode: Sendable {
         var listenerConfig = configuration.listener
         listenerConfig.directory = configuration.directory
         replications = PeerReplications(configuration: configuration, board: board)
-        let running = RunningState()
+        let running = ServiceState<Running>()
         self.running = running
         console = MeshConsole(configuration: configuration, board: board, replications: replications, pair: { [configuration, replications] url in
             try await Self.pair(with: url, configuration: configuration, replications: replications, port: running.withLock { $0?.node.port })
@@ -332,7 +316,7 @@ public final class MeshNode: Sendable {
     /// Stops syncing, advertising and browsing, then the listener (requests in flight
     /// finish). Replications end after the batch in flight, their checkpoints saved.
     public func stop() async {
-        guard let state = running.withLock({ r in defer { r = nil }; return r }) else { return }
+        guard let state = running.takeForStop() else { return }
         RunningNode.remove(directory: configuration.directory)
         listener.removeAccessChangeAction(state.rechecking)
         console.started(nil)

@@ -28,13 +28,14 @@ public final class Listener: Sendable {
     private let metrics = NodeMetrics()
     /// Tells feeds, jobs and the mesh that who may do what changed.
     let accessWatch: AccessWatch
-    private let state = Mutex<State>(State())
+    private let running = ServiceState<Running>()
 
-    private struct State {
-        var port: Int?
-        var identity: TLSIdentity?
-        var group: ServiceGroup?
-        var task: Task<Void, Error>?
+    /// What a started listener holds.
+    private struct Running: Sendable {
+        let port: Int
+        let identity: TLSIdentity?
+        let group: ServiceGroup
+        let task: Task<Void, Error>
     }
 
     /// A listener for `config`; nothing is bound or read until ``start()``.
@@ -60,10 +61,10 @@ public final class Listener: Sendable {
     }
 
     /// The bound port once started.
-    public var port: Int? { state.withLock { $0.port } }
+    public var port: Int? { running.withLock { $0?.port } }
 
     /// The TLS identity in use (nil with TLS disabled or before start).
-    public var tlsIdentity: TLSIdentity? { state.withLock { $0.identity } }
+    public var tlsIdentity: TLSIdentity? { running.withLock { $0?.identity } }
 
     /// Connections and requests open now and since start, and response body bytes sent.
     public var status: ListenerStatus { stats.snapshot }
@@ -84,7 +85,9 @@ public final class Listener: Sendable {
     ///   session secret cannot be written; NIOSSL's error when the identity's certificate or key is unusable
     ///   for TLS.
     public func start() async throws {
-        guard state.withLock({ $0.task == nil }) else { return }
+        // Two starts at once would bind twice: the second returns at once.
+        guard running.claimStart() else { return }
+        defer { running.endStart() }
         let identity = config.disableTLS ? nil : try (config.tlsIdentity ?? config.directory.tlsIdentity())
         let rateLimiter = AuthRateLimiter(limit: config.authFailuresPerMinute)
         let authentication = Authentication(
@@ -156,24 +159,16 @@ public final class Listener: Sendable {
             }
             throw SyncError.listenerFailed("the server stopped before listening")
         }
-        state.withLock { s in
-            s.port = port
-            s.identity = identity
-            s.group = group
-            s.task = task
-        }
+        running.withLock { $0 = Running(port: port, identity: identity, group: group, task: task) }
         logger.info("listening", metadata: ["port": "\(port)", "tls": "\(identity != nil)"])
     }
 
     /// Stops gracefully: no new connections; requests in flight finish; open feeds end.
     public func stop() async {
-        let (group, task) = state.withLock { s in
-            defer { s.group = nil; s.task = nil; s.port = nil }
-            return (s.group, s.task)
-        }
+        let stopping = running.takeForStop()
         await replications.stopAll()
-        await group?.triggerGracefulShutdown()
-        _ = try? await task?.value
+        await stopping?.group.triggerGracefulShutdown()
+        _ = try? await stopping?.task.value
         metrics.stop()
     }
 }

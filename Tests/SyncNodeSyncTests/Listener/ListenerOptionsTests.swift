@@ -32,6 +32,30 @@ import Testing
         }
     }
 
+    /// Two starts at once bind once (on a fixed port, a second bind would fail), and a stop
+    /// frees the port for the next listener: nothing of the first is left serving.
+    @Test func concurrentStartsBindOnceAndStopFreesThePort() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-starts-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let node = try NodeDirectory(url: dir)
+        defer { node.closeAll() }
+        let probe = Listener(config: ListenerConfiguration(directory: node, host: "127.0.0.1", disableTLS: true))
+        try await probe.start()
+        let port = try #require(probe.port)
+        await probe.stop()
+        let listener = Listener(config: ListenerConfiguration(directory: node, port: port, host: "127.0.0.1", disableTLS: true))
+        async let first: Void = listener.start()
+        async let second: Void = listener.start()
+        _ = try await (first, second)
+        #expect(listener.port == port)
+        await listener.stop()
+        #expect(listener.port == nil)
+        let next = Listener(config: ListenerConfiguration(directory: node, port: port, host: "127.0.0.1", disableTLS: true))
+        try await next.start()
+        #expect(next.port == port)
+        await next.stop()
+    }
+
     @Test func corsReadOnlyAndBodyLimit() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-options-\(UUID().uuidString)")
         let node = try NodeDirectory(url: dir)
