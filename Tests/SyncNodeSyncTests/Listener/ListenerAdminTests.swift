@@ -9,9 +9,9 @@ import Testing
 /// The endpoints an operator and the dashboard use: CouchDB's maintenance and task shapes,
 /// `/_node/...`, the metrics and the dashboard's files.
 @Suite struct ListenerAdminTests {
-    /// Polls `condition` for up to 15 s.
+    /// Polls `condition` for up to 60 s (a loaded machine takes its time; a pass returns at once).
     static func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now.advanced(by: .seconds(15))
+        let deadline = ContinuousClock.now.advanced(by: .seconds(60))
         while ContinuousClock.now < deadline {
             if try await condition() { return true }
             try await Task.sleep(for: .milliseconds(100))
