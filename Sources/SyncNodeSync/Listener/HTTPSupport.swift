@@ -23,6 +23,8 @@ struct ListenerContext: RequestContext {
         let route: Route
         let action: Route.Action
         let parameters: [Route.Parameter: String]
+        /// `{db}`, parsed once.
+        let keyspace: Keyspace?
     }
 
     init(source: ApplicationRequestContextSource) {

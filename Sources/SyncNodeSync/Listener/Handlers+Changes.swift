@@ -31,7 +31,7 @@ extension Handlers {
         let token = collection.addChangeListener { _ in signal.fire() }
         // A waiting feed outlives its request's sign-in check: it wakes when access changes, and
         // ends when its asker may read this keyspace no more.
-        let revocation = FeedRevocation(handlers: self, current: Authentication.ofRequest?.current, keyspace: Keyspace(collection).name, signal: signal)
+        let revocation = FeedRevocation(handlers: self, current: Authentication.ofRequest?.current, keyspace: Keyspace(collection), signal: signal)
         switch spec.feed {
         case .normal, .longpoll:
             defer {
@@ -308,11 +308,11 @@ extension Handlers {
 final class FeedRevocation: Sendable {
     private let handlers: Handlers
     private let current: (@Sendable () -> Principal?)?
-    private let keyspace: String
+    private let keyspace: Keyspace
     private let token: Int
     private let checked: Mutex<Int>
 
-    init(handlers: Handlers, current: (@Sendable () -> Principal?)?, keyspace: String, signal: ChangeSignal) {
+    init(handlers: Handlers, current: (@Sendable () -> Principal?)?, keyspace: Keyspace, signal: ChangeSignal) {
         self.handlers = handlers
         self.current = current
         self.keyspace = keyspace

@@ -6,14 +6,14 @@ import SyncNodeStore
 
 extension Handlers {
     /// `GET /{db}`: the collection's counts, sequence and sizes.
-    func databaseInfo(_ keyspace: String) throws -> Response {
+    func databaseInfo(_ keyspace: Keyspace) throws -> Response {
         let c = try collection(keyspace)
         let seq = try c.lastSequence()
         let count = try c.count
         // The file alone: clients ask this often, and the blob files would all be listed.
         let size = c.database.size(countingBlobs: false).file
         return HTTP.json([
-            "db_name": .string(keyspace), "doc_count": .int(Int64(count)), "doc_del_count": .int(Int64(try c.deletedCount())),
+            "db_name": .string(keyspace.name), "doc_count": .int(Int64(count)), "doc_del_count": .int(Int64(try c.deletedCount())),
             "update_seq": .int(seq), "committed_update_seq": .int(seq), "purge_seq": 0,
             "instance_start_time": "0", "compact_running": .bool(compactions.isRunning(c.database.name)), "disk_format_version": 8,
             "sizes": ["file": .int(Int64(size)), "external": .int(Int64(size)), "active": .int(Int64(size))],
@@ -22,8 +22,8 @@ extension Handlers {
     }
 
     /// `PUT /{db}`: a new database, or a new collection of one (`db.scope.collection`).
-    func createDatabase(_ keyspace: String) throws -> Response {
-        let (name, scope, collectionName) = try Self.parse(keyspace: keyspace)
+    func createDatabase(_ keyspace: Keyspace) throws -> Response {
+        let (name, scope, collectionName) = (keyspace.database, keyspace.scope, keyspace.collection)
         guard config.databases == nil || isServed(name) else { throw CouchError.forbidden("This node serves a fixed list of databases.") }
         // Every name is checked before anything is made: a refused collection must not leave its database behind.
         try Names.validateDatabase(name)
@@ -38,12 +38,12 @@ extension Handlers {
         }
         guard let db = try directory.database(name, create: true) else { throw CouchError.notFound() }
         if let scope, let collectionName { try db.createCollection(name: collectionName, scope: scope) }
-        return HTTP.json(HTTP.ok, status: .created, headers: [.location: "/\(keyspace)"])
+        return HTTP.json(HTTP.ok, status: .created, headers: [.location: "/\(keyspace.name)"])
     }
 
     /// `DELETE /{db}`: the database, or one collection of it.
-    func deleteDatabase(_ keyspace: String) throws -> Response {
-        let (name, scope, collectionName) = try Self.parse(keyspace: keyspace)
+    func deleteDatabase(_ keyspace: Keyspace) throws -> Response {
+        let (name, scope, collectionName) = (keyspace.database, keyspace.scope, keyspace.collection)
         guard config.databases == nil else { throw CouchError.forbidden("This node serves a fixed list of databases.") }
         guard let db = try directory.database(name) else { throw CouchError.notFound("Database does not exist.") }
         if let scope, let collectionName {
@@ -62,7 +62,7 @@ extension Handlers {
         let id = try revision.decoded().id ?? WireID.random()
         let rev = try save(revision, id: id, in: c, author: routed.author)
         return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created,
-                         headers: [.eTag: "\"\(rev)\"", .location: "/\(keyspace)/\(id)"])
+                         headers: [.eTag: "\"\(rev)\"", .location: "/\(keyspace.name)/\(id)"])
     }
 
     /// `POST /{db}/_compact`: 202, compacting in the background.
@@ -125,7 +125,7 @@ extension Handlers {
             let forbidden = CouchError.forbidden("This peer may reach \(scope); the query reads a collection outside it (or one that does not exist).")
             let read: [DocumentCollection]
             do { read = try query.collections() } catch StoreError.invalidQuery { throw forbidden }
-            guard read.allSatisfy({ scope.allows(keyspace: Keyspace($0).description) }) else { throw forbidden }
+            guard read.allSatisfy({ scope.allows(Keyspace($0)) }) else { throw forbidden }
         }
         query.parameters = Parameters(parameters)
         // Run before the 200 goes out: a query that fails is answered with its error.

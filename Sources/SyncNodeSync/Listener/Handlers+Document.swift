@@ -39,7 +39,7 @@ extension Handlers {
         }
         let rev = try save(revision, id: id, in: c, author: routed.author)
         return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created,
-                         headers: [.eTag: "\"\(rev)\"", .location: "/\(keyspace)/\(id)"])
+                         headers: [.eTag: "\"\(rev)\"", .location: "/\(keyspace.name)/\(id)"])
     }
 
     /// `DELETE /{db}/{doc}?rev=`: a tombstone on that revision.

@@ -13,8 +13,8 @@ extension Handlers {
         // A peer may sync its scope, not make this node reach out to any URL it names.
         if principal.isPeer { throw CouchError.forbidden("Peers may not start replications here; \(principal.description) signed in by certificate.") }
         let body = try await request.jsonObject(limit: bodyLimit)
-        let source = local(try Self.endpoint(body["source"], name: "source"))
-        let target = local(try Self.endpoint(body["target"], name: "target"))
+        let source = try local(Self.endpoint(body["source"], name: "source"))
+        let target = try local(Self.endpoint(body["target"], name: "target"))
         let continuous = body["continuous"] == .bool(true)
         var timeoutMilliseconds: Int64 = 30_000
         if let given = body["connection_timeout"] {
@@ -34,15 +34,15 @@ extension Handlers {
         // The asker's own access applies: reading the local source, writing (or creating) the local
         // target; cancelling a replication takes the access starting it would.
         let createTarget = body["create_target"] == .bool(true)
-        if case .local(let name) = source, try access(of: principal, to: try Self.parse(keyspace: name).database) < .reader {
-            throw CouchError.forbidden("\(principal.description) may not read '\(name)'")
+        if case .local(let keyspace) = source, try access(of: principal, to: keyspace.database) < .reader {
+            throw CouchError.forbidden("\(principal.description) may not read '\(keyspace.name)'")
         }
-        if case .local(let name) = target {
-            let database = try Self.parse(keyspace: name).database
+        if case .local(let keyspace) = target {
+            let database = keyspace.database
             if createTarget, !principal.isServerAdmin, try directory.database(database) == nil {
                 throw CouchError.forbidden("Only server admins may create databases; \(principal.description) is not one.")
             }
-            if try access(of: principal, to: database) < .writer { throw CouchError.forbidden("\(principal.description) may not write '\(name)'") }
+            if try access(of: principal, to: database) < .writer { throw CouchError.forbidden("\(principal.description) may not write '\(keyspace.name)'") }
         }
         if body["cancel"] == .bool(true) {
             guard await replications.cancel(id: id) else { throw CouchError.notFound("no such replication is running") }
@@ -67,8 +67,8 @@ extension Handlers {
             // It runs on after this request: it ends when its asker may no longer read its local
             // source or write its local target.
             let current = Authentication.ofRequest?.current
-            let localSource: String? = if case .local(let name) = source { name } else { nil }
-            let localTarget: String? = if case .local(let name) = target { name } else { nil }
+            let localSource: Keyspace? = if case .local(let keyspace) = source { keyspace } else { nil }
+            let localTarget: Keyspace? = if case .local(let keyspace) = target { keyspace } else { nil }
             // (One side at least is local: two remote ends are refused above.)
             _ = replications.start(replicator, id: id) { [self] in
                 localSource.map { stillAllowed(current, keyspace: $0) } ?? true
@@ -106,7 +106,7 @@ extension Handlers {
     }
 
     private enum Side: Equatable {
-        case local(String)
+        case local(Keyspace)
         case remote(URL, headers: [String: String])
     }
 
@@ -132,19 +132,18 @@ extension Handlers {
             }
             return .remote(url, headers: headers)
         }
-        text = text.removingPercentEncoding ?? text
-        return .local(text)
+        return .local(try keyspace(text.removingPercentEncoding ?? text))
     }
 
     /// A URL that names a database of this very node (its port, on one of this
     /// machine's addresses) is that database: replicating through HTTP to oneself
     /// would need credentials the request already proved, and CouchDB tools do name both ends by URL.
-    private func local(_ side: Side) -> Side {
+    private func local(_ side: Side) throws -> Side {
         guard case .remote(let url, _) = side, let port = port(), url.port == port, let host = url.host?.lowercased(),
               Self.isLoopback(host) || LocalAddresses.ipv4().contains(host) else { return side }
         let segments = url.path.split(separator: "/")
         guard segments.count == 1, let name = segments.first.map(String.init) else { return side }
-        return .local(name.removingPercentEncoding ?? name)
+        return .local(try Self.keyspace(name.removingPercentEncoding ?? name))
     }
 
     /// `localhost`, `::1` or a literal 127.x.y.z address (not a name that merely starts with "127.").
@@ -178,11 +177,10 @@ extension Handlers {
     }
 
     /// The local database written to: refused on a read-only node (also when both ends are here).
-    private func localTarget(_ keyspace: String, create: Bool) throws -> DocumentCollection {
+    private func localTarget(_ keyspace: Keyspace, create: Bool) throws -> DocumentCollection {
         try checkWritable()
         if create, config.databases == nil {
-            let (name, _, _) = try Self.parse(keyspace: keyspace)
-            _ = try directory.database(name, create: true)
+            _ = try directory.database(keyspace.database, create: true)
         }
         return try collection(keyspace)
     }
@@ -190,7 +188,7 @@ extension Handlers {
     private static func replicationID(source: Side, target: Side, continuous: Bool, documentIDs: [String]?) -> String {
         func text(_ side: Side) -> String {
             switch side {
-            case .local(let name): return name
+            case .local(let keyspace): return keyspace.name
             case .remote(let url, _): return WireURL.redacted(url)
             }
         }

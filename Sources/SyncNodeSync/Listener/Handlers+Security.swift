@@ -6,12 +6,12 @@ import SyncNodeStore
 /// but not write. Each route's ``Route/Access`` is checked against it.
 extension Handlers {
     /// `GET /{db}/_security`.
-    func security(of keyspace: String) throws -> Response {
+    func security(of keyspace: Keyspace) throws -> Response {
         HTTP.json(try DatabaseSecurity.of(securedDatabase(keyspace)).json)
     }
 
     /// `PUT /{db}/_security` (database admins).
-    func setSecurity(_ request: Request, of keyspace: String) async throws -> Response {
+    func setSecurity(_ request: Request, of keyspace: Keyspace) async throws -> Response {
         let db = try securedDatabase(keyspace)
         let security = try DatabaseSecurity(json: .dictionary(try await request.jsonObject(limit: bodyLimit)))
         try security.save(to: db)
@@ -22,8 +22,8 @@ extension Handlers {
         return HTTP.json(HTTP.ok)
     }
 
-    private func securedDatabase(_ keyspace: String) throws -> SyncNodeStore.Database {
-        let name = try Self.parse(keyspace: keyspace).database
+    private func securedDatabase(_ keyspace: Keyspace) throws -> SyncNodeStore.Database {
+        let name = keyspace.database
         guard isServed(name), let db = try directory.database(name) else { throw CouchError.notFound("Database does not exist.") }
         return db
     }

@@ -34,12 +34,12 @@ struct Handlers: Sendable {
 
     // MARK: - Keyspaces
 
-    /// `NAME` or `NAME.SCOPE.COLLECTION`.
-    static func parse(keyspace: String) throws -> (database: String, scope: String?, collection: String?) {
-        guard let parsed = Keyspace(keyspace) else {
-            throw CouchError(status: 400, error: "illegal_database_name", reason: "'\(keyspace)' is not NAME or NAME.SCOPE.COLLECTION")
+    /// The keyspace `text` names, `NAME` or `NAME.SCOPE.COLLECTION`; 400 otherwise.
+    static func keyspace(_ text: String) throws -> Keyspace {
+        guard let parsed = Keyspace(text) else {
+            throw CouchError(status: 400, error: "illegal_database_name", reason: "'\(text)' is not NAME or NAME.SCOPE.COLLECTION")
         }
-        return (parsed.database, parsed.scope, parsed.collection)
+        return parsed
     }
 
     func isServed(_ database: String) -> Bool {
@@ -47,12 +47,11 @@ struct Handlers: Sendable {
     }
 
     /// The collection a keyspace names; 404 when it does not exist.
-    func collection(_ keyspace: String) throws -> DocumentCollection {
-        let (name, scope, collection) = try Self.parse(keyspace: keyspace)
-        guard isServed(name), let db = try directory.database(name) else {
+    func collection(_ keyspace: Keyspace) throws -> DocumentCollection {
+        guard isServed(keyspace.database), let db = try directory.database(keyspace.database) else {
             throw CouchError.notFound("Database does not exist.")
         }
-        guard let c = try db.collection(name: collection ?? Names.defaultCollection, scope: scope) else {
+        guard let c = try db.collection(name: keyspace.collectionName, scope: keyspace.scope) else {
             throw CouchError.notFound("Database does not exist.")
         }
         return c

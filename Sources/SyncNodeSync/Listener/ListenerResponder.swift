@@ -33,7 +33,7 @@ struct ListenerResponder: HTTPResponder {
     func respond(to request: Request, context: Context) async throws -> Response {
         try await middleware.handle(request, context: context) { request, context in
             guard let match = context.route else { throw CouchError.notFound() }
-            let routed = RoutedRequest(request: request, context: context, parameters: match.parameters, principal: context.principal)
+            let routed = RoutedRequest(request: request, context: context, parameters: match.parameters, keyspace: match.keyspace, principal: context.principal)
             // The connection is known to the handler too: work only its client waits for can end when it leaves.
             return try await ClientDeparture.$connection.withValue(context.channel) {
                 try await match.action.handle(handlers, routed)

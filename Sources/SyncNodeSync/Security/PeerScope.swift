@@ -29,8 +29,14 @@ public struct PeerScope: Sendable, Equatable, CustomStringConvertible {
 
     /// Whether the keyspace written `text` is in the scope.
     public func allows(keyspace text: String) -> Bool {
+        guard let keyspace = Keyspace(text) else { return keyspaces == nil }
+        return allows(keyspace)
+    }
+
+    /// Whether `keyspace` is in the scope.
+    package func allows(_ keyspace: Keyspace) -> Bool {
         guard let keyspaces else { return true }
-        return Keyspace(text)?.isCovered(by: keyspaces) ?? false
+        return keyspace.isCovered(by: keyspaces)
     }
 
     /// Whether some keyspace of database `name` is in the scope (it may be listed to the peer).

@@ -11,7 +11,7 @@ struct AuthenticationMiddleware: RouterMiddleware {
         guard let match = context.route else { throw CouchError.notFound() }
         if match.action.access == .open { return try await next(request, context) }
         let login = try await handlers.authentication.check(request, context: context)
-        try handlers.authorize(match.action.access, keyspace: match.parameters[.keyspace], principal: login.principal)
+        try handlers.authorize(match.action.access, keyspace: match.keyspace, principal: login.principal)
         if match.action.writes { try handlers.checkWritable() }
         var context = context
         context.principal = login.principal

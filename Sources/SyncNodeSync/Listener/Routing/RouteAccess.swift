@@ -29,12 +29,9 @@ extension Handlers {
 
     /// Throws 403 `forbidden` unless `principal` has `access`; `keyspace`: the one the path
     /// names, which a paired peer's scope must allow.
-    func authorize(_ access: Route.Access, keyspace: String?, principal: Principal) throws {
-        if let keyspace {
-            _ = try Self.parse(keyspace: keyspace)
-            if let scope = principal.scope, !scope.allows(keyspace: keyspace) {
-                throw CouchError.forbidden("\(principal.description) may reach \(scope), not '\(keyspace)'.")
-            }
+    func authorize(_ access: Route.Access, keyspace: Keyspace?, principal: Principal) throws {
+        if let keyspace, let scope = principal.scope, !scope.allows(keyspace) {
+            throw CouchError.forbidden("\(principal.description) may reach \(scope), not '\(keyspace.name)'.")
         }
         switch access {
         case .open, .signedIn:
@@ -44,8 +41,7 @@ extension Handlers {
                 throw CouchError.forbidden("This is for server admins; \(principal.description) is not one.")
             }
         case .database(let needed):
-            guard let keyspace else { return }
-            let database = try Self.parse(keyspace: keyspace).database
+            guard let database = keyspace?.database else { return }
             let granted = try self.access(of: principal, to: database)
             guard granted < needed else { return }
             switch granted {
@@ -59,10 +55,10 @@ extension Handlers {
 
     /// Whether the asker of an answer that outlives its request (`current`: its sign-in as it
     /// would be now) may still have `needed` access to `keyspace`. Nil `current`: no sign-in to lose.
-    func stillAllowed(_ current: (@Sendable () -> Principal?)?, keyspace: String, needed: DatabaseAccess = .reader) -> Bool {
+    func stillAllowed(_ current: (@Sendable () -> Principal?)?, keyspace: Keyspace, needed: DatabaseAccess = .reader) -> Bool {
         guard let current else { return true }
-        guard let principal = current(), let database = Keyspace(keyspace)?.database else { return false }
-        if let scope = principal.scope, !scope.allows(keyspace: keyspace) { return false }
-        return ((try? access(of: principal, to: database)) ?? DatabaseAccess.none) >= needed
+        guard let principal = current() else { return false }
+        if let scope = principal.scope, !scope.allows(keyspace) { return false }
+        return ((try? access(of: principal, to: keyspace.database)) ?? DatabaseAccess.none) >= needed
     }
 }

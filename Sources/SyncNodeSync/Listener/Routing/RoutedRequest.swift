@@ -8,8 +8,14 @@ struct RoutedRequest: Sendable {
     let context: ListenerContext
     /// The path's parts the route's pattern names.
     let parameters: [Route.Parameter: String]
+    /// `{db}`, parsed (nil on a route without one).
+    let parsedKeyspace: Keyspace?
     /// Who asks (nobody, on an ``Route/Access/open`` route).
     let principal: Principal
+
+    init(request: Request, context: ListenerContext, parameters: [Route.Parameter: String], keyspace: Keyspace?, principal: Principal) {
+        (self.request, self.context, self.parameters, parsedKeyspace, self.principal) = (request, context, parameters, keyspace, principal)
+    }
 
     /// The path part the route names `parameter`.
     func callAsFunction(_ parameter: Route.Parameter) throws -> String {
@@ -21,7 +27,12 @@ struct RoutedRequest: Sendable {
     }
 
     /// `{db}`.
-    var keyspace: String { get throws { try self(.keyspace) } }
+    var keyspace: Keyspace {
+        get throws {
+            guard let parsedKeyspace else { return try Handlers.keyspace(self(.keyspace)) }
+            return parsedKeyspace
+        }
+    }
 
     /// The request's connection: work only its client waits for can end when it leaves.
     var connection: any Channel { context.channel }
