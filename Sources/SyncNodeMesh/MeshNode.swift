@@ -157,14 +157,27 @@ public final class MeshNode: Sendable {
     }
 
     /// Starts listening, advertising, browsing and syncing; returns once the listener is bound.
-    /// Calling it again while started (or while another call is starting it) does nothing.
+    /// Calling it again while started does nothing; calling it while another call is starting it
+    /// waits for that one.
     /// - Throws: what ``Listener/start()`` throws (the port is taken, the identity is unusable);
     ///   ``SyncError/invalidConfiguration(_:)`` for a ``MeshConfiguration/shared`` entry that names no
     ///   keyspace; the store's error when a shared database cannot be opened or made.
     public func start() async throws {
-        // Two starts at once would bind two listeners: the second returns at once.
-        guard running.claimStart() else { return }
-        defer { running.endStart() }
+        // Two starts at once would bind two listeners: the second waits for the first.
+        guard try await running.claimStart() else { return }
+        let started: Running
+        do {
+            started = try await launch()
+        } catch {
+            _ = running.endStart(.failure(error))
+            throw error
+        }
+        // Stopped while it was starting: what it started stops now.
+        if !running.endStart(.success(started)) { await shutDown(started) }
+    }
+
+    /// Starts the listener, advertising, browsing and the replications; what runs.
+    private func launch() async throws -> Running {
         for name in configuration.shared ?? [] {
             guard let keyspace = Keyspace(name) else {
                 throw SyncError.invalidConfiguration("shared: '\(name)' is neither a database name nor db.scope.collection")
@@ -265,8 +278,8 @@ public final class MeshNode: Sendable {
             }
         }
         console.started(pairing)
-        running.withLock { $0 = Running(node: node, pairingURL: pairing, advertiser: advertiser, browser: browser, watching: watching, refreshing: refreshing,
-                                        rechecking: rechecking) }
+        return Running(node: node, pairingURL: pairing, advertiser: advertiser, browser: browser, watching: watching, refreshing: refreshing,
+                       rechecking: rechecking)
     }
 
     /// Replicates with the node a pairing URL names, across subnets where DNS-SD cannot see
@@ -317,6 +330,10 @@ public final class MeshNode: Sendable {
     /// finish). Replications end after the batch in flight, their checkpoints saved.
     public func stop() async {
         guard let state = running.takeForStop() else { return }
+        await shutDown(state)
+    }
+
+    private func shutDown(_ state: Running) async {
         RunningNode.remove(directory: configuration.directory)
         listener.removeAccessChangeAction(state.rechecking)
         console.started(nil)

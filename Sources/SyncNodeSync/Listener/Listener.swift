@@ -79,15 +79,33 @@ public final class Listener: Sendable {
         }
     }
 
-    /// Binds and starts serving; returns once the port is open. Calling it again while started does nothing.
+    /// Binds and starts serving; returns once the port is open. Calling it again while started does
+    /// nothing; calling it while another call is starting it waits for that one.
     /// - Throws: ``SyncError/listenerFailed(_:)`` when it cannot bind; ``SyncError/invalidIdentity(_:)`` when
     ///   the node's TLS identity cannot be loaded or saved; ``SyncError/invalidConfiguration(_:)`` when the
     ///   session secret cannot be written; NIOSSL's error when the identity's certificate or key is unusable
     ///   for TLS.
     public func start() async throws {
-        // Two starts at once would bind twice: the second returns at once.
-        guard running.claimStart() else { return }
-        defer { running.endStart() }
+        // Two starts at once would bind twice: the second waits for the first.
+        guard try await running.claimStart() else { return }
+        let started: Running
+        do {
+            started = try await bind()
+        } catch {
+            _ = running.endStart(.failure(error))
+            throw error
+        }
+        guard running.endStart(.success(started)) else {
+            // Stopped while it was starting: nothing of it is left serving.
+            await started.group.triggerGracefulShutdown()
+            _ = try? await started.task.value
+            return
+        }
+        logger.info("listening", metadata: ["port": "\(started.port)", "tls": "\(started.identity != nil)"])
+    }
+
+    /// Binds and serves; what runs once the port is open.
+    private func bind() async throws -> Running {
         let identity = config.disableTLS ? nil : try (config.tlsIdentity ?? config.directory.tlsIdentity())
         let rateLimiter = AuthRateLimiter(limit: config.authFailuresPerMinute)
         let authentication = Authentication(
@@ -159,8 +177,7 @@ public final class Listener: Sendable {
             }
             throw SyncError.listenerFailed("the server stopped before listening")
         }
-        running.withLock { $0 = Running(port: port, identity: identity, group: group, task: task) }
-        logger.info("listening", metadata: ["port": "\(port)", "tls": "\(identity != nil)"])
+        return Running(port: port, identity: identity, group: group, task: task)
     }
 
     /// Stops gracefully: no new connections; requests in flight finish; open feeds end.

@@ -1,29 +1,72 @@
 import Synchronization
 
 /// The one start/stop pattern of the node's long-running services (``Listener``, `MeshNode`):
-/// what a started service holds while it runs, and whether a start is under way, so that two
-/// starts at once do not both bind (the second returns at once) and a stop takes what runs.
+/// what a started service holds while it runs, and the start under way, if any.
+///
+/// - A second `start()` while one is under way waits for it, and gets its error if it fails.
+/// - A `stop()` while a start is under way is remembered: the start then does not publish what it
+///   started, and stops it itself.
 package final class ServiceState<Running: Sendable>: Sendable {
-    private let state = Mutex<(running: Running?, starting: Bool)>((nil, false))
+    private struct State {
+        var running: Running?
+        var starting = false
+        var stopRequested = false
+        var waiting: [CheckedContinuation<Bool, any Error>] = []
+    }
+
+    private let state = Mutex(State())
 
     package init() {}
 
-    /// Reads or changes what runs (nil: stopped).
+    /// What runs (nil: stopped).
     package func withLock<T>(_ body: (inout Running?) -> T) -> T { state.withLock { body(&$0.running) } }
 
-    /// Claims the start: false while the service runs or another start is under way. A
-    /// claimed start ends with ``endStart()``, whether it succeeded or not.
-    package func claimStart() -> Bool {
-        state.withLock { s in
-            guard s.running == nil, !s.starting else { return false }
-            s.starting = true
-            return true
+    /// True when this call must start the service and then call ``endStart(_:)``; false when it
+    /// runs already, or once the start under way has ended.
+    /// - Throws: the error of the start under way.
+    package func claimStart() async throws -> Bool {
+        try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Bool, any Error>) in
+            let now: Bool? = state.withLock { s in
+                if s.running != nil { return false }
+                if !s.starting {
+                    (s.starting, s.stopRequested) = (true, false)
+                    return true
+                }
+                s.waiting.append(waiter)
+                return nil
+            }
+            if let now { waiter.resume(returning: now) }
         }
     }
 
-    /// Ends a start claimed with ``claimStart()``.
-    package func endStart() { state.withLock { $0.starting = false } }
+    /// Ends a claimed start with what it started, or its error. False when it must not run: it
+    /// failed, or a stop came while it was starting (the caller then stops what it started).
+    package func endStart(_ outcome: Result<Running, any Error>) -> Bool {
+        let (published, waiting) = state.withLock { s in
+            defer { (s.starting, s.stopRequested, s.waiting) = (false, false, []) }
+            guard case .success(let started) = outcome, !s.stopRequested else { return (false, s.waiting) }
+            s.running = started
+            return (true, s.waiting)
+        }
+        for waiter in waiting {
+            switch outcome {
+            case .success: waiter.resume(returning: false)
+            case .failure(let error): waiter.resume(throwing: error)
+            }
+        }
+        return published
+    }
 
-    /// What runs, taken for stopping: the service reads as stopped from here on.
-    package func takeForStop() -> Running? { withLock { r in defer { r = nil }; return r } }
+    /// How many starts wait for the one under way.
+    package var waitingStarts: Int { state.withLock { $0.waiting.count } }
+
+    /// What runs, taken for stopping: the service reads as stopped from here on. A start under
+    /// way is told to stop what it starts.
+    package func takeForStop() -> Running? {
+        state.withLock { s in
+            if s.starting { s.stopRequested = true }
+            defer { s.running = nil }
+            return s.running
+        }
+    }
 }

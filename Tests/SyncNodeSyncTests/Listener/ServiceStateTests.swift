@@ -1,0 +1,44 @@
+import Testing
+@testable import SyncNodeSync
+
+/// The start/stop pattern of the listener and the mesh node.
+@Suite struct ServiceStateTests {
+    struct Failed: Error {}
+
+    /// A second start waits for the first and then finds the service running; a start that
+    /// fails hands its error to those waiting on it.
+    @Test func aSecondStartWaitsForTheFirst() async throws {
+        let state = ServiceState<Int>()
+        #expect(try await state.claimStart())
+        let second = Task { try await state.claimStart() }
+        try await Self.untilWaiting(state)
+        #expect(state.endStart(.success(7)))
+        #expect(try await second.value == false)
+        #expect(state.withLock { $0 } == 7)
+
+        #expect(state.takeForStop() == 7 && state.withLock { $0 } == nil)
+        #expect(try await state.claimStart())
+        let waiting = Task { try await state.claimStart() }
+        try await Self.untilWaiting(state)
+        #expect(!state.endStart(.failure(Failed())))
+        await #expect(throws: Failed.self) { try await waiting.value }
+        #expect(try await state.claimStart(), "after a failed start, the next one starts")
+        _ = state.endStart(.failure(Failed()))
+    }
+
+    /// Until a start waits on the one under way.
+    static func untilWaiting(_ state: ServiceState<Int>) async throws {
+        while state.waitingStarts == 0 { try await Task.sleep(for: .milliseconds(1)) }
+    }
+
+    /// A stop while a start is under way takes nothing, but the start learns it must not run.
+    @Test func aStopDuringAStartIsNotLost() async throws {
+        let state = ServiceState<Int>()
+        #expect(try await state.claimStart())
+        #expect(state.takeForStop() == nil)
+        #expect(!state.endStart(.success(1)), "started after a stop: the caller stops it")
+        #expect(state.withLock { $0 } == nil)
+        #expect(try await state.claimStart(), "and a later start is a start")
+        #expect(state.endStart(.success(2)))
+    }
+}
