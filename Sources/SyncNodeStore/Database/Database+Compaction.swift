@@ -140,7 +140,7 @@ extension Database {
                 }
             }
         } catch {
-            throw StoreError.storage("vacuum: \(error)")
+            throw StoreError.from(error, doing: "vacuum")
         }
     }
 

@@ -123,7 +123,7 @@ public final class Database: Sendable {
             let stored = try pool.read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'revs_limit'") }
             state.withLock { $0.revsLimit = stored.flatMap(Int.init) }
         } catch let error as DatabaseError {
-            throw StoreError.sqlite(code: error.extendedResultCode.rawValue, message: "opening \(path.path): \(error.message ?? error.description)")
+            throw StoreError.from(error, doing: "opening \(path.path)")
         }
         logger.debug("opened database", metadata: ["name": "\(name)", "path": "\(path.path)"])
         expiry.start(database: self)
@@ -218,7 +218,7 @@ public final class Database: Sendable {
         do {
             try pool.close()
         } catch {
-            throw StoreError.storage("closing \(name): \(error)")
+            throw StoreError.from(error, doing: "closing \(name)")
         }
         logger.debug("closed database", metadata: ["name": "\(name)"])
     }

@@ -1,3 +1,4 @@
+import GRDB
 import Foundation
 
 /// The errors the store throws. Each says what went wrong and, where there is
@@ -118,4 +119,16 @@ extension StoreError: CustomStringConvertible, LocalizedError {
 
     /// The same text as ``description``, for `localizedDescription`.
     public var errorDescription: String? { description }
+}
+
+extension StoreError {
+    /// `error`, thrown while `doing` something, as the store reports it: a store error as it is,
+    /// SQLite's with its result code (``sqlite(code:message:)``), anything else as ``storage(_:)``.
+    static func from(_ error: any Error, doing: String) -> StoreError {
+        switch error {
+        case let error as StoreError: error
+        case let error as DatabaseError: .sqlite(code: error.extendedResultCode.rawValue, message: "\(doing): \(error.message ?? error.description)")
+        default: .storage("\(doing): \(error)")
+        }
+    }
 }

@@ -36,10 +36,8 @@ enum IndexCatalog {
     private static func entries(_ db: GRDB.Database, _ sql: String, _ arguments: StatementArguments) throws(StoreError) -> [Entry] {
         do {
             return try Row.fetchAll(db, sql: sql, arguments: arguments).map { row throws(StoreError) in try entry(row) }
-        } catch let error as StoreError {
-            throw error
         } catch {
-            throw .storage("reading the index catalog: \(error)")
+            throw .from(error, doing: "reading the index catalog")
         }
     }
 

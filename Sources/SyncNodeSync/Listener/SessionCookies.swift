@@ -23,7 +23,9 @@ struct SessionCookies: Sendable {
 
     init(secret: Data, timeout: Duration) {
         key = SymmetricKey(data: secret)
-        self.timeout = max(1, Int(timeout.components.seconds))
+        // Rounded up to whole seconds, at least one.
+        let (seconds, fraction) = timeout.components
+        self.timeout = max(1, Int(seconds) + (fraction > 0 ? 1 : 0))
     }
 
     /// The cookie value for `user`, issued at `now`; `userKey` (the authenticator's

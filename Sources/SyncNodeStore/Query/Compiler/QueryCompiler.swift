@@ -264,10 +264,8 @@ struct QueryCompiler {
                     throw StoreError.invalidQuery("no collection '\(name)' in scope '\(scope ?? Names.defaultScope)'")
                 }
                 return c
-            } catch let error as StoreError {
-                throw error
             } catch {
-                throw .storage("\(error)")
+                throw .from(error, doing: "looking up collection '\(name)'")
             }
         }
     }

@@ -7,7 +7,7 @@ import NIOCore
 /// and reads everything else from the API, so it shows nothing the signed-in user could not
 /// ask for with curl.
 enum Dashboard {
-    /// The answer to `GET /_utils...`; nil for a path that is not the dashboard's.
+    /// The answer to `GET /_utils` (a redirect to `/_utils/`) and `GET /_utils/FILE`; 404 for a file it does not have.
     static func response(to request: Request) throws -> Response {
         let path = request.uri.path
         if path == "/_utils" { return Response(status: .movedPermanently, headers: [.location: "/_utils/"]) }

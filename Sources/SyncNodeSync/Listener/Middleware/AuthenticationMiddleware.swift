@@ -9,10 +9,11 @@ struct AuthenticationMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let match = context.route else { throw CouchError.notFound() }
-        if match.action.access == .open { return try await next(request, context) }
-        let login = try await handlers.authentication.check(request, context: context)
-        try handlers.authorize(match.action.access, keyspace: match.keyspace, principal: login.principal)
+        let login = match.action.access == .open ? nil : try await handlers.authentication.check(request, context: context)
+        if let login { try handlers.authorize(match.action.access, keyspace: match.keyspace, principal: login.principal) }
+        // After the sign-in (who asks learns first whether they may), and on open routes too.
         if match.action.writes { try handlers.checkWritable() }
+        guard let login else { return try await next(request, context) }
         var context = context
         context.principal = login.principal
         // Answers that outlive the request (feeds, jobs) recheck who this sign-in names now.

@@ -72,7 +72,7 @@ struct Route: Sendable {
         self.actions = actions
     }
 
-    /// `/{db}/_local/{id}`: the pattern as the reference writes it (and the metrics label it).
+    /// `/{db}/_local/{id}`: the pattern as the reference writes it.
     var path: String { "/" + pattern.map(\.spelling).joined(separator: "/") }
 
     /// The methods it answers, as a 405's `Allow` lists them: HEAD wherever GET is.
