@@ -37,7 +37,7 @@ public struct MeshConfiguration: Sendable {
         return Keyspace(keyspace)?.isCovered(by: shared) ?? false
     }
     /// Whom the node replicates with and who may sign in by certificate: fingerprints, the
-    /// trusted-peers file, trust on first use (see ``TrustStore``).
+    /// trusted-peers file, trust on first use (see `TrustStore`).
     public var trust: TrustStore
     /// Publish the node through DNS-SD.
     public var advertise = true
@@ -90,8 +90,8 @@ public struct MeshConfiguration: Sendable {
     /// peers in the directory's trusted-peers file (and those that redeem its invitations)
     /// signing in by certificate, and people by the directory's own generated credential (or a
     /// user made with `syncnode user add`), which no pairing URL carries.
-    /// - Throws: ``SyncError`` when the credential cannot be made; what
-    ///   ``TrustStore/init(directory:trusted:trustOnFirstUse:)`` throws for a malformed
+    /// - Throws: `SyncError` when the credential cannot be made; what
+    ///   `TrustStore/init(directory:trusted:trustOnFirstUse:)` throws for a malformed
     ///   trusted-peers file.
     public init(directory: NodeDirectory, trust: TrustStore? = nil) throws {
         self.directory = directory
@@ -106,7 +106,7 @@ public struct MeshConfiguration: Sendable {
     /// identity, users and trusted peers live there too), secure by default as
     /// ``init(directory:trust:)``; they are what it shares. The node uses these `Database`
     /// objects, not copies, so the app's change listeners hear what peers send.
-    /// - Throws: ``SyncError/invalidConfiguration(_:)`` when there is none, or they are not in one
+    /// - Throws: `SyncError/invalidConfiguration(_:)` when there is none, or they are not in one
     ///   directory; what ``init(directory:trust:)`` throws.
     public init(databases: [Database], trust: TrustStore? = nil) throws {
         guard let first = databases.first else { throw SyncError.invalidConfiguration("a mesh node needs at least one database") }

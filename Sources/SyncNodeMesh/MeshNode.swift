@@ -109,8 +109,8 @@ public final class MeshNode: Sendable {
     ///   - lifetime: how long it is honoured (default 15 minutes).
     ///   - uses: how many peers may redeem it; nil for any number (default 1).
     ///   - note: kept beside it.
-    /// - Throws: ``SyncError/invalidConfiguration(_:)`` before ``start()``, or what
-    ///   ``InvitationStore/create(scope:lifetime:uses:note:)`` throws.
+    /// - Throws: `SyncError/invalidConfiguration(_:)` before ``start()``, or what
+    ///   `InvitationStore/create(scope:lifetime:uses:note:)` throws.
     public func invite(scope: PeerScope = .everything, lifetime: Duration = .seconds(15 * 60), uses: Int? = 1, note: String = "") throws -> (invitation: Invitation, url: PairingURL) {
         guard let node = running.withLock({ $0?.node }) else { throw SyncError.invalidConfiguration("the node is not started: it has no address to invite to") }
         return try Self.invite(node: node, configuration: configuration, scope: scope, lifetime: lifetime, uses: uses, note: note)
@@ -127,7 +127,7 @@ public final class MeshNode: Sendable {
 
     /// Revokes invitation `id` (or a unique prefix): it is honoured no more, and the peers that
     /// redeemed it are trusted no more (their replications stop). Nil when there is no such invitation.
-    /// - Throws: what ``InvitationStore/revoke(id:)`` and ``TrustStore/remove(fingerprint:)`` throw.
+    /// - Throws: what `InvitationStore/revoke(id:)` and `TrustStore/remove(fingerprint:)` throw.
     public func revokeInvitation(id: String) async throws -> Invitation? {
         try await Self.revokeInvitation(id: id, configuration: configuration, replications: replications)
     }
@@ -159,8 +159,8 @@ public final class MeshNode: Sendable {
     /// Starts listening, advertising, browsing and syncing; returns once the listener is bound.
     /// Calling it again while started does nothing; calling it while another call is starting it
     /// waits for that one.
-    /// - Throws: what ``Listener/start()`` throws (the port is taken, the identity is unusable);
-    ///   ``SyncError/invalidConfiguration(_:)`` for a ``MeshConfiguration/shared`` entry that names no
+    /// - Throws: what `Listener/start()` throws (the port is taken, the identity is unusable);
+    ///   `SyncError/invalidConfiguration(_:)` for a ``MeshConfiguration/shared`` entry that names no
     ///   keyspace; the store's error when a shared database cannot be opened or made.
     public func start() async throws {
         // Two starts at once would bind two listeners: the second waits for the first.
@@ -283,17 +283,17 @@ public final class MeshNode: Sendable {
     }
 
     /// Replicates with the node a pairing URL names, across subnets where DNS-SD cannot see
-    /// it. When the URL carries an invitation, it is redeemed first (``InvitationClient``),
+    /// it. When the URL carries an invitation, it is redeemed first (`InvitationClient`),
     /// trying each of the URL's addresses: the other node then trusts this one's certificate.
     /// The other node's fingerprint is added to the trusted peers here (so it also signs in
     /// by certificate), the URL (without its invitation) is kept in `.node/paired-peers.json`
     /// (so a restarted node syncs with it again), and its keyspaces are synced from now on. If
     /// it later appears through DNS-SD it is the same peer (its UUID), not a second replication.
     /// No password is sent or kept.
-    /// - Throws: ``SyncError/invalidConfiguration(_:)`` for a URL without a fingerprint (plain
-    ///   HTTP cannot be pinned) or when the URL cannot be saved; what ``InvitationClient/redeem(_:identity:uuid:name:port:timeout:)``
+    /// - Throws: `SyncError/invalidConfiguration(_:)` for a URL without a fingerprint (plain
+    ///   HTTP cannot be pinned) or when the URL cannot be saved; what `InvitationClient/redeem(_:identity:uuid:name:port:timeout:)`
     ///   throws (the other node's refusal, no address answering); what
-    ///   ``TrustStore/add(fingerprint:uuid:note:scope:invitation:)`` throws.
+    ///   `TrustStore/add(fingerprint:uuid:note:scope:invitation:)` throws.
     public func pair(with url: PairingURL) async throws {
         // Before start() the pairing is only recorded: start() syncs with every paired peer, and
         // replications started now would outlive a node that is never started or stopped.
@@ -321,7 +321,7 @@ public final class MeshNode: Sendable {
     /// Keeps `collection` replicated (push and pull, continuously) with the database at `url`,
     /// any CouchDB-compatible peer, until the node stops. A `fp=` in the URL pins the peer's
     /// certificate; `trustOnFirstUse` pins whichever self-signed one it first presents.
-    /// - Throws: ``SyncError/invalidIdentity(_:)`` when the node's client identity cannot be loaded.
+    /// - Throws: `SyncError/invalidIdentity(_:)` when the node's client identity cannot be loaded.
     public func sync(with url: URL, collection: DocumentCollection, trustOnFirstUse: Bool = false) async throws {
         try await replications.sync(with: url, collection: collection, trustOnFirstUse: trustOnFirstUse)
     }

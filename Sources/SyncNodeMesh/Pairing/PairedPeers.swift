@@ -21,7 +21,7 @@ struct PairedPeers: Sendable {
     /// Saves `url`, replacing an earlier one of the same peer. Locked against another process
     /// pairing at the same moment; a file that does not parse is left alone, not overwritten
     /// with this pairing alone.
-    /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the file cannot be read, locked or written.
+    /// - Throws: `SyncError/invalidConfiguration(_:)` when the file cannot be read, locked or written.
     func save(_ url: PairingURL) throws {
         try FileLock.withLock(beside: file) {
             let kept = try saved().filter { $0.uuid != url.uuid } + [url]

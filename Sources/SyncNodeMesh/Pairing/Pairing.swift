@@ -8,14 +8,15 @@ public enum Pairing {
     /// Records a pairing with the node `url` names, in `directory`.
     /// - Parameters:
     ///   - url: a pairing URL with `fp=` (and `invite=` to be trusted there).
+    ///   - directory: this node's data directory, where the URL is kept.
     ///   - trust: the trusted peers of `directory`.
     ///   - name: this node's name, for the other node's log.
     ///   - port: this node's listener port, so the other node syncs with it too; nil when none runs.
     ///   - clientIdentity: the certificate to be trusted by (the node's own).
     /// - Returns: the URL kept (without its invitation, naming the address that answered).
-    /// - Throws: ``SyncError/invalidConfiguration(_:)`` for a URL without a fingerprint, an invitation
+    /// - Throws: `SyncError/invalidConfiguration(_:)` for a URL without a fingerprint, an invitation
     ///   without a client identity, or files that cannot be written; what
-    ///   ``InvitationClient/redeem(_:identity:uuid:name:port:timeout:)`` throws.
+    ///   `InvitationClient/redeem(_:identity:uuid:name:port:timeout:)` throws.
     public static func record(_ url: PairingURL, directory: NodeDirectory, trust: TrustStore, name: String, port: Int?,
                               clientIdentity: TLSIdentity?) async throws -> PairingURL {
         guard let fingerprint = url.fingerprint else {
