@@ -249,7 +249,7 @@ public final class Database: Sendable {
     /// The watch would wake on every page written (an inotify event each: about
     /// 4% of a pull's CPU). Commits other processes made meanwhile are announced
     /// once the last of overlapping bulk writers ends. The log is copied into the
-    /// database file beside the writing, as always (``BackgroundCheckpointer``).
+    /// database file beside the writing, as always (`BackgroundCheckpointer`).
     ///
     /// `body` is not a transaction: wrap it in ``inBatch(_:)`` for that.
     /// - Throws: whatever `body` throws; ``StoreError/databaseClosed(_:)`` when the database is closed

@@ -1,13 +1,13 @@
 import SyncNodeStore
 
-/// Where a ``CollectionDigest`` and its buckets' entries come from: a local collection, or a
+/// Where a `CollectionDigest` and its buckets' entries come from: a local collection, or a
 /// peer over HTTP (``RemoteDigest``). ``DigestComparison`` compares any two.
 public protocol DigestSource: Sendable {
     /// The whole digest.
     func digest() async throws -> CollectionDigest
     /// One bucket's entries, sorted by ID.
     func digestEntries(inBucket bucket: Int) async throws -> [CollectionDigest.Entry]
-    /// One bucket's ``CollectionDigest/bucketCount`` sub-buckets (``CollectionDigest/subBuckets(of:)``).
+    /// One bucket's `CollectionDigest/bucketCount` sub-buckets (`CollectionDigest/subBuckets(of:)`).
     func digestSubBuckets(ofBucket bucket: Int) async throws -> [CollectionDigest.Bucket]
     /// The entries of one sub-bucket of a bucket, sorted by ID.
     func digestEntries(inBucket bucket: Int, subBucket: Int) async throws -> [CollectionDigest.Entry]

@@ -34,7 +34,7 @@ public struct AuditEvent: Sendable, Equatable {
 }
 
 /// The node's audit trail: each event is one log line (notice) and is kept, the last 200, for
-/// `GET /_node/events` (event `audit`) and whoever listens (``onEvent``).
+/// `GET /_node/events` (event `audit`) and whoever listens (``onEvent(_:)``).
 public final class AuditLog: Sendable {
     private let kept = Mutex<[AuditEvent]>([])
     private let listeners = Mutex<[@Sendable (AuditEvent) -> Void]>([])

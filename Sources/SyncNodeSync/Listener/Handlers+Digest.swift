@@ -2,11 +2,11 @@ import Hummingbird
 import SyncNodeStore
 
 extension Handlers {
-    /// `GET /{keyspace}/_digest`: the collection's ``CollectionDigest`` (`count`, `deleted`,
+    /// `GET /{keyspace}/_digest`: the collection's `CollectionDigest` (`count`, `deleted`,
     /// `root`, and 256 `buckets` of `{count, deleted, hash}`); `?buckets=false` leaves the buckets
     /// out. `?bucket=K` lists that bucket's entries instead, `{id, rev, deleted}` sorted by ID;
     /// `&sub=J` only those of its sub-bucket J, and `&subbuckets=true` their sums by sub-bucket
-    /// (``CollectionDigest/subBuckets(of:)``). Two nodes with equal roots hold the same documents
+    /// (`CollectionDigest/subBuckets(of:)`). Two nodes with equal roots hold the same documents
     /// at the same winning revisions; where buckets differ, their entries say which documents differ.
     func digest(_ request: Request, collection: DocumentCollection) throws -> Response {
         let options = QueryOptions(request.uri)

@@ -116,7 +116,7 @@ public struct ListenerConfiguration: Sendable {
     /// ClientHello, headers or a body that stop arriving, an idle keep-alive.
     /// A response being written (a long poll, a continuous feed) is exempt,
     /// but a client that takes none of it for this long once the connection's
-    /// outgoing buffer is full is closed too (see ``WriteStallGuard``).
+    /// outgoing buffer is full is closed too (see `WriteStallGuard`).
     public var idleTimeout: Duration
     /// Failed logins one address may make for one user name per minute before
     /// each further attempt for them is delayed (100 ms, doubling, at most 5 s).

@@ -20,7 +20,7 @@ protocol ReplicationPeer: Sendable {
     func store(_ docs: [WireRevision]) async throws -> StoredBatch
     /// How many changes the peer has after `since`; nil when it does not say.
     func pendingChanges(since: String) async throws -> Int?
-    /// The root of the peer's ``CollectionDigest``; nil when it serves none (CouchDB, PouchDB).
+    /// The root of the peer's `CollectionDigest`; nil when it serves none (CouchDB, PouchDB).
     func digestRoot() async throws -> String?
     /// Returns once the peer has changes after `since`, or after `timeout`.
     func waitForChanges(since: String, timeout: Duration, documentIDs: [String]?) async throws

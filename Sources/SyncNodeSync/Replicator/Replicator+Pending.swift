@@ -46,7 +46,7 @@ extension Replicator {
     }
 
     /// Whether both sides hold the same documents at the same winning revisions, by their
-    /// ``CollectionDigest`` roots; nil when the peer serves no digest (CouchDB, PouchDB). It sees
+    /// `CollectionDigest` roots; nil when the peer serves no digest (CouchDB, PouchDB). It sees
     /// what ``pendingChanges()`` cannot: changes that cross in the direction this replicator
     /// does not run (a pull-only replicator's peer pulling from here).
     /// - Throws: ``SyncError/connectionFailed(_:)`` when a continuous replicator is not connected,

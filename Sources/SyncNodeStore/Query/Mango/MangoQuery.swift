@@ -42,7 +42,7 @@ public struct MangoQuery: Sendable, Equatable {
     /// `execution_stats`, `r`, `conflicts`...) are left to the caller.
     /// - Throws: ``StoreError/invalidQuery(_:)`` naming what is wrong: no `selector` object, `fields` not an
     ///   array of non-empty names, a malformed `sort`, or a `limit`/`skip` that is not an integer from 0
-    ///   to 2³¹-1. The selector itself is checked by ``query(on:)``.
+    ///   to 2³¹-1. The selector itself is checked by ``query(on:includingDocuments:)``.
     public init(_ body: [String: DocumentValue]) throws(StoreError) {
         guard case .dictionary? = body["selector"] else { throw .invalidQuery("a Mango query needs a \"selector\" object") }
         selector = body["selector"] ?? [:]
