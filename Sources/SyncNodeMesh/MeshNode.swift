@@ -164,16 +164,8 @@ public final class MeshNode: Sendable {
     ///   keyspace; the store's error when a shared database cannot be opened or made.
     public func start() async throws {
         // Two starts at once would bind two listeners: the second waits for the first.
-        guard try await running.claimStart() else { return }
-        let started: Running
-        do {
-            started = try await launch()
-        } catch {
-            _ = running.endStart(.failure(error))
-            throw error
-        }
         // Stopped while it was starting: what it started stops now.
-        if !running.endStart(.success(started)) { await shutDown(started) }
+        _ = try await running.start(launch, undo: shutDown)
     }
 
     /// Starts the listener, advertising, browsing and the replications; what runs.

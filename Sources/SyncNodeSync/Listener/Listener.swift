@@ -87,20 +87,12 @@ public final class Listener: Sendable {
     ///   for TLS.
     public func start() async throws {
         // Two starts at once would bind twice: the second waits for the first.
-        guard try await running.claimStart() else { return }
-        let started: Running
-        do {
-            started = try await bind()
-        } catch {
-            _ = running.endStart(.failure(error))
-            throw error
-        }
-        guard running.endStart(.success(started)) else {
+        let started = try await running.start(bind) { stopped in
             // Stopped while it was starting: nothing of it is left serving.
-            await started.group.triggerGracefulShutdown()
-            _ = try? await started.task.value
-            return
+            await stopped.group.triggerGracefulShutdown()
+            _ = try? await stopped.task.value
         }
+        guard let started else { return }
         logger.info("listening", metadata: ["port": "\(started.port)", "tls": "\(started.identity != nil)"])
     }
 

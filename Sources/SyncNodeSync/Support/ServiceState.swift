@@ -57,6 +57,26 @@ package final class ServiceState<Running: Sendable>: Sendable {
         return published
     }
 
+    /// Starts the service unless it runs or another start is under way (then it waits for that
+    /// one): `launch` starts it, and if a stop came meanwhile, `undo` stops what it started.
+    /// - Returns: what runs, when this call started it.
+    /// - Throws: `launch`'s error, or that of the start this call waited for.
+    package func start(_ launch: () async throws -> Running, undo: (Running) async -> Void) async throws -> Running? {
+        guard try await claimStart() else { return nil }
+        let started: Running
+        do {
+            started = try await launch()
+        } catch {
+            _ = endStart(.failure(error))
+            throw error
+        }
+        guard endStart(.success(started)) else {
+            await undo(started)
+            return nil
+        }
+        return started
+    }
+
     /// How many starts wait for the one under way.
     package var waitingStarts: Int { state.withLock { $0.waiting.count } }
 

@@ -28,7 +28,9 @@ import Testing
 
     /// Until a start waits on the one under way.
     static func untilWaiting(_ state: ServiceState<Int>) async throws {
-        while state.waitingStarts == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        let deadline = ContinuousClock.now.advanced(by: .seconds(30))
+        while state.waitingStarts == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(state.waitingStarts > 0, "the second start never waited")
     }
 
     /// A stop while a start is under way takes nothing, but the start learns it must not run.
