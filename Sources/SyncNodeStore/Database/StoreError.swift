@@ -100,20 +100,43 @@ extension StoreError: CustomStringConvertible, LocalizedError {
         case .rejected(let id, let reason): return "document '\(id)' was rejected by the collection's validator: \(reason)"
         case .io(let r): return "I/O error: \(r)"
         case .storage(let r): return "storage error: \(r)"
-        case .sqlite(let code, let message): return "SQLite error \(code): \(message)\(Self.advice(code))"
+        case .sqlite(let code, let message): return "SQLite error \(code): \(message)\(advice)"
         case .invalidQuery(let r): return "invalid query: \(r)"
         case .decodingFailed(let type, let id, let path, let reason):
             return "cannot decode \(type) from \(id.map { "document '\($0)'" } ?? "a query row") at \(path): \(reason)"
         }
     }
 
-    /// What to do about an SQLite result code, when there is something to say.
-    private static func advice(_ code: Int32) -> String {
+    /// What an SQLite result code means to whoever meets it.
+    public enum SQLiteCondition: Sendable {
+        /// `SQLITE_FULL`: no room on the disk; nothing was written.
+        case diskFull
+        /// `SQLITE_BUSY`, `SQLITE_LOCKED`: another connection held the database too long.
+        case busy
+        /// `SQLITE_CORRUPT`, `SQLITE_NOTADB`: the file is damaged.
+        case damaged
+        /// Any other code.
+        case other
+    }
+
+    /// For ``sqlite(code:message:)``, what its code means; nil for other errors.
+    public var sqliteCondition: SQLiteCondition? {
+        guard case .sqlite(let code, _) = self else { return nil }
         switch code & 0xff {
-        case 13: return " (the disk is full: free space, then try again; nothing was written)"
-        case 5, 6: return " (the database stayed busy: another process holds it; try again)"
-        case 11, 26: return " (the file is damaged: restore it from a backup, or let peers fill a new one)"
-        default: return ""
+        case 13: return .diskFull
+        case 5, 6: return .busy
+        case 11, 26: return .damaged
+        default: return .other
+        }
+    }
+
+    /// What to do about an SQLite error, when there is something to say.
+    private var advice: String {
+        switch sqliteCondition {
+        case .diskFull: " (the disk is full: free space, then try again; nothing was written)"
+        case .busy: " (the database stayed busy: another process holds it; try again)"
+        case .damaged: " (the file is damaged: restore it from a backup, or let peers fill a new one)"
+        case .other, nil: ""
         }
     }
 

@@ -51,10 +51,12 @@ public struct CouchError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidRevision(let r): self = .badRequest("Invalid rev format: \(r)")
         case .rejected(_, let reason): self = .forbidden(reason)
         case .io(let r), .storage(let r): self = CouchError(status: 500, error: "internal_server_error", reason: r)
-        case .sqlite(let code, _) where code & 0xff == 13: self = CouchError(status: 507, error: "insufficient_storage", reason: error.description)
-        case .sqlite(let code, _) where code & 0xff == 5 || code & 0xff == 6:
-            self = CouchError(status: 503, error: "service_unavailable", reason: error.description)
-        case .sqlite: self = CouchError(status: 500, error: "internal_server_error", reason: error.description)
+        case .sqlite:
+            self = switch error.sqliteCondition {
+            case .diskFull: CouchError(status: 507, error: "insufficient_storage", reason: error.description)
+            case .busy: CouchError(status: 503, error: "service_unavailable", reason: error.description)
+            default: CouchError(status: 500, error: "internal_server_error", reason: error.description)
+            }
         case .invalidQuery(let r): self = CouchError(status: 400, error: "query_parse_error", reason: r)
         case .decodingFailed: self = CouchError(status: 500, error: "internal_server_error", reason: error.description)
         }
