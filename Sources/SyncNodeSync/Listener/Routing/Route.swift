@@ -88,6 +88,12 @@ struct Route: Sendable {
 
     /// The parameters `segments` give when they match the pattern; nil when they do not.
     func match(_ segments: [String]) -> [Parameter: String]? {
+        // Most routes differ in length from the path: refused before anything is captured.
+        if case .rest = pattern.last {
+            guard segments.count >= pattern.count else { return nil }
+        } else {
+            guard segments.count == pattern.count else { return nil }
+        }
         var parameters: [Parameter: String] = [:]
         var index = 0
         for segment in pattern {
