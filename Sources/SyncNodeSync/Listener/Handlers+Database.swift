@@ -60,7 +60,7 @@ extension Handlers {
         let c = try collection(keyspace)
         let revision = WireRevision(object: try await routed.request.jsonObject(limit: bodyLimit))
         let id = try revision.decoded().id ?? WireID.random()
-        let rev = try save(revision, id: id, in: c, author: routed.author)
+        let rev = try RevisionIntake(collection: c, author: routed.author).edit(revision, id: id)
         return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created,
                          headers: [.eTag: "\"\(rev)\"", .location: "/\(keyspace.name)/\(id)"])
     }
@@ -180,7 +180,8 @@ extension Handlers {
         var newEdits = true
         if let flag = try JSONSkimmer.values(at: [.member("new_edits")], in: text).last { newEdits = flag != "false" }
         var results: [DocumentValue] = []
-        try collection.database.inBatch {
+        let intake = RevisionIntake(collection: collection, author: author)
+        try intake.inBatch {
             for doc in docs {
                 var id: String?
                 do {
@@ -191,17 +192,15 @@ extension Handlers {
                     if newEdits {
                         let docID = incoming.id ?? WireID.random()
                         id = docID
-                        let rev = try save(revision, id: docID, in: collection, author: author)
+                        let rev = try intake.edit(revision, id: docID)
                         results.append(["ok": true, "id": .string(docID), "rev": .string(rev)])
                     } else {
-                        try ReplicatedRevision.insert(revision, into: collection, author: author)
+                        try intake.graft(revision)
                     }
-                } catch let error as StoreError where error.isDocumentLevel {
-                    results.append(Self.refusal(id, CouchError(error)))
-                } catch let error as CouchError where error.status < 500 {
-                    results.append(Self.refusal(id, error))
+                } catch {
+                    guard let refusal = RevisionIntake.refusal(error) else { throw error }
+                    results.append(Self.refusal(id, refusal))
                 }
-                // Anything else (storage, I/O) rolls the whole batch back: a half-written document must not commit.
             }
         }
         return HTTP.json(.array(results), status: .created)
@@ -209,21 +208,5 @@ extension Handlers {
 
     private static func refusal(_ id: String?, _ error: CouchError) -> DocumentValue {
         ["id": id.map { .string($0) } ?? .null, "error": .string(error.error), "reason": .string(error.reason)]
-    }
-
-    /// A client's edit (`new_edits=true`): a child of `_rev`, which must be a leaf.
-    func save(_ revision: WireRevision, id: String, in collection: DocumentCollection, author: WriteAuthor) throws -> String {
-        let incoming = try revision.decoded()
-        var body = revision.body
-        if incoming.deleted {
-            body = CanonicalBody(object: [:])
-        } else if !incoming.attachments.isEmpty {
-            let previous = try incoming.rev.flatMap { try collection.revision(id: id, rev: $0) }
-            body = CanonicalBody(object: try AttachmentStore.resolve(
-                incoming.attachments, body: revision.bodyValues(), previousBody: previous?.body,
-                generation: WireDocument.childGeneration(of: incoming.rev), replicated: false, collection: collection,
-                files: revision.files))
-        }
-        return try collection.putRevision(id: id, parentRev: incoming.rev, body: body, deleting: incoming.deleted, author: author).rev
     }
 }

@@ -33,11 +33,12 @@ extension Handlers {
         }
         meta["_id"] = .string(id)
         let revision = parsed.replacing(meta: meta, files: parsed.files)
+        let intake = RevisionIntake(collection: c, author: routed.author)
         if try !query.bool("new_edits", default: true) {
-            try ReplicatedRevision.insert(revision, into: c, author: routed.author)
+            try intake.graft(revision)
             return HTTP.json(["ok": true, "id": .string(id), "rev": .string(revision.rev)], status: .created)
         }
-        let rev = try save(revision, id: id, in: c, author: routed.author)
+        let rev = try intake.edit(revision, id: id)
         return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)], status: .created,
                          headers: [.eTag: "\"\(rev)\"", .location: "/\(keyspace.name)/\(id)"])
     }
@@ -49,8 +50,8 @@ extension Handlers {
         guard let rev = QueryOptions(request.uri)["rev"] ?? request.headers[.ifMatch].map(unquote) else {
             throw CouchError.conflict("Document update conflict: a rev is required to delete")
         }
-        let result = try c.putRevision(id: id, parentRev: rev, body: CanonicalBody(object: [:]), deleting: true, author: routed.author)
-        return HTTP.json(["ok": true, "id": .string(id), "rev": .string(result.rev)], headers: [.eTag: "\"\(result.rev)\""])
+        let deleted = try RevisionIntake(collection: c, author: routed.author).delete(id: id, rev: rev)
+        return HTTP.json(["ok": true, "id": .string(id), "rev": .string(deleted)], headers: [.eTag: "\"\(deleted)\""])
     }
 
     /// A revision `open_revs` named that this node does not have.
@@ -217,7 +218,7 @@ extension Handlers {
         let query = QueryOptions(request.uri)
         guard let revision = try c.revision(id: id, rev: query["rev"]), !revision.deleted, let body = revision.body,
               case .dictionary(let values) = try DocumentValue(json: body),
-              case .blob(let blob)? = AttachmentStore.lookup(name, in: values) ?? nil else {
+              case .blob(let blob)? = AttachmentIntake.lookup(name, in: values) ?? nil else {
             throw CouchError.notFound("Document is missing attachment")
         }
         guard let file = c.blobFile(digest: blob.digest),
@@ -242,7 +243,7 @@ extension Handlers {
         let type = request.headers[.contentType].flatMap { $0.isEmpty ? nil : $0 } ?? "application/octet-stream"
         let parent = query["rev"] ?? request.headers[.ifMatch].map(unquote)
         let (digest, length) = try await receiveAttachment(request, into: c)
-        let rev = try editAttachments(c, id: id, rev: parent, author: author) { attachments in
+        let rev = try RevisionIntake(collection: c, author: author).editAttachments(id: id, rev: parent) { attachments in
             let revpos = Int64(WireDocument.childGeneration(of: parent))
             attachments[name] = ["@type": "blob", "digest": .string(digest), "length": .int(Int64(length)),
                                  "content_type": .string(type), "revpos": .int(revpos)]
@@ -258,7 +259,7 @@ extension Handlers {
         guard let parent = query["rev"] ?? request.headers[.ifMatch].map(unquote) else {
             throw CouchError.conflict("Document update conflict: a rev is required")
         }
-        let rev = try editAttachments(c, id: id, rev: parent, author: author) { attachments in
+        let rev = try RevisionIntake(collection: c, author: author).editAttachments(id: id, rev: parent) { attachments in
             guard attachments.removeValue(forKey: name) != nil else { throw CouchError.notFound("Document is missing attachment") }
         }
         return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)])
@@ -310,22 +311,6 @@ extension Handlers {
             }
             try await writer.finish(nil)
         }
-    }
-
-    /// Saves a new revision whose named attachments are `edit`ed.
-    private func editAttachments(
-        _ c: DocumentCollection, id: String, rev: String?, author: WriteAuthor, _ edit: (inout [String: DocumentValue]) throws -> Void
-    ) throws -> String {
-        var values: [String: DocumentValue] = [:]
-        if let rev {
-            guard let revision = try c.revision(id: id, rev: rev), let body = revision.body else { throw CouchError.conflict() }
-            if case .dictionary(let d) = try DocumentValue(json: body) { values = d }
-        }
-        var attachments: [String: DocumentValue] = [:]
-        if case .dictionary(let a)? = values[DocumentCollection.attachmentsKey] { attachments = a }
-        try edit(&attachments)
-        values[DocumentCollection.attachmentsKey] = attachments.isEmpty ? nil : .dictionary(attachments)
-        return try c.putRevision(id: id, parentRev: rev, body: CanonicalBody(object: values), deleting: false, author: author).rev
     }
 
     // MARK: - _local

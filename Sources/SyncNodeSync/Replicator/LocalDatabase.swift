@@ -58,18 +58,16 @@ struct LocalDatabase: ReplicationPeer {
 
     func store(_ docs: [WireRevision]) async throws -> StoredBatch {
         var outcome = StoredBatch()
-        try collection.database.inBatch {
+        let intake = RevisionIntake(collection: collection, author: author)
+        try intake.inBatch {
             for doc in docs {
                 // A document this store cannot hold (a `_design/` ID, a malformed revision) is
                 // reported and skipped; it must not roll back the batch and stall replication.
                 do {
-                    if try ReplicatedRevision.insert(doc, into: collection, author: author) == .branched {
-                        outcome.branched.insert(doc.id)
-                    }
-                } catch let error as StoreError where error.isDocumentLevel {
-                    outcome.refused.append((doc.id, CouchError(error)))
-                } catch let error as CouchError where error.status < 500 {
-                    outcome.refused.append((doc.id, error))
+                    if try intake.graft(doc) == .branched { outcome.branched.insert(doc.id) }
+                } catch {
+                    guard let refusal = RevisionIntake.refusal(error) else { throw error }
+                    outcome.refused.append((doc.id, refusal))
                 }
             }
         }

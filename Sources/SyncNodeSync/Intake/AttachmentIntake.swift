@@ -8,7 +8,7 @@ import SyncNodeStore
 /// goes to the blob store, content that followed as a file (``AttachmentFile``)
 /// is in it already; stubs are resolved against the revision the new one
 /// builds on (so unchanged attachments never travel again).
-enum AttachmentStore {
+enum AttachmentIntake {
     /// The body to store: `body` plus `_attachments` (blob metadata by name)
     /// for attachments that are not property blobs (`blob_/...`).
     ///
