@@ -16,8 +16,6 @@ final class HTTPRemote: ReplicationPeer, Sendable {
     let client: HTTPClient
     let headers: [(String, String)]
     let configuredUUID: String?
-    /// The local collection on the other side of the replication: pulled attachments stream into its blob store.
-    let local: DocumentCollection
     let timeouts: PeerTimeouts
     /// The largest attachment accepted from the peer.
     let maxAttachmentSize: Int
@@ -45,13 +43,13 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         if let auth = config.authenticator { headers.append(("Authorization", auth.authorizationHeader)) }
         let remote = HTTPRemote(
             root: WireURL.root(scheme: scheme, host: host, port: port), database: database, client: client, headers: headers,
-            configuredUUID: config.remoteUUID, local: config.collection,
+            configuredUUID: config.remoteUUID,
             timeouts: PeerTimeouts(connect: config.connectTimeout, read: config.readTimeout), maxAttachmentSize: config.maxAttachmentSize)
         return (remote, pinnedFingerprint)
     }
 
     private init(
-        root: String, database: String, client: HTTPClient, headers: [(String, String)], configuredUUID: String?, local: DocumentCollection,
+        root: String, database: String, client: HTTPClient, headers: [(String, String)], configuredUUID: String?,
         timeouts: PeerTimeouts, maxAttachmentSize: Int
     ) {
         self.timeouts = timeouts
@@ -61,7 +59,6 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         self.client = client
         self.headers = headers
         self.configuredUUID = configuredUUID
-        self.local = local
     }
 
     func shutdown() async { try? await client.shutdown() }
@@ -278,21 +275,18 @@ final class HTTPRemote: ReplicationPeer, Sendable {
 
     func fetch(_ wanted: [WantedRevisions]) async throws -> [WireRevision] {
         // Two halves at once: the peer builds, and this side parses, each on a core of its own.
-        let docs: [WireRevision]
         if hasBulkGet.load(ordering: .relaxed), wanted.count >= 200 {
             let middle = wanted.count / 2
             async let head = fetchPart(Array(wanted[..<middle]))
             let tail = try await fetchPart(Array(wanted[middle...]))
-            docs = try await head + tail
-        } else {
-            docs = try await fetchPart(wanted)
+            return try await head + tail
         }
-        return try await withAttachmentFiles(docs, wanted: wanted)
+        return try await fetchPart(wanted)
     }
 
     /// The revisions with attachment stubs (`att_encoding_info`: CouchDB's digest of a gzip-stored
     /// attachment is of its encoded form, which the check must know). The content follows in
-    /// ``withAttachmentFiles(_:wanted:)``, one attachment at a time, never base64 in a batch.
+    /// ``download(id:rev:name:declaredLength:into:)``, one attachment at a time, never base64 in a batch.
     private func fetchPart(_ wanted: [WantedRevisions]) async throws -> [WireRevision] {
         if hasBulkGet.load(ordering: .relaxed) {
             // Written straight out: a value tree per revision asked for cost more than the writing.

@@ -56,6 +56,11 @@ struct LocalDatabase: ReplicationPeer {
         return out
     }
 
+    func receiving(_ docs: [WireRevision], wanted: [WantedRevisions], from source: any ReplicationPeer) async throws -> [WireRevision] {
+        guard let source = source as? any AttachmentSource else { return docs }
+        return try await AttachmentIntake.pulled(docs, wanted: wanted, into: collection, from: source)
+    }
+
     func store(_ docs: [WireRevision]) async throws -> StoredBatch {
         var outcome = StoredBatch()
         let intake = RevisionIntake(collection: collection, author: author)

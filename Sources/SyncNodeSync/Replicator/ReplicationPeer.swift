@@ -12,9 +12,13 @@ protocol ReplicationPeer: Sendable {
     func changes(since: String, limit: Int, documentIDs: [String]?) async throws -> PeerChanges
     /// Which of these revisions the peer lacks, with the revisions it has that may be their ancestors.
     func revsDiff(_ revs: [String: [String]]) async throws -> [String: MissingRevisions]
-    /// The revisions with their history; attachments the receiver has
-    /// (present in `attsSince` revisions) come as stubs.
+    /// The revisions with their history. Attachments come as files (a local peer), or as
+    /// stubs (a remote one), which the receiver turns into content with
+    /// ``receiving(_:wanted:from:)``.
     func fetch(_ wanted: [WantedRevisions]) async throws -> [WireRevision]
+    /// `docs`, fetched from `source`, made ready for ``store(_:)`` on this side: a local
+    /// collection takes in the content of their attachment stubs.
+    func receiving(_ docs: [WireRevision], wanted: [WantedRevisions], from source: any ReplicationPeer) async throws -> [WireRevision]
     /// Stores revisions made elsewhere (`new_edits=false`); returns the
     /// documents the peer refused, with why (the others are stored).
     func store(_ docs: [WireRevision]) async throws -> StoredBatch
@@ -28,6 +32,13 @@ protocol ReplicationPeer: Sendable {
     func ensureFullCommit() async throws
     func checkpoint(_ id: String) async throws -> ReplicationCheckpoint?
     func saveCheckpoint(_ id: String, _ checkpoint: ReplicationCheckpoint) async throws
+}
+
+extension ReplicationPeer {
+    /// A remote receiver takes the revisions as they are: a push streams their files to it.
+    func receiving(_ docs: [WireRevision], wanted: [WantedRevisions], from source: any ReplicationPeer) async throws -> [WireRevision] {
+        docs
+    }
 }
 
 struct PeerChange: Sendable {

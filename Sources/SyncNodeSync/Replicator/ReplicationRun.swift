@@ -86,7 +86,9 @@ struct ReplicationRun: Sendable {
                 wanted.append(WantedRevisions(id: row.id, revs: diff.missing, attsSince: diff.possibleAncestors))
             }
             let asking = wanted
-            docs = try await replicator.withRetries { try await source.fetch(asking) }
+            docs = try await replicator.withRetries {
+                try await target.receiving(try await source.fetch(asking), wanted: asking, from: source)
+            }
         }
         if let filter = direction == .push ? config.pushFilter : config.pullFilter {
             docs = try docs.filter { doc in

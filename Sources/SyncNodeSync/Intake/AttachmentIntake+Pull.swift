@@ -1,0 +1,120 @@
+import Foundation
+import SyncNodeStore
+
+/// Pulled attachments: each stub turned into a file in the local blob store, from a revision
+/// this side has already, or streamed from the peer and checked against the stub.
+extension AttachmentIntake {
+    /// Attachments downloaded at once, at most this many: enough to hide a round trip.
+    static let parallelDownloads = 4
+
+    /// `docs` (fetched from `source`) with each attachment stub turned into a file of
+    /// `collection`'s blob store: the local blob when a revision this side has (`attsSince`)
+    /// holds the same content, otherwise the peer's content streamed in and checked against
+    /// the stub's length and digest.
+    ///
+    /// Content the peer lacks (404, 410) leaves its stub, so storing refuses that document alone
+    /// (412 `missing_stub`) instead of stopping the replication.
+    ///
+    /// - Throws: `CouchError` 502 for content that does not match its stub (retried like any
+    ///   bad gateway); the source's errors; `StoreError` when the blob store fails.
+    static func pulled(
+        _ docs: [WireRevision], wanted: [WantedRevisions], into collection: DocumentCollection, from source: any AttachmentSource
+    ) async throws -> [WireRevision] {
+        guard docs.contains(where: { $0.meta[DocumentCollection.attachmentsKey] != nil }) else { return docs }
+        let attsSince = Dictionary(wanted.map { ($0.id, $0.attsSince) }, uniquingKeysWith: +)
+        var out = docs
+        var downloads: [(doc: Int, name: String, entry: [String: DocumentValue])] = []
+        var files: [Int: [String: AttachmentFile]] = [:]
+        for (index, doc) in docs.enumerated() {
+            guard case .dictionary(let attachments)? = doc.meta[DocumentCollection.attachmentsKey] else { continue }
+            let known = try localBlobs(id: doc.id, revisions: attsSince[doc.id] ?? [], in: collection)
+            for (name, value) in attachments {
+                guard case .dictionary(let entry) = value, case .bool(true)? = entry["stub"] else { continue }
+                if case .string(let digest)? = entry["digest"], let file = known[digest] {
+                    files[index, default: [:]][name] = file
+                } else {
+                    downloads.append((index, name, entry))
+                }
+            }
+        }
+        try await withThrowingTaskGroup(of: (Int, String, AttachmentFile?).self) { group in
+            var pending = downloads.makeIterator()
+            func next() {
+                guard let (index, name, entry) = pending.next() else { return }
+                let doc = docs[index]
+                group.addTask {
+                    do {
+                        return (index, name, try await download(id: doc.id, rev: doc.rev, name: name, entry: entry, into: collection, from: source))
+                    } catch let missing as CouchError where missing.status == 404 || missing.status == 410 {
+                        return (index, name, nil)
+                    }
+                }
+            }
+            for _ in 0..<parallelDownloads { next() }
+            while let (index, name, file) = try await group.next() {
+                if let file { files[index, default: [:]][name] = file }
+                next()
+            }
+        }
+        for (index, found) in files {
+            guard case .dictionary(var attachments)? = out[index].meta[DocumentCollection.attachmentsKey] else { continue }
+            for (name, file) in found {
+                guard case .dictionary(var entry)? = attachments[name] else { continue }
+                entry["stub"] = nil
+                entry["follows"] = true
+                entry["digest"] = .string(file.md5)
+                // The content is stored decoded, whatever encoding the peer keeps it in.
+                for key in ["encoding", "encoded_length"] { entry[key] = nil }
+                attachments[name] = .dictionary(entry)
+            }
+            var meta = out[index].meta
+            meta[DocumentCollection.attachmentsKey] = .dictionary(attachments)
+            out[index] = out[index].replacing(meta: meta, files: found)
+        }
+        return out
+    }
+
+    /// The blobs of the local revisions `revisions` of document `id`, by the `md5-` digest peers name them by.
+    private static func localBlobs(id: String, revisions: [String], in collection: DocumentCollection) throws -> [String: AttachmentFile] {
+        var known: [String: AttachmentFile] = [:]
+        for rev in revisions {
+            guard let body = try collection.revision(id: id, rev: rev)?.body, WireDocument.hasBlobs(body) else { continue }
+            var blobs: [Blob] = []
+            // Property blobs and `_attachments` alike.
+            WireDocument.forEachBlob(in: try DocumentValue(json: body), path: "") { _, blob in blobs.append(blob) }
+            for blob in blobs {
+                if let file = AttachmentFile(digest: blob.digest, contentType: blob.contentType, in: collection) { known[file.md5] = file }
+            }
+        }
+        return known
+    }
+
+    /// One attachment of revision `rev`, streamed from `source` into `collection`'s blob store;
+    /// checked against its stub before it is kept.
+    private static func download(
+        id: String, rev: String, name: String, entry: [String: DocumentValue], into collection: DocumentCollection,
+        from source: any AttachmentSource
+    ) async throws -> AttachmentFile {
+        var declared: Int?
+        if case .int(let n)? = entry["length"] { declared = Int(clamping: n) }
+        let writer = try collection.blobWriter()
+        do {
+            try await source.download(id: id, rev: rev, name: name, declaredLength: declared) { try writer.append($0) }
+        } catch {
+            writer.abandon()
+            throw error
+        }
+        let digest = try writer.finish { md5, length in
+            do {
+                try AttachmentFile.verify(md5: md5, length: length, against: entry, name: name)
+            } catch let error as CouchError {
+                // The peer's fault, or the network's: a bad gateway, retried.
+                throw CouchError(status: 502, error: "bad_gateway", reason: "\(id): \(error.reason)")
+            }
+        }
+        guard let file = AttachmentFile(digest: digest, contentType: entry["content_type"]?.stringValue ?? "application/octet-stream", in: collection) else {
+            throw CouchError(status: 500, error: "attachment_missing", reason: "attachment '\(name)' of \(id) was stored but cannot be read back")
+        }
+        return file
+    }
+}
