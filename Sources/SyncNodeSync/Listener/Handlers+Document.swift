@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -242,7 +241,9 @@ extension Handlers {
         let query = QueryOptions(request.uri)
         let type = request.headers[.contentType].flatMap { $0.isEmpty ? nil : $0 } ?? "application/octet-stream"
         let parent = query["rev"] ?? request.headers[.ifMatch].map(unquote)
-        let (digest, length) = try await receiveAttachment(request, into: c)
+        let (digest, length) = try await AttachmentIntake.received(
+            request.body, gzip: try ContentCoding(request) == .gzip, declaredMD5: try ContentCoding.declaredMD5(request),
+            limit: config.maxAttachmentSize, into: c)
         let rev = try RevisionIntake(collection: c, author: author).editAttachments(id: id, rev: parent) { attachments in
             let revpos = Int64(WireDocument.childGeneration(of: parent))
             attachments[name] = ["@type": "blob", "digest": .string(digest), "length": .int(Int64(length)),
@@ -263,42 +264,6 @@ extension Handlers {
             guard attachments.removeValue(forKey: name) != nil else { throw CouchError.notFound("Document is missing attachment") }
         }
         return HTTP.json(["ok": true, "id": .string(id), "rev": .string(rev)])
-    }
-
-    /// An uploaded attachment's bytes, streamed into the blob store as they arrive (at most
-    /// `maxAttachmentSize`): its digest and length.
-    /// A gzip-encoded upload is stored decoded (at most `maxAttachmentSize` decoded), any other
-    /// coding is refused (415), and a `Content-MD5` (of the body as sent) must match (400).
-    private func receiveAttachment(_ request: Request, into c: DocumentCollection) async throws -> (digest: String, length: Int) {
-        let coding = try ContentCoding(request)
-        let declaredMD5 = try ContentCoding.declaredMD5(request)
-        let limit = config.maxAttachmentSize
-        let writer = try c.blobWriter()
-        let decoder = coding == .gzip ? try GzipDecoder(limit: limit) : nil
-        var md5 = declaredMD5 != nil && decoder != nil ? Insecure.MD5() : nil
-        do {
-            for try await buffer in request.body {
-                if let decoder {
-                    buffer.withUnsafeReadableBytes { md5?.update(bufferPointer: $0) }
-                    try decoder.feed(buffer) { piece in try piece.withUnsafeReadableBytes { try writer.append($0) } }
-                    continue
-                }
-                guard writer.length + buffer.readableBytes <= limit else {
-                    throw CouchError.tooLarge("Attachment is larger than \(limit) bytes")
-                }
-                try buffer.withUnsafeReadableBytes { try writer.append($0) }
-            }
-            try decoder?.finish()
-            let sentMD5 = md5.map { "md5-" + Data($0.finalize()).base64EncodedString() }
-            let digest = try writer.finish { storedMD5, _ in
-                // Content-MD5 covers the body as sent: the stored bytes' own, unless it came encoded.
-                if let declaredMD5, declaredMD5 != (sentMD5 ?? storedMD5) { throw ContentCoding.md5Mismatch }
-            }
-            return (digest, writer.length)
-        } catch {
-            writer.abandon()
-            throw error
-        }
     }
 
     /// A file's bytes as a response body, read a piece at a time as the client takes them.
