@@ -7,10 +7,8 @@ import SyncNodeStore
 /// bucket's entries. A peer without `_digest` (CouchDB, PouchDB) is read through its `_changes`
 /// feed instead, a page at a time, and its digest computed here (``readChangesInstead``).
 public actor RemoteDigest: DigestSource {
-    private let root: String
+    private let transport: HTTPTransport
     private let keyspace: String
-    private let client: HTTPClient
-    private let headers: [(String, String)]
     private let timeout: Duration
     /// The bytes of every answer body read so far.
     public private(set) var bytesReceived = 0
@@ -19,13 +17,13 @@ public actor RemoteDigest: DigestSource {
     /// With `_changes` read: every document's entry, by bucket.
     private var entriesByBucket: [[CollectionDigest.Entry]]?
 
-    private init(root: String, keyspace: String, client: HTTPClient, headers: [(String, String)], timeout: Duration) {
-        self.root = root
+    private init(transport: HTTPTransport, keyspace: String, timeout: Duration) {
+        self.transport = transport
         self.keyspace = keyspace
-        self.client = client
-        self.headers = headers
         self.timeout = timeout
     }
+
+    private var root: String { transport.root }
 
     /// Connects to the peer of `url` (http or https; `user:password@` signs in with Basic auth,
     /// `fp=` pins the peer's certificate, as pairing URLs carry it). `keyspace` defaults to the
@@ -42,16 +40,19 @@ public actor RemoteDigest: DigestSource {
         let (client, _) = try await PeerClient.make(
             scheme: scheme, host: host, port: port, pinnedFingerprint: fingerprint, clientIdentity: identity,
             connectTimeout: .seconds(5), readTimeout: timeout)
-        var headers: [(String, String)] = [("Accept", "application/json")]
+        var headers: [(String, String)] = []
         if let user = components.user {
             let credential = Data("\(user.removingPercentEncoding ?? user):\((components.password ?? "").removingPercentEncoding ?? "")".utf8)
             headers.append(("Authorization", "Basic " + credential.base64EncodedString()))
         }
-        return RemoteDigest(root: WireURL.root(scheme: scheme, host: host, port: port), keyspace: name, client: client, headers: headers, timeout: timeout)
+        let transport = HTTPTransport(
+            root: WireURL.root(scheme: scheme, host: host, port: port), client: client, headers: headers,
+            timeouts: PeerTimeouts(connect: .seconds(5), read: timeout))
+        return RemoteDigest(transport: transport, keyspace: name, timeout: timeout)
     }
 
     /// Closes the connections.
-    public func shutdown() async { try? await client.shutdown() }
+    public func shutdown() async { await transport.shutdown() }
 
     public func digest() async throws -> CollectionDigest {
         if let entriesByBucket { return CollectionDigest(entries: entriesByBucket.joined()) }
@@ -142,17 +143,10 @@ public actor RemoteDigest: DigestSource {
     }
 
     private func get(_ target: String) async throws -> (Int, DocumentValue) {
-        var request = HTTPClientRequest(url: root + target)
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        let peer = PeerTimeouts(connect: .seconds(5), read: timeout)
-        do {
-            let response = try await client.execute(request, timeout: .init(timeout))
-            let data = try await response.body.collect(upTo: 256 << 20)
-            bytesReceived += data.readableBytes
-            return (Int(response.status.code), (try? DocumentValue(json: String(buffer: data))) ?? .null)
-        } catch {
-            throw peer.describe(error, peer: root)
-        }
+        let response = try await transport.execute(transport.request(.GET, target), deadline: timeout)
+        let data = try await transport.body(of: response, upTo: 256 << 20)
+        bytesReceived += data.readableBytes
+        return (Int(response.status.code), (try? DocumentValue(json: String(buffer: data))) ?? .null)
     }
 
     /// Refusals stop the comparison with the peer's words.

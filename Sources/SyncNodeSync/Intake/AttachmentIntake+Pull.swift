@@ -45,7 +45,7 @@ extension AttachmentIntake {
                 group.addTask {
                     do {
                         return (index, name, try await download(id: doc.id, rev: doc.rev, name: name, entry: entry, into: collection, from: source))
-                    } catch let missing as CouchError where missing.status == 404 || missing.status == 410 {
+                    } catch let missing as CouchError where PeerStatus.contentGone.contains(missing.status) {
                         return (index, name, nil)
                     }
                 }

@@ -51,7 +51,7 @@ struct Checkpointer: Sendable {
         do {
             try await replicator.withRetries { try await source.saveCheckpoint(id, checkpoint) }
             return true
-        } catch let refusal as CouchError where refusal.status == 401 || refusal.status == 403 {
+        } catch let refusal as CouchError where PeerStatus.refused.contains(refusal.status) {
             replicator.logger.info("the source refuses checkpoints; resuming from the target's alone", metadata: ["reason": "\(refusal.reason)"])
             return false
         }

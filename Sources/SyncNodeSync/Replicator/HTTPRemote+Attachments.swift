@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import NIOCore
 import SyncNodeStore
 
@@ -10,13 +9,11 @@ extension HTTPRemote: AttachmentSource {
         // Each segment of a name escaped on its own: CouchDB reads `/` in a name as a path separator it joins again.
         let escapedName = name.split(separator: "/", omittingEmptySubsequences: false).map { WireURL.escape(String($0)) }.joined(separator: "/")
         let path = "\(db)/\(WireURL.escape(id))/\(escapedName)?rev=\(WireURL.escape(rev))"
-        var request = HTTPClientRequest(url: root + path)
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        let response = try await execute(request)
+        let response = try await transport.execute(transport.request(.GET, path, accept: false))
         let status = Int(response.status.code)
-        guard (200..<300).contains(status) else {
-            let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
-            throw Self.error(status, (try? DocumentValue(json: text)) ?? .null)
+        guard PeerStatus.success.contains(status) else {
+            let text = try await transport.text(of: response, upTo: 1 << 20)
+            throw PeerStatus.error(status, (try? DocumentValue(json: text)) ?? .null)
         }
         // The stub's length, else the answer's, and never more than this node takes from a peer.
         var declared = maxAttachmentSize
@@ -32,7 +29,7 @@ extension HTTPRemote: AttachmentSource {
                 try piece.withUnsafeReadableBytes(sink)
             }
         } catch {
-            throw timeouts.describe(error, peer: root)
+            throw transport.timeouts.describe(error, peer: root)
         }
     }
 }

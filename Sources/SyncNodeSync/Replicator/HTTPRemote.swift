@@ -1,22 +1,18 @@
-import AsyncHTTPClient
 import Foundation
 import Synchronization
 import NIOCore
 import NIOHTTP1
-import NIOPosix
-import NIOSSL
 import SyncNodeStore
 
-/// A CouchDB-compatible database over HTTP(S), as one side of a replication.
-/// It assumes nothing SyncNode-specific: sequences are opaque, and a peer
-/// without `_bulk_get` is read with `open_revs`.
+/// A CouchDB-compatible database over HTTP(S), as one side of a replication: the replication
+/// protocol's operations, each one request through its ``HTTPTransport``. It assumes nothing
+/// SyncNode-specific: sequences are opaque, and a peer without `_bulk_get` is read with
+/// `open_revs`. It never touches the local store (pulled attachments are taken in by the
+/// receiving side, ``AttachmentIntake``).
 final class HTTPRemote: ReplicationPeer, Sendable {
-    let root: String      // scheme://host:port
+    let transport: HTTPTransport
     let database: String  // the first path segment (a keyspace)
-    let client: HTTPClient
-    let headers: [(String, String)]
     let configuredUUID: String?
-    let timeouts: PeerTimeouts
     /// The largest attachment accepted from the peer.
     let maxAttachmentSize: Int
     /// False once the peer refused `_bulk_get` (fetches may run two at a time).
@@ -41,84 +37,27 @@ final class HTTPRemote: ReplicationPeer, Sendable {
             clientIdentity: config.clientIdentity, connectTimeout: config.connectTimeout, readTimeout: config.readTimeout)
         var headers = config.headers.map { ($0.key, $0.value) }
         if let auth = config.authenticator { headers.append(("Authorization", auth.authorizationHeader)) }
+        let transport = HTTPTransport(
+            root: WireURL.root(scheme: scheme, host: host, port: port), client: client, headers: headers,
+            timeouts: PeerTimeouts(connect: config.connectTimeout, read: config.readTimeout))
         let remote = HTTPRemote(
-            root: WireURL.root(scheme: scheme, host: host, port: port), database: database, client: client, headers: headers,
-            configuredUUID: config.remoteUUID,
-            timeouts: PeerTimeouts(connect: config.connectTimeout, read: config.readTimeout), maxAttachmentSize: config.maxAttachmentSize)
+            transport: transport, database: database, configuredUUID: config.remoteUUID, maxAttachmentSize: config.maxAttachmentSize)
         return (remote, pinnedFingerprint)
     }
 
-    private init(
-        root: String, database: String, client: HTTPClient, headers: [(String, String)], configuredUUID: String?,
-        timeouts: PeerTimeouts, maxAttachmentSize: Int
-    ) {
-        self.timeouts = timeouts
-        self.maxAttachmentSize = maxAttachmentSize
-        self.root = root
+    private init(transport: HTTPTransport, database: String, configuredUUID: String?, maxAttachmentSize: Int) {
+        self.transport = transport
         self.database = database
-        self.client = client
-        self.headers = headers
         self.configuredUUID = configuredUUID
+        self.maxAttachmentSize = maxAttachmentSize
     }
 
-    func shutdown() async { try? await client.shutdown() }
+    func shutdown() async { await transport.shutdown() }
 
-    /// Sends `request`. The deadline is for the answer's head; its body, and an upload, go on
-    /// while bytes keep moving (the read and write timeouts). Timeouts come back in words.
-    func execute(_ request: HTTPClientRequest, deadline: Duration = .seconds(300)) async throws -> HTTPClientResponse {
-        do {
-            return try await client.execute(request, timeout: .init(deadline))
-        } catch {
-            throw timeouts.describe(error, peer: root)
-        }
-    }
+    /// `scheme://host:port`.
+    var root: String { transport.root }
 
-    // MARK: - HTTP
-
-    private func send(_ method: HTTPMethod, _ path: String, _ body: DocumentValue? = nil) async throws -> (Int, DocumentValue) {
-        try await send(method, path, json: body?.toJSON())
-    }
-
-    private func send(_ method: HTTPMethod, _ path: String, json body: String?) async throws -> (Int, DocumentValue) {
-        let (status, text) = try await sendText(method, path, json: body)
-        guard let value = try? DocumentValue(json: text) else {
-            // A proxy's HTML page must not read as an empty answer ("nothing missing", "nothing refused").
-            guard (200..<300).contains(status) else { return (status, .null) }
-            throw Self.notJSON(method, path, status)
-        }
-        return (status, value)
-    }
-
-    /// The answer's status and text, unparsed (documents are split from it as text).
-    private func sendText(_ method: HTTPMethod, _ path: String, json body: String?) async throws -> (Int, String) {
-        var request = HTTPClientRequest(url: root + path)
-        request.method = method
-        request.headers.add(name: "Accept", value: "application/json")
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(string: body))
-        }
-        let response: HTTPClientResponse
-        do {
-            response = try await execute(request)
-        } catch let error as NIOSSLError {
-            guard case .handshakeFailed = error else { throw error }
-            // A certificate no retry will change: stop with what to do, not after minutes of backoff.
-            throw SyncError.invalidIdentity("TLS with \(root) failed (\(error)); pin the peer's certificate with a pairing URL (fp=...) or accept it on first use (acceptOnlySelfSignedServerCertificate)")
-        }
-        let data: ByteBuffer
-        do {
-            data = try await response.body.collect(upTo: 1 << 30)
-        } catch {
-            throw timeouts.describe(error, peer: root)
-        }
-        return (Int(response.status.code), String(buffer: data))
-    }
-
-    private static func notJSON(_ method: HTTPMethod, _ path: String, _ status: Int) -> CouchError {
-        CouchError(status: 502, error: "bad_gateway", reason: "\(method) \(path) answered HTTP \(status) with a body that is not JSON")
-    }
+    // MARK: - Answers
 
     /// The documents at `path` in a 2xx answer, split and canonicalized from
     /// its text; entries that are not objects are skipped. Malformed JSON is a
@@ -131,28 +70,8 @@ final class HTTPRemote: ReplicationPeer, Sendable {
                 input[start] == UInt8(ascii: "{") ? try WireRevision.read(in: input, at: start, scratch: &scratch) : nil
             }
         } catch {
-            throw notJSON(method, url, status)
+            throw PeerStatus.notJSON(method, url, status)
         }
-    }
-
-    /// A 2xx answer's body, or the peer's error.
-    private func expect(_ method: HTTPMethod, _ path: String, _ body: DocumentValue? = nil) async throws -> DocumentValue {
-        try await expect(method, path, json: body?.toJSON())
-    }
-
-    private func expect(_ method: HTTPMethod, _ path: String, json body: String?) async throws -> DocumentValue {
-        let (status, value) = try await send(method, path, json: body)
-        guard (200..<300).contains(status) else { throw Self.error(status, value) }
-        return value
-    }
-
-    static func error(_ status: Int, _ value: DocumentValue) -> CouchError {
-        if case .dictionary(let d) = value, case .string(let e)? = d["error"] {
-            let reason: String
-            if case .string(let r)? = d["reason"] { reason = r } else { reason = "" }
-            return CouchError(status: status, error: e, reason: reason)
-        }
-        return CouchError(status: status, error: "http_error", reason: "HTTP \(status)")
     }
 
     var db: String { "/" + (database.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? database) }
@@ -180,8 +99,8 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         // Only a peer without `GET /` (404) or without a uuid is named by its URL;
         // a transient failure must not change the replication ID (and lose the checkpoint).
         do {
-            if case .string(let uuid)? = try await expect(.GET, "/")["uuid"] { return Self.identity(uuid: uuid, database: database) }
-        } catch let error as CouchError where error.status == 404 {
+            if case .string(let uuid)? = try await transport.expect(.GET, "/")["uuid"] { return Self.identity(uuid: uuid, database: database) }
+        } catch let error as CouchError where error.status == PeerStatus.notFound {
             // Named by URL below.
         }
         return root + db
@@ -197,12 +116,12 @@ final class HTTPRemote: ReplicationPeer, Sendable {
             path += "&filter=_doc_ids"
             body = DocumentValue.dictionary(["doc_ids": .array(documentIDs.map { .string($0) })]).toJSON()
         }
-        let (status, text) = try await sendText(method, path, json: body)
-        guard (200..<300).contains(status) else { throw Self.error(status, (try? DocumentValue(json: text)) ?? .null) }
+        let (status, text) = try await transport.text(method, path, json: body)
+        guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, (try? DocumentValue(json: text)) ?? .null) }
         do {
             return try Self.changesPage(text)
         } catch {
-            throw Self.notJSON(method, path, status)
+            throw PeerStatus.notJSON(method, path, status)
         }
     }
 
@@ -261,7 +180,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
 
     func revsDiff(_ revs: [String: [String]]) async throws -> [String: MissingRevisions] {
         let body = DocumentValue.dictionary(revs.mapValues { .array($0.map { .string($0) }) })
-        let value = try await expect(.POST, "\(db)/_revs_diff", body)
+        let value = try await transport.expect(.POST, "\(db)/_revs_diff", json: body.toJSON())
         guard case .dictionary(let d) = value else { return [:] }
         func strings(_ v: DocumentValue?) -> [String] {
             guard case .array(let a)? = v else { return [] }
@@ -305,20 +224,20 @@ final class HTTPRemote: ReplicationPeer, Sendable {
             }
             request.writeRaw("]}")
             let path = "\(db)/_bulk_get?revs=true&latest=true&att_encoding_info=true"
-            let (status, text) = try await sendText(.POST, path, json: request.text)
-            if (200..<300).contains(status) {
+            let (status, text) = try await transport.text(.POST, path, json: request.text)
+            if PeerStatus.success.contains(status) {
                 return try Self.documents(at: [.member("results"), .each, .member("docs"), .each, .member("ok")], in: text, .POST, path, status)
             }
             let value = (try? DocumentValue(json: text)) ?? .null
-            guard [400, 404, 405, 501].contains(status) else { throw Self.error(status, value) }
+            guard PeerStatus.noBulkGet.contains(status) else { throw PeerStatus.error(status, value) }
             hasBulkGet.store(false, ordering: .relaxed)  // an older CouchDB or another implementation: fall back
         }
         var out: [WireRevision] = []
         for want in wanted {
             let list = DocumentValue.array(want.revs.map { .string($0) }).toJSON()
             let path = "\(db)/\(WireURL.escape(want.id))?revs=true&latest=true&att_encoding_info=true&open_revs=\(WireURL.escape(list))"
-            let (status, text) = try await sendText(.GET, path, json: nil)
-            guard (200..<300).contains(status) else { throw Self.error(status, (try? DocumentValue(json: text)) ?? .null) }
+            let (status, text) = try await transport.text(.GET, path)
+            guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, (try? DocumentValue(json: text)) ?? .null) }
             out += try Self.documents(at: [.each, .member("ok")], in: text, .GET, path, status)
         }
         return out
@@ -332,7 +251,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         for doc in docs where !doc.files.isEmpty {
             do {
                 try await storeWithFiles(doc)
-            } catch let error as CouchError where [400, 403, 409, 412, 413, 415].contains(error.status) {
+            } catch let error as CouchError where PeerStatus.documentRefusals.contains(error.status) {
                 // The document's own problem (a validator, a size limit): the others go on.
                 outcome.refused.append((doc.id, error))
             }
@@ -348,7 +267,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
             doc.write(to: &body)
         }
         body.writeRaw("]}")
-        let value = try await expect(.POST, "\(db)/_bulk_docs", json: body.text)
+        let value = try await transport.expect(.POST, "\(db)/_bulk_docs", json: body.text)
         var outcome = StoredBatch()
         if case .array(let results) = value {
             for result in results {
@@ -367,17 +286,12 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         var json = JSONWriter(capacity: doc.body.bytes.count + 512)
         doc.write(to: &json)
         let upload = MultipartRelated.Upload(json: json.bytes, files: doc.files)
-        var request = HTTPClientRequest(url: root + "\(db)/\(WireURL.escape(doc.id))?new_edits=false")
-        request.method = .PUT
-        request.headers.add(name: "Accept", value: "application/json")
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        request.headers.add(name: "Content-Type", value: upload.contentType)
-        request.body = .stream(upload, length: .known(Int64(upload.length)))
+        let request = transport.request(.PUT, "\(db)/\(WireURL.escape(doc.id))?new_edits=false", body: .upload(upload))
         // A large attachment on a slow link takes long: no deadline, the write timeout catches a stalled transfer.
-        let response = try await execute(request, deadline: .seconds(365 * 86_400))
+        let response = try await transport.execute(request, deadline: .seconds(365 * 86_400))
         let status = Int(response.status.code)
-        let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
-        guard (200..<300).contains(status) else { throw Self.error(status, (try? DocumentValue(json: text)) ?? .null) }
+        let text = try await transport.text(of: response, upTo: 1 << 20)
+        guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, (try? DocumentValue(json: text)) ?? .null) }
     }
 
     func pendingChanges(since: String) async throws -> Int? {
@@ -386,11 +300,11 @@ final class HTTPRemote: ReplicationPeer, Sendable {
     }
 
     func digestRoot() async throws -> String? {
-        let (status, value) = try await send(.GET, "\(db)/_digest?buckets=false")
+        let (status, value) = try await transport.json(.GET, "\(db)/_digest?buckets=false")
         // A peer without digests answers 400 or 404 (`_digest` read as a document ID).
-        if [400, 404, 405].contains(status) { return nil }
-        guard (200..<300).contains(status) else { throw Self.error(status, value) }
-        guard let root = value["root"]?.stringValue else { throw Self.notJSON(.GET, "\(db)/_digest", status) }
+        if PeerStatus.noDigest.contains(status) { return nil }
+        guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, value) }
+        guard let root = value["root"]?.stringValue else { throw PeerStatus.notJSON(.GET, "\(db)/_digest", status) }
         return root
     }
 
@@ -398,9 +312,10 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         let ms = timeout.components.seconds * 1000
         let path = "\(db)/_changes?feed=longpoll&limit=1&since=\(WireURL.escape(since))&timeout=\(ms)"
         if let documentIDs {
-            _ = try await expect(.POST, path + "&filter=_doc_ids", ["doc_ids": .array(documentIDs.map { .string($0) })])
+            let body = DocumentValue.dictionary(["doc_ids": .array(documentIDs.map { .string($0) })])
+            _ = try await transport.expect(.POST, path + "&filter=_doc_ids", json: body.toJSON())
         } else {
-            _ = try await expect(.GET, path)
+            _ = try await transport.expect(.GET, path)
         }
     }
 
@@ -408,7 +323,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         // Optional in CouchDB 3, and peers without it answer anything from 404 to 500
         // (django-sofa routes it as a document ID): only a transport failure counts.
         do {
-            _ = try await send(.POST, "\(db)/_ensure_full_commit", [:])
+            _ = try await transport.json(.POST, "\(db)/_ensure_full_commit", json: "{}")
         } catch is CouchError {
             // Any answer will do, even one that is not JSON.
         }
@@ -421,14 +336,14 @@ final class HTTPRemote: ReplicationPeer, Sendable {
     func saveCheckpoint(_ id: String, _ checkpoint: ReplicationCheckpoint) async throws {
         var body = checkpoint.json
         if let current = try await storedCheckpoint(id), let rev = current["_rev"] { body["_rev"] = rev }
-        _ = try await expect(.PUT, "\(db)/_local/\(WireURL.escape(id))", .dictionary(body))
+        _ = try await transport.expect(.PUT, "\(db)/_local/\(WireURL.escape(id))", json: DocumentValue.dictionary(body).toJSON())
     }
 
     /// The checkpoint document as stored, with its `_rev`.
     private func storedCheckpoint(_ id: String) async throws -> [String: DocumentValue]? {
-        let (status, value) = try await send(.GET, "\(db)/_local/\(WireURL.escape(id))")
-        if status == 404 { return nil }
-        guard (200..<300).contains(status), case .dictionary(let d) = value else { throw Self.error(status, value) }
+        let (status, value) = try await transport.json(.GET, "\(db)/_local/\(WireURL.escape(id))")
+        if status == PeerStatus.notFound { return nil }
+        guard PeerStatus.success.contains(status), case .dictionary(let d) = value else { throw PeerStatus.error(status, value) }
         return d
     }
 }

@@ -330,7 +330,7 @@ public final class Replicator: Sendable {
     /// a wrong pin or configuration, or the local store failing.
     static func isPermanent(_ error: any Error) -> Bool {
         switch error {
-        case let error as CouchError: return ![408, 429].contains(error.status) && error.status < 500
+        case let error as CouchError: return !PeerStatus.isRetryable(error.status)
         case SyncError.connectionFailed: return false
         case is SyncError, is StoreError, is CancellationError: return true
         default: return false

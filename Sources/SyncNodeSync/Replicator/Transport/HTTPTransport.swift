@@ -1,0 +1,112 @@
+import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+import SyncNodeStore
+
+/// Requests to one CouchDB-compatible server, and its answers: the one place requests are
+/// built (``request(_:_:body:accept:)``) and sent (``execute(_:deadline:)``), and answers read
+/// as text or JSON. It knows HTTP, not the replication protocol (``HTTPRemote`` speaks that).
+final class HTTPTransport: Sendable {
+    /// `scheme://host:port`.
+    let root: String
+    private let client: HTTPClient
+    /// Sent with every request: the configuration's headers and the authenticator's.
+    private let headers: [(String, String)]
+    let timeouts: PeerTimeouts
+
+    /// What a request carries.
+    enum Body {
+        case none
+        /// A JSON text.
+        case json(String)
+        /// A document with its attachment files, streamed as `multipart/related`.
+        case upload(MultipartRelated.Upload)
+    }
+
+    init(root: String, client: HTTPClient, headers: [(String, String)], timeouts: PeerTimeouts) {
+        self.root = root
+        self.client = client
+        self.headers = headers
+        self.timeouts = timeouts
+    }
+
+    func shutdown() async { try? await client.shutdown() }
+
+    /// A request for `path` (from the root, escaped). `accept` asks for JSON, as every protocol
+    /// answer is; an attachment's content is asked for as it is.
+    func request(_ method: HTTPMethod, _ path: String, body: Body = .none, accept: Bool = true) -> HTTPClientRequest {
+        var request = HTTPClientRequest(url: root + path)
+        request.method = method
+        if accept { request.headers.add(name: "Accept", value: "application/json") }
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        switch body {
+        case .none:
+            break
+        case .json(let text):
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: text))
+        case .upload(let upload):
+            request.headers.add(name: "Content-Type", value: upload.contentType)
+            request.body = .stream(upload, length: .known(Int64(upload.length)))
+        }
+        return request
+    }
+
+    /// Sends `request`. The deadline is for the answer's head; its body, and an upload, go on
+    /// while bytes keep moving (the read and write timeouts). Timeouts come back in words.
+    ///
+    /// - Throws: `SyncError.invalidIdentity` when the TLS handshake fails (a certificate no retry
+    ///   will change), `SyncError.connectionFailed` and the client's errors, described.
+    func execute(_ request: HTTPClientRequest, deadline: Duration = .seconds(300)) async throws -> HTTPClientResponse {
+        do {
+            return try await client.execute(request, timeout: .init(deadline))
+        } catch let error as NIOSSLError {
+            guard case .handshakeFailed = error else { throw error }
+            // Stop with what to do, not after minutes of backoff.
+            throw SyncError.invalidIdentity("TLS with \(root) failed (\(error)); pin the peer's certificate with a pairing URL (fp=...) or accept it on first use (acceptOnlySelfSignedServerCertificate)")
+        } catch {
+            throw timeouts.describe(error, peer: root)
+        }
+    }
+
+    /// The answer to `method path` with a JSON `body`: its status and text, unparsed (documents
+    /// are split from it as text).
+    func text(_ method: HTTPMethod, _ path: String, json body: String? = nil) async throws -> (status: Int, text: String) {
+        let response = try await execute(request(method, path, body: body.map(Body.json) ?? .none))
+        return (Int(response.status.code), try await text(of: response, upTo: 1 << 30))
+    }
+
+    /// An answer's body as text, at most `limit` bytes.
+    func text(of response: HTTPClientResponse, upTo limit: Int) async throws -> String {
+        String(buffer: try await body(of: response, upTo: limit))
+    }
+
+    /// An answer's body, at most `limit` bytes.
+    func body(of response: HTTPClientResponse, upTo limit: Int) async throws -> ByteBuffer {
+        do {
+            return try await response.body.collect(upTo: limit)
+        } catch {
+            throw timeouts.describe(error, peer: root)
+        }
+    }
+
+    /// The answer to `method path` with a JSON `body`, parsed. A non-2xx answer that is not JSON
+    /// reads as `null` (its status tells); a 2xx one is a bad gateway.
+    func json(_ method: HTTPMethod, _ path: String, json body: String? = nil) async throws -> (status: Int, value: DocumentValue) {
+        let (status, text) = try await text(method, path, json: body)
+        guard let value = try? DocumentValue(json: text) else {
+            // A proxy's HTML page must not read as an empty answer ("nothing missing", "nothing refused").
+            guard PeerStatus.success.contains(status) else { return (status, .null) }
+            throw PeerStatus.notJSON(method, path, status)
+        }
+        return (status, value)
+    }
+
+    /// A 2xx answer's body, or the peer's error.
+    func expect(_ method: HTTPMethod, _ path: String, json body: String? = nil) async throws -> DocumentValue {
+        let (status, value) = try await json(method, path, json: body)
+        guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, value) }
+        return value
+    }
+}
