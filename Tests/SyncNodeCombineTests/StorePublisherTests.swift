@@ -93,15 +93,16 @@ final class StorePublisherTests {
         done.completed = true
         try tasks.save(from: done)
         #expect(await inbox.wait(count: 4).last == ["b", "c"])
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(inbox.values == [[], ["b"], ["a", "b", "c"], ["b", "c"]])
+        // A marker commit: the next value must be its own, so no stray value came before it.
+        try tasks.save(from: Todo(title: "d"))
+        #expect(await inbox.wait(count: 5) == [[], ["b"], ["a", "b", "c"], ["b", "c"], ["b", "c", "d"]])
         #expect(inbox.offQueue == 0)
 
         subscription.cancel()
-        try tasks.save(from: Todo(title: "after"))
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(inbox.values.count == 4)
         #expect(db.notifier.listenerCount == 0 && query.live.count == 0)
+        try tasks.save(from: Todo(title: "after"))
+        queue.sync {}  // anything enqueued for the subscriber before now has run
+        #expect(inbox.values.count == 5)
     }
 
     @Test func collectionAndDocumentPublishersFollowCommits() async throws {
@@ -123,7 +124,8 @@ final class StorePublisherTests {
         try tasks.purge(id: "one")
         #expect(await batches.wait(count: 4) == [["one"], ["two", "watched"], ["watched"], ["one"]])
         #expect(await documents.wait(count: 2) == ["watched", "watched"])
-        try await Task.sleep(for: .milliseconds(100))
+        // Commits hand their changes to the queue as they end: once it is drained, nothing more comes.
+        queue.sync {}
         #expect(batches.values.count == 4 && documents.values.count == 2)
         #expect(batches.offQueue == 0 && documents.offQueue == 0)
 

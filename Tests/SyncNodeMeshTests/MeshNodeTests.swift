@@ -83,8 +83,13 @@ import SyncNodeSync
         let start = ContinuousClock.now
         #expect(try await eventually { b.mesh.peers.first?.trusted == false })
         print("revocation: trust remove (the file edited under a running node): its mesh replications stopped \(ContinuousClock.now - start) after (target: within 1 s)")
+        // Untrusting stopped B's replications with A before the board said so; what could start
+        // them again (the periodic trust and keyspace checks) runs now, not after a guessed sleep.
+        #expect(await b.mesh.replications.keyspacesSynced(with: a.directory.uuid).isEmpty)
         try a.collection().save(try MutableDocument(id: "after", data: ["n": 2]))
-        try await Task.sleep(for: .seconds(2))
+        await b.mesh.replications.recheckTrust()
+        await b.mesh.replications.refreshAsked()
+        #expect(await b.mesh.replications.keyspacesSynced(with: a.directory.uuid).isEmpty, "B syncs again with a peer it does not trust")
         #expect(try b.collection().document(id: "after") == nil, "B pulls no more from a peer it does not trust")
         await b.mesh.stop()
         await a.mesh.stop()
@@ -177,7 +182,11 @@ import SyncNodeSync
         #expect(try await eventually { a.mesh.peers.first { $0.uuid == b.directory.uuid }?.trusted == true })
         try a.collection().save(try MutableDocument(id: "marker", data: ["n": 3]))
         #expect(try await eventually { try b.collection().document(id: "marker") != nil })
-        try await Task.sleep(for: .seconds(1))
+        // A runs no replication with B at all, even after the periodic checks that start them.
+        await a.mesh.replications.recheckTrust()
+        await a.mesh.replications.refreshAsked()
+        #expect(await a.mesh.replications.keyspacesSynced(with: b.directory.uuid).isEmpty, "A replicates with a peer that may only read")
+        #expect(await b.mesh.replications.keyspacesSynced(with: a.directory.uuid) == ["default"], "B pulls what it may read")
         #expect(a.mesh.peers.first { $0.uuid == b.directory.uuid }?.collections.isEmpty == true)
         #expect(try a.collection().document(id: "from-b") == nil, "A pulled from a peer that may only read")
         for node in [b, a] { await node.mesh.stop() }

@@ -192,6 +192,9 @@ actor PeerReplications {
         syncs[peer.uuid] = running
     }
 
+    /// The keyspaces replicated with the peer `uuid` now, sorted; empty when none runs.
+    func keyspacesSynced(with uuid: String) -> [String] { syncs[uuid]?.replications.keys.sorted() ?? [] }
+
     /// Whether the peer `uuid` was paired by URL (and so is synced with already).
     func isPaired(_ uuid: String) -> Bool { paired.contains(uuid) }
 
