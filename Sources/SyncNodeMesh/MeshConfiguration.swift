@@ -85,6 +85,8 @@ public struct MeshConfiguration: Sendable {
     /// Called for every ``MeshEvent``, on the node's tasks: keep it short.
     public var onEvent: (@Sendable (MeshEvent) -> Void)?
     public var logger = Logger(label: "syncnode.mesh")
+    /// Tests only: the listener answers chosen requests with an error status instead of serving them.
+    package var faultInjector: FaultInjector?
 
     /// A node on `directory`, secure by default: HTTPS with the node's identity on a free port,
     /// peers in the directory's trusted-peers file (and those that redeem its invitations)

@@ -46,19 +46,22 @@ public final class MeshNode: Sendable {
         self.configuration = configuration
         var listenerConfig = configuration.listener
         listenerConfig.directory = configuration.directory
-        replications = PeerReplications(configuration: configuration, board: board)
+        var environment = ListenerEnvironment()
+        environment.faultInjector = configuration.faultInjector
+        let audit = environment.auditLog
+        replications = PeerReplications(configuration: configuration, tasks: environment.replicationTasks, board: board)
         let running = ServiceState<Running>()
         self.running = running
         console = MeshConsole(configuration: configuration, board: board, replications: replications, pair: { [configuration, replications] url in
             try await Self.pair(with: url, configuration: configuration, replications: replications, port: running.withLock { $0?.node.port })
         }, invite: { [configuration] scope, lifetime, uses, note in
             guard let node = running.withLock({ $0?.node }) else { throw SyncError.invalidConfiguration("the node is not started") }
-            return try Self.invite(node: node, configuration: configuration, scope: scope, lifetime: lifetime, uses: uses, note: note)
+            return try Self.invite(node: node, configuration: configuration, audit: audit, scope: scope, lifetime: lifetime, uses: uses, note: note)
         }, revoke: { [configuration, replications] id in
-            try await Self.revokeInvitation(id: id, configuration: configuration, replications: replications)
+            try await Self.revokeInvitation(id: id, configuration: configuration, audit: audit, replications: replications)
         })
-        listenerConfig.console = console
-        listenerConfig.onPeerAdmitted = { [configuration, replications, running] admitted in
+        environment.console = console
+        environment.onPeerAdmitted = { [configuration, replications, running] admitted in
             // The peer that redeemed an invitation is synced with at the address it came from,
             // pinned to the certificate it presented: both sides sync, not only the one that scanned.
             guard let port = admitted.port, let uuid = admitted.uuid, let database = running.withLock({ $0?.node.database }),
@@ -69,15 +72,13 @@ public final class MeshNode: Sendable {
                 await Self.syncPaired(url, fingerprint: admitted.fingerprint, with: replications)
             }
         }
-        listenerConfig.offeredKeyspaces = { [configuration] in Self.keyspaces(configuration) }
+        environment.offeredKeyspaces = { [configuration] in Self.keyspaces(configuration) }
         if let onEvent = configuration.onEvent {
-            let previous = listenerConfig.onUntrustedPeer
-            listenerConfig.onUntrustedPeer = { fingerprint, address in
-                previous?(fingerprint, address)
+            environment.onUntrustedPeer = { fingerprint, address in
                 onEvent(.untrustedClient(fingerprint: fingerprint, address: address))
             }
         }
-        listener = Listener(config: listenerConfig)
+        listener = Listener(config: listenerConfig, environment: environment)
     }
 
     /// The keyspaces this node shares: each shared database (its default collection) and
@@ -113,13 +114,13 @@ public final class MeshNode: Sendable {
     ///   `InvitationStore/create(scope:lifetime:uses:note:)` throws.
     public func invite(scope: PeerScope = .everything, lifetime: Duration = .seconds(15 * 60), uses: Int? = 1, note: String = "") throws -> (invitation: Invitation, url: PairingURL) {
         guard let node = running.withLock({ $0?.node }) else { throw SyncError.invalidConfiguration("the node is not started: it has no address to invite to") }
-        return try Self.invite(node: node, configuration: configuration, scope: scope, lifetime: lifetime, uses: uses, note: note)
+        return try Self.invite(node: node, configuration: configuration, audit: listener.environment.auditLog, scope: scope, lifetime: lifetime, uses: uses, note: note)
     }
 
-    private static func invite(node: RunningNode, configuration: MeshConfiguration, scope: PeerScope, lifetime: Duration, uses: Int?,
+    private static func invite(node: RunningNode, configuration: MeshConfiguration, audit: AuditLog, scope: PeerScope, lifetime: Duration, uses: Int?,
                                note: String) throws -> (invitation: Invitation, url: PairingURL) {
         let (invitation, token) = try InvitationStore(directory: configuration.directory).create(scope: scope, lifetime: lifetime, uses: uses, note: note)
-        configuration.listener.auditLog.record(.invitationMade, "invitation \(invitation.id) made: \(scope), \(invitation.usesDescription), until \(ISO8601DateFormatter().string(from: invitation.expires))", [
+        audit.record(.invitationMade, "invitation \(invitation.id) made: \(scope), \(invitation.usesDescription), until \(ISO8601DateFormatter().string(from: invitation.expires))", [
             "invitation": invitation.id, "scope": scope.description,
         ])
         return (invitation, node.pairingURL(uuid: configuration.directory.uuid, invitation: token, keyspace: scope.keyspaces?.first))
@@ -129,14 +130,16 @@ public final class MeshNode: Sendable {
     /// redeemed it are trusted no more (their replications stop). Nil when there is no such invitation.
     /// - Throws: what `InvitationStore/revoke(id:)` and `TrustStore/remove(fingerprint:)` throw.
     public func revokeInvitation(id: String) async throws -> Invitation? {
-        try await Self.revokeInvitation(id: id, configuration: configuration, replications: replications)
+        try await Self.revokeInvitation(id: id, configuration: configuration, audit: listener.environment.auditLog, replications: replications)
     }
 
-    static func revokeInvitation(id: String, configuration: MeshConfiguration, replications: PeerReplications) async throws -> Invitation? {
+    static func revokeInvitation(
+        id: String, configuration: MeshConfiguration, audit: AuditLog, replications: PeerReplications
+    ) async throws -> Invitation? {
         guard let (invitation, untrusted) = try InvitationStore(directory: configuration.directory).revoke(id: id, untrustingIn: configuration.trust) else {
             return nil
         }
-        configuration.listener.auditLog.record(.invitationRevoked, "invitation \(invitation.id) revoked; \(untrusted.count) peer(s) that redeemed it untrusted", [
+        audit.record(.invitationRevoked, "invitation \(invitation.id) revoked; \(untrusted.count) peer(s) that redeemed it untrusted", [
             "invitation": invitation.id,
         ])
         for fingerprint in untrusted { await replications.trustChanged(fingerprint: fingerprint) }
@@ -199,7 +202,7 @@ public final class MeshNode: Sendable {
             // `syncnode invite` on this directory reads where the node listens.
             try node.write(directory: configuration.directory)
             if let lifetime = configuration.startInvitation, fingerprint != nil, configuration.listener.authenticator != nil {
-                pairing = try Self.invite(node: node, configuration: configuration, scope: .everything, lifetime: lifetime, uses: nil, note: "made at start").url
+                pairing = try Self.invite(node: node, configuration: configuration, audit: listener.environment.auditLog, scope: .everything, lifetime: lifetime, uses: nil, note: "made at start").url
             }
             advertiser = configuration.advertise ? try Advertiser(record: record, onStatus: onStatus.report) : nil
             if configuration.browse {

@@ -123,7 +123,7 @@ import SyncNodeSync
         #expect(try await eventually { a.mesh.peers.first { $0.uuid == b.directory.uuid }?.trusted == false })
 
         // Audit: one event each (the untrusting one seen within the file watch), none with the token.
-        let audit = a.mesh.configuration.listener.auditLog
+        let audit = a.mesh.listener.environment.auditLog
         #expect(try await eventually { audit.events.contains { $0.kind == .peerUntrusted } })
         let kinds = audit.events.map(\.kind)
         for kind: AuditEvent.Kind in [.invitationMade, .invitationRedeemed, .invitationRefused, .peerTrusted, .invitationRevoked, .peerUntrusted] {

@@ -33,7 +33,7 @@ import SyncNodeStore
         let deaf = Switch(), events = Events()
         // A's long polls hold its changes back while `deaf` is on (fault injection): B's
         // replicator, waiting on one, stays idle though A has changes B lacks.
-        let a = try Node(name: "a") { $0.listener.faultInjector = FaultInjector(deafFeeds: { deaf.isOn }) }
+        let a = try Node(name: "a") { $0.faultInjector = FaultInjector(deafFeeds: { deaf.isOn }) }
         let b = try Node(name: "b") {
             $0.syncCheckInterval = .milliseconds(200)
             $0.onEvent = events.add

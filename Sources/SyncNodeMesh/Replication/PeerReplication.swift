@@ -20,7 +20,8 @@ final class PeerReplication: Sendable {
     private let audit: SyncAudit?
 
     init(
-        collection: DocumentCollection, url: URL, configuration: MeshConfiguration, type: ReplicatorType, trustOnFirstUse: Bool,
+        collection: DocumentCollection, url: URL, configuration: MeshConfiguration, tasks: ReplicationTasks, type: ReplicatorType,
+        trustOnFirstUse: Bool,
         report: @escaping @Sendable (ReplicatorStatus) -> Void, judged: (@Sendable (SyncAudit.Judgement, _ crossed: Bool) -> Void)? = nil
     ) throws {
         var config = ReplicatorConfiguration(collection: collection, target: .url(url))
@@ -60,7 +61,7 @@ final class PeerReplication: Sendable {
         self.replicator = replicator
         self.audit = audit
         self.stopped = stopped
-        tasks = configuration.listener.replicationTasks
+        self.tasks = tasks
         tasks.add(replicator)
         replicator.start()
     }

@@ -9,6 +9,8 @@ actor PeerReplications {
     private let configuration: MeshConfiguration
     private let board: PresenceBoard
     /// Per trusted peer (by UUID): where it is, and the replications, by keyspace.
+    /// The listener's list of replications, where each one started here is shown.
+    private let tasks: ReplicationTasks
     private var syncs: [String: (peer: Peer, replications: [String: PeerReplication])] = [:]
     /// Replications with URLs the app named (any CouchDB-compatible peer).
     private var explicit: [PeerReplication] = []
@@ -25,8 +27,9 @@ actor PeerReplications {
     /// Every peer on the board, as last seen, so a change of trust can be applied to it.
     private var seen: [String: (peer: Peer, discovered: Bool)] = [:]
 
-    init(configuration: MeshConfiguration, board: PresenceBoard) {
+    init(configuration: MeshConfiguration, tasks: ReplicationTasks, board: PresenceBoard) {
         self.configuration = configuration
+        self.tasks = tasks
         self.board = board
     }
 
@@ -174,7 +177,7 @@ actor PeerReplications {
                 let credential = pairedCredentials[peer.uuid] ?? configuration.peerCredential
                 let url = peer.url(database: keyspace, user: credential?.username, password: credential?.password)
                 running.replications[keyspace] = try PeerReplication(
-                    collection: collection, url: url, configuration: configuration,
+                    collection: collection, url: url, configuration: configuration, tasks: tasks,
                     type: type, trustOnFirstUse: false
                 ) { [board, configuration] status in
                     board.record(status, peer: peer.uuid, keyspace: keyspace)
@@ -244,7 +247,7 @@ actor PeerReplications {
     /// Keeps `collection` replicated with the database at `url`.
     func sync(with url: URL, collection: DocumentCollection, trustOnFirstUse: Bool) throws {
         let label = "sync \(url.host ?? "?"):\(url.port.map(String.init) ?? "")"
-        explicit.append(try PeerReplication(collection: collection, url: url, configuration: configuration, type: .pushAndPull, trustOnFirstUse: trustOnFirstUse) {
+        explicit.append(try PeerReplication(collection: collection, url: url, configuration: configuration, tasks: tasks, type: .pushAndPull, trustOnFirstUse: trustOnFirstUse) {
             [configuration] status in configuration.onEvent?(.replication(label: label, status: status))
         })
     }

@@ -41,7 +41,7 @@ extension Handlers {
             if spec.feed == .longpoll {
                 let deadline = ContinuousClock.now.advanced(by: .milliseconds(spec.timeout ?? 60_000))
                 // In one-second slices, so a graceful stop is not held up by a long poll.
-                while try config.faultInjector?.deafFeeds() == true || collection.changes(since: spec.since, limit: 1).isEmpty,
+                while try environment.faultInjector?.deafFeeds() == true || collection.changes(since: spec.since, limit: 1).isEmpty,
                       !Task.isShuttingDownGracefully,
                       ContinuousClock.now < deadline {
                     _ = await signal.wait(timeout: min(.seconds(1), ContinuousClock.now.duration(to: deadline)))

@@ -11,7 +11,7 @@ extension Handlers {
     /// `GET /_node/keyspaces`: what the asker may replicate here, narrowed to what the node offers.
     func offeredKeyspaces(to principal: Principal) throws -> Response {
         var listed = try keyspaces(readableBy: principal)
-        if let offered = config.offeredKeyspaces.map({ Set($0()) }) { listed = listed.filter(offered.contains) }
+        if let offered = environment.offeredKeyspaces.map({ Set($0()) }) { listed = listed.filter(offered.contains) }
         return HTTP.json(.array(listed.map { .string($0) }))
     }
 
@@ -22,13 +22,13 @@ extension Handlers {
 
     /// `GET /_node/qr.svg`: the pairing URL as a QR code.
     func pairingQRCode() throws -> Response {
-        guard let svg = config.console?.pairingQRCode else { throw CouchError.notFound("This node has no pairing URL.") }
+        guard let svg = environment.console?.pairingQRCode else { throw CouchError.notFound("This node has no pairing URL.") }
         return Response(status: .ok, headers: [.contentType: "image/svg+xml", .cacheControl: "no-store"], body: ResponseBody(byteBuffer: ByteBuffer(string: svg)))
     }
 
     /// The node's peers and pairings; 404 on a listener that keeps none (not a mesh node).
     func peerConsole() throws -> any NodeConsole {
-        guard let console = config.console else { throw CouchError.notFound("This node keeps no peers.") }
+        guard let console = environment.console else { throw CouchError.notFound("This node keeps no peers.") }
         return console
     }
 
@@ -57,13 +57,13 @@ extension Handlers {
 
     /// `GET /_node/_local/_prometheus`: Prometheus text.
     func prometheus() -> Response {
-        let text = metrics.scrape(directory: directory, served: isServed, tasks: replications.tasks, listener: status(), peers: config.console?.peers)
+        let text = metrics.scrape(directory: directory, served: isServed, tasks: replications.tasks, listener: status(), peers: environment.console?.peers)
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"], body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
     /// The node's identity and how to reach it.
     private var nodeInfo: DocumentValue {
-        let console = config.console
+        let console = environment.console
         return [
             "name": console.map { .string($0.name) } ?? .null,
             "uuid": .string(directory.uuid),
@@ -76,7 +76,7 @@ extension Handlers {
     /// `text/event-stream`: `peers` and `tasks` events, each sent at once and again when it
     /// changes (looked at every second), with a comment line every 15 s to keep proxies open.
     func events() -> Response {
-        let console = config.console, tasks = replications.tasks, audit = config.auditLog
+        let console = environment.console, tasks = replications.tasks, audit = environment.auditLog
         // It runs on after the request: it ends once its asker is no longer a server admin.
         let current = Authentication.ofRequest?.current
         let body = ResponseBody { writer in

@@ -12,7 +12,7 @@ extension Handlers {
             "uuid": .string(directory.uuid), "features": ["access-ready"],
         ]
         // The node's DNS-SD name, for peers that paired by URL (a URL carries none).
-        if let name = config.console?.name { welcome["name"] = .string(name) }
+        if let name = environment.console?.name { welcome["name"] = .string(name) }
         return HTTP.json(.dictionary(welcome))
     }
 

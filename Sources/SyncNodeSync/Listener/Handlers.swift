@@ -8,6 +8,7 @@ import SyncNodeStore
 /// What answers each route of ``RouteTable/listener``: the CouchDB endpoints and the node's own.
 struct Handlers: Sendable {
     let config: ListenerConfiguration
+    let environment: ListenerEnvironment
     /// Signs requests in; answers `/_session`.
     let authentication: Authentication
     /// Answers `/_node/redeem`.

@@ -21,6 +21,8 @@ import Synchronization
 public final class Listener: Sendable {
     /// The configuration it was made with.
     public let config: ListenerConfiguration
+    /// The live parts it works with: its replications, audit log, console and callbacks.
+    public let environment: ListenerEnvironment
     let logger: Logger
     private let stats = ListenerStats()
     private let replications: ServerReplications
@@ -38,11 +40,15 @@ public final class Listener: Sendable {
         let task: Task<Void, Error>
     }
 
-    /// A listener for `config`; nothing is bound or read until ``start()``.
-    public init(config: ListenerConfiguration, logger: Logger = Logger(label: "syncnode.listener")) {
+    /// A listener for `config`, working with `environment`; nothing is bound or read until ``start()``.
+    public init(
+        config: ListenerConfiguration, environment: ListenerEnvironment = ListenerEnvironment(),
+        logger: Logger = Logger(label: "syncnode.listener")
+    ) {
         self.config = config
+        self.environment = environment
         self.logger = logger
-        replications = ServerReplications(tasks: config.replicationTasks)
+        replications = ServerReplications(tasks: environment.replicationTasks)
         accessWatch = AccessWatch(files: [config.trustedPeers?.file, UserStore(directory: config.directory).file].compactMap { $0 })
     }
 
@@ -101,21 +107,21 @@ public final class Listener: Sendable {
         let identity = config.disableTLS ? nil : try (config.tlsIdentity ?? config.directory.tlsIdentity())
         let rateLimiter = AuthRateLimiter(limit: config.authFailuresPerMinute)
         let authentication = Authentication(
-            authenticator: config.authenticator, trustedPeers: config.trustedPeers, onUntrustedPeer: config.onUntrustedPeer,
+            authenticator: config.authenticator, trustedPeers: config.trustedPeers, onUntrustedPeer: environment.onUntrustedPeer,
             cookies: SessionCookies(secret: try config.directory.sessionSecret(), timeout: config.sessionTimeout),
             rateLimiter: rateLimiter, secure: identity != nil, logger: logger)
         // Only a node that asks for passwords and speaks TLS admits peers by certificate.
         let redemption = InvitationRedemption(
             invitations: InvitationStore(directory: config.directory),
             trust: config.authenticator != nil && identity != nil ? config.trustedPeers : nil,
-            uuid: config.directory.uuid, name: config.console?.name, rateLimiter: rateLimiter, audit: config.auditLog,
-            onAdmitted: config.onPeerAdmitted)
+            uuid: config.directory.uuid, name: environment.console?.name, rateLimiter: rateLimiter, audit: environment.auditLog,
+            onAdmitted: environment.onPeerAdmitted)
         let responder = ListenerResponder(
-            handlers: Handlers(config: config, authentication: authentication, redemption: redemption, replications: replications, compactions: compactions, metrics: metrics,
+            handlers: Handlers(config: config, environment: environment, authentication: authentication, redemption: redemption, replications: replications, compactions: compactions, metrics: metrics,
                                port: { [weak self] in self?.port }, status: { [weak self] in self?.status ?? ListenerStatus() },
                                tlsIdentity: { [weak self] in self?.tlsIdentity }, accessWatch: accessWatch,
                                answerBudget: AnswerBudget(capacity: config.answerMemoryBudget), logger: logger),
-            allowedOrigins: config.allowedOrigins, stats: stats, faultInjector: config.faultInjector, logger: logger)
+            allowedOrigins: config.allowedOrigins, stats: stats, faultInjector: environment.faultInjector, logger: logger)
         let stats = self.stats
         let limits = ConnectionLimits(total: config.maxConnections, perAddress: config.maxConnectionsPerAddress)
         let idleTimeout = TimeAmount.nanoseconds(
@@ -141,7 +147,7 @@ public final class Listener: Sendable {
             logger: logger)
         let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
         let accessWatch = self.accessWatch, replications = self.replications
-        let trustAudit = config.trustedPeers.map { TrustAudit(trust: $0, log: config.auditLog) }
+        let trustAudit = config.trustedPeers.map { TrustAudit(trust: $0, log: environment.auditLog) }
         let task = Task {
             defer { portContinuation.finish() }
             // Revocations reach what outlives a request: `_replicate` jobs here, feeds in their loops.

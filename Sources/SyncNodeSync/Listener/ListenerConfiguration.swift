@@ -95,9 +95,6 @@ public struct ListenerConfiguration: Sendable {
     /// store trusts is admitted as that peer, without a password (mutual TLS).
     /// Nil asks clients for no certificate.
     public var trustedPeers: TrustStore?
-    /// Called once per connection whose client presented a certificate that is
-    /// not trusted and no password (a peer asking to sync): with its fingerprint and address.
-    public var onUntrustedPeer: (@Sendable (_ fingerprint: String, _ address: String) -> Void)?
     /// Refuse every write.
     public var readOnly: Bool
     /// Origins allowed by CORS ("*" for any).
@@ -129,23 +126,6 @@ public struct ListenerConfiguration: Sendable {
     /// default, 10 minutes; counted in whole seconds). A client that keeps using it gets a
     /// fresh one after a tenth of that.
     public var sessionTimeout: Duration
-    /// The keyspaces `GET /_node/keyspaces` may list (a mesh node's shared ones); nil lists every
-    /// keyspace the asker may read. It narrows what peers sync on their own, not what clients
-    /// may read (that is `_security`'s).
-    public var offeredKeyspaces: (@Sendable () -> [String])?
-    /// The replications this node runs, listed at `GET /_active_tasks` and `GET /_scheduler/jobs`:
-    /// the listener's own (`POST /_replicate`) and those its owner adds (a mesh node's peers).
-    public var replicationTasks = ReplicationTasks()
-    /// What the node beyond the listener tells and lets an administrator do (its name, pairing
-    /// URL, peers, trust): the dashboard's data at `/_node/...`. A mesh node provides one; nil
-    /// answers those endpoints with 404.
-    public var console: (any NodeConsole)?
-    /// Who was invited, admitted, refused and untrusted: logged and kept for `GET /_node/events`.
-    public var auditLog = AuditLog()
-    /// Called when a peer redeems an invitation and is trusted (a mesh node then syncs with it too).
-    public var onPeerAdmitted: (@Sendable (AdmittedPeer) -> Void)?
-    /// Tests only: answers chosen requests with an error status instead of serving them.
-    package var faultInjector: FaultInjector?
 
     /// A configuration serving `directory`; every parameter sets the property of the same name (see each
     /// property for what it does). The defaults suit a LAN node: HTTPS with the node's own identity on every
@@ -154,7 +134,7 @@ public struct ListenerConfiguration: Sendable {
         directory: NodeDirectory, databases: [String]? = nil, port: Int = 0, host: String = "0.0.0.0",
         disableTLS: Bool = false, tlsIdentity: TLSIdentity? = nil, authenticator: ListenerAuthenticator? = nil,
         readOnly: Bool = false, allowedOrigins: [String] = [],
-        trustedPeers: TrustStore? = nil, onUntrustedPeer: (@Sendable (_ fingerprint: String, _ address: String) -> Void)? = nil,
+        trustedPeers: TrustStore? = nil,
         maxRequestBodySize: Int = 64 << 20, maxAttachmentSize: Int = 16 << 30,
         idleTimeout: Duration = .seconds(60), authFailuresPerMinute: Int = 10, sessionTimeout: Duration = .seconds(600),
         maxConnections: Int = 2048, maxConnectionsPerAddress: Int = 256
@@ -169,7 +149,6 @@ public struct ListenerConfiguration: Sendable {
         self.readOnly = readOnly
         self.allowedOrigins = allowedOrigins
         self.trustedPeers = trustedPeers
-        self.onUntrustedPeer = onUntrustedPeer
         self.maxRequestBodySize = maxRequestBodySize
         self.maxAttachmentSize = maxAttachmentSize
         self.idleTimeout = idleTimeout

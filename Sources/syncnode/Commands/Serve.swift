@@ -139,9 +139,9 @@ struct Serve: AsyncParsableCommand {
         config.pairingDatabase = served[0]
         config.conflictResolver = conflicts.resolver
         config.onEvent = MeshEventPrinter(directory: directory.url).print
-        // Who was invited, admitted, refused or untrusted: one line each.
-        config.listener.auditLog.onEvent { Output.progress("syncnode: \($0.message)") }
         let mesh = MeshNode(configuration: config)
+        // Who was invited, admitted, refused or untrusted: one line each.
+        mesh.listener.environment.auditLog.onEvent { Output.progress("syncnode: \($0.message)") }
         let explicit = try syncWith.map { text in
             let url = try PeerURL.parse(text, option: "--sync-with")
             guard let collection = try directory.database(served[0])?.defaultCollection() else { throw CLIError.user("no database \(served[0])") }

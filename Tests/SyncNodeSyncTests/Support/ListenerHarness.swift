@@ -29,14 +29,14 @@ final class ListenerHarness: @unchecked Sendable {
             directory: node, databases: databases, host: "127.0.0.1", disableTLS: !tls,
             authenticator: auth ? authenticator ?? .users([Self.user: Self.password]) : nil, allowedOrigins: ["http://app.example"],
             idleTimeout: idleTimeout, authFailuresPerMinute: authFailuresPerMinute, maxConnectionsPerAddress: maxConnectionsPerAddress)
-        config.faultInjector = faultInjector
         config.maxRequestBodySize = maxRequestBodySize
         config.maxAttachmentSize = maxAttachmentSize
         config.answerMemoryBudget = answerMemoryBudget
         let node = self.node
         config.trustedPeers = try peerTrust.map { try TrustStore(directory: node, trusted: $0.trusted, trustOnFirstUse: $0.firstUse) }
-        config.onUntrustedPeer = onUntrustedPeer
-        listener = Listener(config: config)
+        var environment = ListenerEnvironment(onUntrustedPeer: onUntrustedPeer)
+        environment.faultInjector = faultInjector
+        listener = Listener(config: config, environment: environment)
         try await listener.start()
         guard let port = listener.port else { throw SyncError.listenerFailed("no port") }
         base = "\(tls ? "https" : "http")://127.0.0.1:\(port)"

@@ -1,6 +1,6 @@
 import Hummingbird
 
-/// For tests only (``ListenerConfiguration/faultInjector``): answers the requests it names with
+/// For tests only (``ListenerEnvironment/faultInjector``): answers the requests it names with
 /// the error status it says, before they are routed.
 struct FaultInjectionMiddleware: RouterMiddleware {
     typealias Context = ListenerContext
