@@ -98,8 +98,8 @@ public struct MeshConfiguration: Sendable {
     public init(directory: NodeDirectory, trust: TrustStore? = nil) throws {
         self.directory = directory
         let own = try directory.generatedCredential()
-        let authenticator = ListenerAuthenticator.users([own.user: own.password]).fallingBack(to: UserStore(directory: directory).authenticator())
-        let trust = try trust ?? TrustStore(directory: directory)
+        let authenticator = ListenerAuthenticator.users([own.user: own.password]).fallingBack(to: directory.users.authenticator())
+        let trust = try trust ?? directory.trustedPeers()
         self.listener = ListenerConfiguration(directory: directory, authenticator: authenticator, trustedPeers: trust)
         self.trust = trust
     }

@@ -68,7 +68,7 @@ public final class MeshNode: Sendable {
                   let base = URL(string: "https://\(admitted.address.contains(":") ? "[\(admitted.address)]" : admitted.address):\(port)/") else { return }
             let url = PairingURL(base: base, database: database, uuid: uuid, fingerprint: admitted.fingerprint)
             Task {
-                try? PairedPeers(directory: configuration.directory).save(url)
+                try? configuration.directory.pairedPeers.save(url)
                 await Self.syncPaired(url, fingerprint: admitted.fingerprint, with: replications)
             }
         }
@@ -119,7 +119,7 @@ public final class MeshNode: Sendable {
 
     private static func invite(node: RunningNode, configuration: MeshConfiguration, audit: AuditLog, scope: PeerScope, lifetime: Duration, uses: Int?,
                                note: String) throws -> (invitation: Invitation, url: PairingURL) {
-        let (invitation, token) = try InvitationStore(directory: configuration.directory).create(scope: scope, lifetime: lifetime, uses: uses, note: note)
+        let (invitation, token) = try configuration.directory.invitations.create(scope: scope, lifetime: lifetime, uses: uses, note: note)
         audit.record(.invitationMade, "invitation \(invitation.id) made: \(scope), \(invitation.usesDescription), until \(ISO8601DateFormatter().string(from: invitation.expires))", [
             "invitation": invitation.id, "scope": scope.description,
         ])
@@ -136,7 +136,7 @@ public final class MeshNode: Sendable {
     static func revokeInvitation(
         id: String, configuration: MeshConfiguration, audit: AuditLog, replications: PeerReplications
     ) async throws -> Invitation? {
-        guard let (invitation, untrusted) = try InvitationStore(directory: configuration.directory).revoke(id: id, untrustingIn: configuration.trust) else {
+        guard let (invitation, untrusted) = try configuration.directory.invitations.revoke(id: id, untrustingIn: configuration.trust) else {
             return nil
         }
         audit.record(.invitationRevoked, "invitation \(invitation.id) revoked; \(untrusted.count) peer(s) that redeemed it untrusted", [
@@ -226,7 +226,7 @@ public final class MeshNode: Sendable {
             // Databases clients create or open up (an event), collections made here or by another
             // process (looked for every few seconds): advertised, and synced with the peers that share them.
             // Peers paired before a restart, and (looked for at each tick) by `syncnode pair` meanwhile.
-            let paired = PairedPeers(directory: configuration.directory)
+            let paired = configuration.directory.pairedPeers
             var pairedStamp = FileStamp.of(paired.file)
             var pairedKnown = paired.load()
             for url in pairedKnown {

@@ -38,3 +38,8 @@ struct PairedPeers: Sendable {
         return entries.compactMap { $0.stringValue.flatMap { try? PairingURL(string: $0) } }
     }
 }
+
+extension NodeDirectory {
+    /// The peers this node paired with by URL (`.node/paired-peers.json`).
+    var pairedPeers: PairedPeers { PairedPeers(directory: self) }
+}

@@ -31,7 +31,7 @@ public enum Pairing {
             kept = url.withoutInvitation(host: answer.host)
         }
         try trust.add(fingerprint: fingerprint, uuid: url.uuid, note: "paired \(kept.host):\(kept.port)")
-        try PairedPeers(directory: directory).save(kept)
+        try directory.pairedPeers.save(kept)
         return kept
     }
 }

@@ -106,7 +106,7 @@ extension Handlers {
 
     /// `GET /_node/invitations`: the invitations kept (never a token).
     func invitations() throws -> Response {
-        let all = try InvitationStore(directory: directory).list()
+        let all = try directory.invitations.list()
         return HTTP.json(.array(all.map(\.json)), headers: [.cacheControl: "no-store"])
     }
 

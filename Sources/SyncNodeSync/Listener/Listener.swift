@@ -49,7 +49,7 @@ public final class Listener: Sendable {
         self.environment = environment
         self.logger = logger
         replications = ServerReplications(tasks: environment.replicationTasks)
-        accessWatch = AccessWatch(files: [config.trustedPeers?.file, UserStore(directory: config.directory).file].compactMap { $0 })
+        accessWatch = AccessWatch(files: [config.trustedPeers?.file, config.directory.users.file].compactMap { $0 })
     }
 
     /// Calls `action` each time who may do what may have changed: a `_security` change here, or
@@ -112,7 +112,7 @@ public final class Listener: Sendable {
             rateLimiter: rateLimiter, secure: identity != nil, logger: logger)
         // Only a node that asks for passwords and speaks TLS admits peers by certificate.
         let redemption = InvitationRedemption(
-            invitations: InvitationStore(directory: config.directory),
+            invitations: config.directory.invitations,
             trust: config.authenticator != nil && identity != nil ? config.trustedPeers : nil,
             uuid: config.directory.uuid, name: environment.console?.name, rateLimiter: rateLimiter, audit: environment.auditLog,
             onAdmitted: environment.onPeerAdmitted)

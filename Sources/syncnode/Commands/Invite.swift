@@ -40,14 +40,14 @@ struct Invite: ParsableCommand {
 
     func run() throws {
         let directory = try NodeDirectory(url: node.directoryURL)
-        let store = InvitationStore(directory: directory)
+        let store = directory.invitations
         if list {
             do { for invitation in try store.list() { Output.line(Self.fields(invitation.json)) } } catch { throw CLIError.user("\(error)") }
             return
         }
         if let revoke {
             let revoked: (invitation: Invitation, untrusted: [String])?
-            do { revoked = try store.revoke(id: revoke, untrustingIn: try TrustStore(directory: directory)) } catch { throw CLIError.user("\(error)") }
+            do { revoked = try store.revoke(id: revoke, untrustingIn: try directory.trustedPeers()) } catch { throw CLIError.user("\(error)") }
             guard let revoked else { throw CLIError.user("no invitation '\(revoke)' (syncnode invite --list shows them)") }
             Output.line(["ok": true, "invitation": .string(revoked.invitation.id), "untrusted": .array(revoked.untrusted.map { .string($0) })])
             return

@@ -25,7 +25,7 @@ struct Pair: AsyncParsableCommand {
         let pairing = try PairingURL(string: url)
         let directory = try NodeDirectory(url: node.directoryURL)
         let trust: TrustStore
-        do { trust = try TrustStore(directory: directory) } catch { throw CLIError.user("\(error)") }
+        do { trust = try directory.trustedPeers() } catch { throw CLIError.user("\(error)") }
         let running = RunningNode.read(directory: directory)
         let kept: PairingURL
         do {

@@ -121,7 +121,7 @@ struct Serve: AsyncParsableCommand {
         }
         // Files that can be wrong are read before the node says it is listening.
         let trust: TrustStore
-        do { trust = try TrustStore(directory: directory, trusted: trusted, trustOnFirstUse: trustOnFirstUse) } catch { throw CLIError.user("\(error)") }
+        do { trust = try directory.trustedPeers(adding: trusted, trustOnFirstUse: trustOnFirstUse) } catch { throw CLIError.user("\(error)") }
         let identity = try importedIdentity()
         if !noTls && identity == nil { _ = try directory.tlsIdentity() }
         let listening = ListenerConfiguration(
@@ -210,7 +210,7 @@ struct Serve: AsyncParsableCommand {
     private func authentication(directory: NodeDirectory, password: String?) throws -> ListenerAuthenticator? {
         guard !anonymous else { return nil }
         var credentials = try readCredentials(password: password)
-        let store = UserStore(directory: directory)
+        let store = directory.users
         let stored: [String]
         do { stored = try store.names() } catch { throw CLIError.user("\(error)") }
         if credentials.isEmpty && stored.isEmpty {

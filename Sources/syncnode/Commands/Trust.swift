@@ -68,6 +68,6 @@ struct Trust: ParsableCommand {
     }
 
     static func store(_ node: NodeOptions) throws -> TrustStore {
-        try TrustStore(directory: try NodeDirectory(url: node.directoryURL))
+        try NodeDirectory(url: node.directoryURL).trustedPeers()
     }
 }

@@ -76,6 +76,6 @@ struct User: ParsableCommand {
     }
 
     static func store(_ node: NodeOptions) throws -> UserStore {
-        UserStore(directory: try NodeDirectory(url: node.directoryURL))
+        try NodeDirectory(url: node.directoryURL).users
     }
 }
