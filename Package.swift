@@ -186,7 +186,7 @@ let package = Package(
         .target(name: "SyncNodeTestSupport", path: "Tests/SyncNodeTestSupport"),
         .testTarget(
             name: "SyncNodeMeshTests",
-            dependencies: ["SyncNodeMesh", "SyncNodeDiscovery", "SyncNodeSync", "SyncNodeStore"]
+            dependencies: ["SyncNodeMesh", "SyncNodeDiscovery", "SyncNodeSync", "SyncNodeStore", "SyncNodeTestSupport"]
         ),
         .testTarget(
             name: "SyncNodeStoreTests",

@@ -6,6 +6,7 @@ import Testing
 import SyncNodeDiscovery
 import SyncNodeStore
 import SyncNodeSync
+import SyncNodeTestSupport
 
 /// Two mesh nodes in one process, without DNS-SD: each pairs with the other's URL (each node
 /// pulls from the peers it trusts) and every shared collection replicates both ways,
@@ -38,18 +39,16 @@ import SyncNodeSync
         }
 
         /// `GET path` on this node's listener with its own generated admin credential, by curl (a tool's view).
-        func curl(_ path: String) throws -> String {
+        func curl(_ path: String) async throws -> String {
             let port = try #require(mesh.pairingURL).port
             let credential = try directory.generatedCredential()
-            let curl = Process()
-            curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-            curl.arguments = ["-sk", "-u", "\(credential.user):\(credential.password)", "https://127.0.0.1:\(port)\(path)"]
-            let out = Pipe()
-            curl.standardOutput = out
-            try curl.run()
-            let data = out.fileHandleForReading.readDataToEndOfFile()
-            curl.waitUntilExit()
-            return String(decoding: data, as: UTF8.self)
+            return try await Self.curl(["-sk", "-u", "\(credential.user):\(credential.password)", "https://127.0.0.1:\(port)\(path)"])
+        }
+
+        /// curl's output, run off Swift's cooperative threads: it talks to a listener in this
+        /// process, which needs them (two tests blocked in curl on 2 cores left none, and both hung).
+        static func curl(_ arguments: [String]) async throws -> String {
+            try await ChildProcess.runDetached(URL(fileURLWithPath: "/usr/bin/curl"), arguments).stdout
         }
 
         deinit {
@@ -147,15 +146,8 @@ import SyncNodeSync
         let credential = try a.directory.generatedCredential()
         let port = try #require(a.mesh.listener.port)
         let start = ContinuousClock.now
-        let curl = Process()
-        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        curl.arguments = ["-sk", "-o", "/dev/null", "-w", "%{http_code}", "-X", "DELETE", "-u", "\(credential.user):\(credential.password)",
-                          "https://127.0.0.1:\(port)/_node/trust/\(bFingerprint)"]
-        let out = Pipe()
-        curl.standardOutput = out
-        try curl.run()
-        let status = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        curl.waitUntilExit()
+        let status = try await Node.curl(["-sk", "-o", "/dev/null", "-w", "%{http_code}", "-X", "DELETE",
+                                          "-u", "\(credential.user):\(credential.password)", "https://127.0.0.1:\(port)/_node/trust/\(bFingerprint)"])
         #expect(status == "200")
         #expect(try await eventually { a.mesh.peers.first { $0.uuid == b.directory.uuid }?.trusted == false })
         print("revocation: dashboard Untrust: the mesh replications stopped \(ContinuousClock.now - start) after the request (target: within 1 s)")
@@ -238,7 +230,7 @@ import SyncNodeSync
         #expect(Set(peer.collections.keys) == ["default", "default.app.notes", "default.app.later"])
         #expect(try await eventually { b.mesh.peers.first?.collections["default.app.notes"]?.lastSync != nil })
         // The same over HTTP, for tools: curl against B with B's own admin credential.
-        let answer = try DocumentValue(json: try b.curl("/_node/peers"))
+        let answer = try DocumentValue(json: try await b.curl("/_node/peers"))
         guard case .array(let listed) = answer, case .dictionary(let first)? = listed.first else {
             Issue.record("GET /_node/peers answered \(answer)")
             return

@@ -85,7 +85,7 @@ import SyncNodeStore
         await a.mesh.stop()
     }
 
-    private func text(_ node: Node, _ path: String) async throws -> String { try node.curl(path) }
+    private func text(_ node: Node, _ path: String) async throws -> String { try await node.curl(path) }
 
     private func get(_ node: Node, _ path: String) async throws -> DocumentValue {
         try DocumentValue(json: try await text(node, path))
