@@ -4,7 +4,7 @@ import SyncNodeStore
 /// URL, peers and trust, served to server admins at `/_node/...` (the dashboard's data).
 ///
 /// A ``Listener`` serves databases; the object that runs the node around it (a mesh node) knows
-/// the rest and hands it over as ``ListenerConfiguration/console``.
+/// the rest and hands it over as ``ListenerEnvironment/console``.
 public protocol NodeConsole: Sendable {
     /// The node's name (its DNS-SD instance name).
     var name: String { get }
