@@ -57,23 +57,6 @@ final class HTTPRemote: ReplicationPeer, Sendable {
     /// `scheme://host:port`.
     var root: String { transport.root }
 
-    // MARK: - Answers
-
-    /// The documents at `path` in a 2xx answer, split and canonicalized from
-    /// its text; entries that are not objects are skipped. Malformed JSON is a
-    /// bad gateway (retried), not a store error (which would stop the replicator).
-    private static func documents(at path: [JSONSkimmer.Step], in text: String, _ method: HTTPMethod, _ url: String, _ status: Int) throws -> [WireRevision] {
-        do {
-            var scratch: [UInt8] = []
-            scratch.reserveCapacity(64 * 1024)
-            return try JSONSkimmer.values(at: path, in: text) { input, start throws(StoreError) in
-                input[start] == UInt8(ascii: "{") ? try WireRevision.read(in: input, at: start, scratch: &scratch) : nil
-            }
-        } catch {
-            throw PeerStatus.notJSON(method, url, status)
-        }
-    }
-
     var db: String { "/" + (database.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? database) }
 
     // MARK: - ReplicationPeer
@@ -119,63 +102,10 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         let (status, text) = try await transport.text(method, path, json: body)
         guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, (try? DocumentValue(json: text)) ?? .null) }
         do {
-            return try Self.changesPage(text)
+            return try CouchAnswers.changesPage(text)
         } catch {
             throw PeerStatus.notJSON(method, path, status)
         }
-    }
-
-    /// A `_changes` answer read row by row where it stands: a page holds thousands of rows, and
-    /// a value tree of each cost a tenth of a pull's CPU. Rows without `id` or `changes` are skipped.
-    static func changesPage(_ text: String) throws(StoreError) -> PeerChanges {
-        var lastSeq: DocumentValue?
-        var pending: Int?
-        var rows: [PeerChange] = []
-        try JSONParser.reading(text) { input, start throws(StoreError) in
-            ((), try JSONParser.members(ofObjectIn: input, at: start, depth: 0) { name, at throws(StoreError) in
-                guard name == "results" else {
-                    let (value, end) = try JSONParser.parseValue(in: input, at: at, depth: 1)
-                    if name == "last_seq" { lastSeq = value }
-                    if name == "pending", case .int(let n) = value { pending = Int(n) }
-                    return end
-                }
-                return try JSONParser.elements(ofArrayIn: input, at: at, depth: 1) { row throws(StoreError) in
-                    let (change, end) = try changeRow(in: input, at: row)
-                    if let change { rows.append(change) }
-                    return end
-                }
-            })
-        }
-        return PeerChanges(rows: rows, lastSeq: WireURL.sequenceText(lastSeq), pending: pending)
-    }
-
-    /// One row of a `_changes` answer, and where it ends; nil for a row without `id` or `changes`.
-    private static func changeRow(in input: UnsafeBufferPointer<UInt8>, at start: Int) throws(StoreError) -> (PeerChange?, end: Int) {
-        func starts(_ at: Int, with byte: Character) -> Bool { at < input.count && input[at] == byte.asciiValue }
-        var id: String?
-        var seq: DocumentValue?
-        var revs: [String]?
-        let end = try JSONParser.members(ofObjectIn: input, at: start, depth: 2) { name, at throws(StoreError) in
-            guard name == "changes", starts(at, with: "[") else {
-                let (value, end) = try JSONParser.parseValue(in: input, at: at, depth: 3)
-                if name == "id", case .string(let s) = value { id = s }
-                if name == "seq" { seq = value }
-                return end
-            }
-            var found: [String] = []
-            let end = try JSONParser.elements(ofArrayIn: input, at: at, depth: 3) { change throws(StoreError) in
-                guard starts(change, with: "{") else { return try JSONParser.parseValue(in: input, at: change, depth: 4).end }
-                return try JSONParser.members(ofObjectIn: input, at: change, depth: 4) { name, at throws(StoreError) in
-                    let (value, end) = try JSONParser.parseValue(in: input, at: at, depth: 5)
-                    if name == "rev", case .string(let rev) = value { found.append(rev) }
-                    return end
-                }
-            }
-            revs = found
-            return end
-        }
-        guard let id, let revs else { return (nil, end) }
-        return (PeerChange(seq: WireURL.sequenceText(seq), id: id, revs: revs), end)
     }
 
     func revsDiff(_ revs: [String: [String]]) async throws -> [String: MissingRevisions] {
@@ -226,7 +156,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
             let path = "\(db)/_bulk_get?revs=true&latest=true&att_encoding_info=true"
             let (status, text) = try await transport.text(.POST, path, json: request.text)
             if PeerStatus.success.contains(status) {
-                return try Self.documents(at: [.member("results"), .each, .member("docs"), .each, .member("ok")], in: text, .POST, path, status)
+                return try CouchAnswers.documents(at: [.member("results"), .each, .member("docs"), .each, .member("ok")], in: text, .POST, path, status)
             }
             let value = (try? DocumentValue(json: text)) ?? .null
             guard PeerStatus.noBulkGet.contains(status) else { throw PeerStatus.error(status, value) }
@@ -238,7 +168,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
             let path = "\(db)/\(WireURL.escape(want.id))?revs=true&latest=true&att_encoding_info=true&open_revs=\(WireURL.escape(list))"
             let (status, text) = try await transport.text(.GET, path)
             guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, (try? DocumentValue(json: text)) ?? .null) }
-            out += try Self.documents(at: [.each, .member("ok")], in: text, .GET, path, status)
+            out += try CouchAnswers.documents(at: [.each, .member("ok")], in: text, .GET, path, status)
         }
         return out
     }

@@ -33,7 +33,7 @@ import Testing
 
     @Test func readsWhatAValueTreeReads() throws {
         for text in Self.answers {
-            let page = try HTTPRemote.changesPage(text)
+            let page = try CouchAnswers.changesPage(text)
             let (rows, lastSeq, pending) = try Self.expected(text)
             #expect(page.rows.map { [$0.seq, $0.id] + $0.revs } == rows, "\(text)")
             #expect(page.lastSeq == lastSeq && page.pending == pending, "\(text)")
@@ -45,12 +45,12 @@ import Testing
             let bytes = Array(text.utf8)
             for cut in 0..<bytes.count where !bytes[cut...].allSatisfy({ $0 == 0x20 }) {
                 let truncated = String(decoding: bytes[..<cut], as: UTF8.self)
-                #expect(throws: StoreError.self, "\(truncated)") { try HTTPRemote.changesPage(truncated) }
+                #expect(throws: StoreError.self, "\(truncated)") { try CouchAnswers.changesPage(truncated) }
             }
         }
         for bad in ["[]", "null", "7", #"{"results":{}}"#, #"{"results":[1]}"#, #"{"results":[{"id":"a","changes":[{"rev":}]}]}"#,
                     #"{"results":[]} x"#, #"{"results":[{"id":"a","changes":[{"rev":"1-a"}]]}"#] {
-            #expect(throws: StoreError.self, "\(bad)") { try HTTPRemote.changesPage(bad) }
+            #expect(throws: StoreError.self, "\(bad)") { try CouchAnswers.changesPage(bad) }
         }
     }
 }
