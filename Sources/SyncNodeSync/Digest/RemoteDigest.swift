@@ -151,7 +151,7 @@ public actor RemoteDigest: DigestSource {
 
     /// Refusals stop the comparison with the peer's words.
     private func check(_ status: Int, _ body: DocumentValue) throws {
-        if status == 401 || status == 403 { throw Self.failure(status, body, root) }
+        if PeerStatus.refused.contains(status) { throw Self.failure(status, body, root) }
     }
 
     private static func failure(_ status: Int, _ body: DocumentValue, _ root: String) -> CouchError {

@@ -13,7 +13,7 @@ extension HTTPRemote: AttachmentSource {
         let status = Int(response.status.code)
         guard PeerStatus.success.contains(status) else {
             let text = try await transport.text(of: response, upTo: 1 << 20)
-            throw PeerStatus.error(status, (try? DocumentValue(json: text)) ?? .null)
+            throw PeerStatus.error(status, answer: text)
         }
         // The stub's length, else the answer's, and never more than this node takes from a peer.
         var declared = maxAttachmentSize

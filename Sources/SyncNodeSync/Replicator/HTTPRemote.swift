@@ -100,7 +100,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
             body = DocumentValue.dictionary(["doc_ids": .array(documentIDs.map { .string($0) })]).toJSON()
         }
         let (status, text) = try await transport.text(method, path, json: body)
-        guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, (try? DocumentValue(json: text)) ?? .null) }
+        guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, answer: text) }
         do {
             return try CouchAnswers.changesPage(text)
         } catch {
@@ -158,8 +158,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
             if PeerStatus.success.contains(status) {
                 return try CouchAnswers.documents(at: [.member("results"), .each, .member("docs"), .each, .member("ok")], in: text, .POST, path, status)
             }
-            let value = (try? DocumentValue(json: text)) ?? .null
-            guard PeerStatus.noBulkGet.contains(status) else { throw PeerStatus.error(status, value) }
+            guard PeerStatus.noBulkGet.contains(status) else { throw PeerStatus.error(status, answer: text) }
             hasBulkGet.store(false, ordering: .relaxed)  // an older CouchDB or another implementation: fall back
         }
         var out: [WireRevision] = []
@@ -167,7 +166,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
             let list = DocumentValue.array(want.revs.map { .string($0) }).toJSON()
             let path = "\(db)/\(WireURL.escape(want.id))?revs=true&latest=true&att_encoding_info=true&open_revs=\(WireURL.escape(list))"
             let (status, text) = try await transport.text(.GET, path)
-            guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, (try? DocumentValue(json: text)) ?? .null) }
+            guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, answer: text) }
             out += try CouchAnswers.documents(at: [.each, .member("ok")], in: text, .GET, path, status)
         }
         return out
@@ -221,7 +220,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         let response = try await transport.execute(request, deadline: .seconds(365 * 86_400))
         let status = Int(response.status.code)
         let text = try await transport.text(of: response, upTo: 1 << 20)
-        guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, (try? DocumentValue(json: text)) ?? .null) }
+        guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, answer: text) }
     }
 
     func pendingChanges(since: String) async throws -> Int? {

@@ -34,6 +34,11 @@ enum PeerStatus {
         return CouchError(status: status, error: "http_error", reason: "HTTP \(status)")
     }
 
+    /// The peer's error answer, from its text (read as `null` when it is not JSON).
+    static func error(_ status: Int, answer text: String) -> CouchError {
+        error(status, (try? DocumentValue(json: text)) ?? .null)
+    }
+
     /// A 2xx answer that is not the JSON it must be: a bad gateway (retried), not a store error
     /// (which would stop the replicator).
     static func notJSON(_ method: HTTPMethod, _ path: String, _ status: Int) -> CouchError {
