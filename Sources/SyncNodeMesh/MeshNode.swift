@@ -168,11 +168,11 @@ public final class MeshNode: Sendable {
     public func start() async throws {
         // Two starts at once would bind two listeners: the second waits for the first.
         // Stopped while it was starting: what it started stops now.
-        _ = try await running.start(launch, undo: shutDown)
+        _ = try await running.start({ try await launch { try await listener.start() } }, undo: shutDown)
     }
 
-    /// Starts the listener, advertising, browsing and the replications; what runs.
-    private func launch() async throws -> Running {
+    /// Starts the listener (with `startListener`), advertising, browsing and the replications; what runs.
+    private func launch(startingListener startListener: () async throws -> Void) async throws -> Running {
         for name in configuration.shared ?? [] {
             guard let keyspace = Keyspace(name) else {
                 throw SyncError.invalidConfiguration("shared: '\(name)' is neither a database name nor db.scope.collection")
@@ -180,7 +180,7 @@ public final class MeshNode: Sendable {
             guard let db = try configuration.directory.database(keyspace.database, create: true) else { continue }
             if let collection = keyspace.collection { _ = try db.createCollection(name: collection, scope: keyspace.scope) }
         }
-        try await listener.start()
+        try await startListener()
         guard let base = listener.urls.first, let port = listener.port else {
             await listener.stop()
             throw SyncError.listenerFailed("the listener has no address")
@@ -344,11 +344,31 @@ public final class MeshNode: Sendable {
 }
 
 extension MeshNode: Service {
-    /// Starts the node, runs until its service group shuts down gracefully (or the task is
-    /// cancelled), then stops it.
+    /// Starts the node, with its listener serving in the calling task (`Listener/run()`), and
+    /// runs until its service group shuts down gracefully or is cancelled, ``stop()`` is called,
+    /// or the listener fails after it bound; then stops it. When ``start()`` was called first, it
+    /// only waits for the group's shutdown and then stops.
+    /// - Throws: the errors of ``start()``, and the listener's error when it fails after it bound
+    ///   (the group then shuts its other services down).
     public func run() async throws {
-        try await start()
-        try? await gracefulShutdown()
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                let started = try await running.start({
+                    try await launch {
+                        // Its listener started by hand: the node runs until the group's shutdown.
+                        if try await !listener.serve(in: &tasks) { tasks.addTask { try? await gracefulShutdown() } }
+                    }
+                }, undo: shutDown)
+                guard started != nil else {
+                    try? await gracefulShutdown()
+                    return
+                }
+                try await tasks.next()
+            }
+        } catch {
+            await stop()
+            throw error
+        }
         await stop()
     }
 }

@@ -32,12 +32,14 @@ public final class Listener: Sendable {
     let accessWatch: AccessWatch
     private let running = ServiceState<Running>()
 
-    /// What a started listener holds.
+    /// What a bound listener holds.
     private struct Running: Sendable {
         let port: Int
         let identity: TLSIdentity?
+        /// Shuts the server down gracefully.
         let group: ServiceGroup
-        let task: Task<Void, Error>
+        /// Ends once serving has ended, wherever it ran.
+        let served: Task<Void, Never>
     }
 
     /// A listener for `config`, working with `environment`; nothing is bound or read until ``start()``.
@@ -85,25 +87,63 @@ public final class Listener: Sendable {
         }
     }
 
-    /// Binds and starts serving; returns once the port is open. Calling it again while started does
-    /// nothing; calling it while another call is starting it waits for that one.
+    /// Binds and starts serving in a task of its own; returns once the port is open. Calling it
+    /// again while started does nothing; calling it while another call is starting it waits for
+    /// that one. A server that fails after it bound is logged, and the listener reads as stopped.
+    /// To have the caller's `ServiceGroup` see that failure, run the listener as a service
+    /// (``run()``) instead.
     /// - Throws: ``SyncError/listenerFailed(_:)`` when it cannot bind; ``SyncError/invalidIdentity(_:)`` when
     ///   the node's TLS identity cannot be loaded or saved; ``SyncError/invalidConfiguration(_:)`` when the
     ///   session secret cannot be written; NIOSSL's error when the identity's certificate or key is unusable
     ///   for TLS.
     public func start() async throws {
-        // Two starts at once would bind twice: the second waits for the first.
-        let started = try await running.start(bind) { stopped in
-            // Stopped while it was starting: nothing of it is left serving.
-            await stopped.group.triggerGracefulShutdown()
-            _ = try? await stopped.task.value
+        try await start { server in
+            Task { [weak self, logger] in
+                do {
+                    try await server.serve()
+                } catch {
+                    logger.error("the listener stopped serving", metadata: ["error": "\(error)"])
+                    // Failed after it bound: it reads as stopped.
+                    self?.running.withLock { if $0?.served == server.served { $0 = nil } }
+                }
+            }
         }
-        guard let started else { return }
-        logger.info("listening", metadata: ["port": "\(started.port)", "tls": "\(started.identity != nil)"])
     }
 
-    /// Binds and serves; what runs once the port is open.
-    private func bind() async throws -> Running {
+    /// Binds, has `launch` serve the server somewhere, and publishes what runs once the port is open.
+    /// - Returns: false when it ran already (or another start did it meanwhile).
+    @discardableResult
+    private func start(serving launch: (ListenerServer) -> Void) async throws -> Bool {
+        // Two starts at once would bind twice: the second waits for the first.
+        let started = try await running.start({
+            let server = try makeServer()
+            launch(server)
+            guard let port = await server.boundPort() else {
+                await server.served.value
+                throw SyncError.listenerFailed("cannot listen on \(config.host):\(config.port): \(server.failure.map { "\($0)" } ?? "the server stopped")")
+            }
+            return Running(port: port, identity: server.identity, group: server.group, served: server.served)
+        }, undo: { stopped in
+            // Stopped while it was starting: nothing of it is left serving.
+            await stopped.group.triggerGracefulShutdown()
+            await stopped.served.value
+        })
+        guard let started else { return false }
+        logger.info("listening", metadata: ["port": "\(started.port)", "tls": "\(started.identity != nil)"])
+        return true
+    }
+
+    /// Binds and serves in a child task of `tasks`, where the caller's graceful shutdown, cancellation
+    /// and failure handling reach it (what ``run()`` does); returns once the port is open. The child
+    /// task ends when the server stops, throwing when it failed after it bound.
+    /// - Returns: false when it ran already: `tasks` then has no task of it.
+    /// - Throws: the errors of ``start()``.
+    package func serve(in tasks: inout ThrowingTaskGroup<Void, any Error>) async throws -> Bool {
+        try await start { server in tasks.addTask { try await server.serve() } }
+    }
+
+    /// The server this listener's configuration describes, not yet bound.
+    private func makeServer() throws -> ListenerServer {
         let identity = config.disableTLS ? nil : try (config.tlsIdentity ?? config.directory.tlsIdentity())
         let rateLimiter = AuthRateLimiter(limit: config.authFailuresPerMinute)
         let authentication = Authentication(
@@ -136,7 +176,7 @@ public final class Listener: Sendable {
         let server: HTTPServerBuilder = try identity.map {
             try .tls(plain, configuration: $0.serverConfiguration(acceptingClientCertificates: config.trustedPeers != nil))
         } ?? plain
-        let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
         let app = Application(
             responder: responder, server: server,
             configuration: ApplicationConfiguration(address: .hostname(config.host, port: config.port), serverName: "SyncNode/0.1"),
@@ -145,37 +185,9 @@ public final class Listener: Sendable {
                 portContinuation.finish()
             },
             logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
-        let accessWatch = self.accessWatch, replications = self.replications
-        let trustAudit = config.trustedPeers.map { TrustAudit(trust: $0, log: environment.auditLog) }
-        let task = Task {
-            defer { portContinuation.finish() }
-            // Revocations reach what outlives a request: `_replicate` jobs here, feeds in their loops.
-            let revalidating = accessWatch.onChange { Task { await replications.revalidate() } }
-            // Each peer trusted or untrusted, by whichever process, is one audit event.
-            let auditing = trustAudit.map { audit in accessWatch.onChange { audit.check() } }
-            defer {
-                accessWatch.remove(revalidating)
-                auditing.map(accessWatch.remove)
-            }
-            try await withThrowingTaskGroup(of: Void.self) { tasks in
-                tasks.addTask { await accessWatch.run() }
-                tasks.addTask { try await group.run() }
-                // The server ends (stopped, or failed): the watch with it.
-                defer { tasks.cancelAll() }
-                try await tasks.next()
-            }
-        }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else {
-            do {
-                try await task.value
-            } catch {
-                throw SyncError.listenerFailed("cannot listen on \(config.host):\(config.port): \(error)")
-            }
-            throw SyncError.listenerFailed("the server stopped before listening")
-        }
-        return Running(port: port, identity: identity, group: group, task: task)
+        return ListenerServer(
+            identity: identity, app: app, ports: ports, portContinuation: portContinuation, accessWatch: accessWatch,
+            replications: replications, trustAudit: config.trustedPeers.map { TrustAudit(trust: $0, log: environment.auditLog) }, logger: logger)
     }
 
     /// Stops gracefully: no new connections; requests in flight finish; open feeds end.
@@ -183,18 +195,32 @@ public final class Listener: Sendable {
         let stopping = running.takeForStop()
         await replications.stopAll()
         await stopping?.group.triggerGracefulShutdown()
-        _ = try? await stopping?.task.value
+        await stopping?.served.value
         metrics.stop()
     }
 }
 
 extension Listener: Service {
-    /// Serves (starting first if ``start()`` was not called) until its service group shuts
-    /// down gracefully or is cancelled, then stops gracefully.
-    /// - Throws: the errors of ``start()``; once serving, it returns without throwing.
+    /// Serves in the calling task until its service group shuts down gracefully or is cancelled,
+    /// or ``stop()`` is called, then stops gracefully. When ``start()`` was called first, it only
+    /// waits for the group's shutdown and then stops.
+    /// - Throws: the errors of ``start()``, and the server's error when it fails after it bound
+    ///   (the group then shuts its other services down).
     public func run() async throws {
-        try await start()
-        try? await gracefulShutdown()
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                guard try await serve(in: &tasks) else {
+                    try? await gracefulShutdown()
+                    return
+                }
+                // Ends on the group's graceful shutdown (which reaches the server through this
+                // task), on stop(), or on the server's failure, thrown here.
+                try await tasks.next()
+            }
+        } catch {
+            await stop()
+            throw error
+        }
         await stop()
     }
 }

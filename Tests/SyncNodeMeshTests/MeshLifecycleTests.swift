@@ -1,0 +1,54 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import Testing
+@testable import SyncNodeMesh
+import SyncNodeSync
+
+/// A mesh node's start that fails after its listener bound leaves nothing serving, whether
+/// started by hand or run in a `ServiceGroup`; a group's shutdown stops a node it runs.
+@Suite(.serialized) struct MeshLifecycleTests {
+    /// A port nothing listens on now.
+    static func freePort(_ node: NodeDirectory) async throws -> Int {
+        let probe = Listener(config: ListenerConfiguration(directory: node, host: "127.0.0.1", disableTLS: true))
+        try await probe.start()
+        let port = try #require(probe.port)
+        await probe.stop()
+        return port
+    }
+
+    @Test func aStartThatFailsAfterTheListenerBoundLeavesNothingServing() async throws {
+        let probe = try MeshNodeTests.Node(name: "probe")
+        let port = try await Self.freePort(probe.directory)
+        let a = try MeshNodeTests.Node(name: "a") { $0.listener.port = port }
+        // Where the node records its address is taken by a folder: the record fails, after the bind.
+        let running = a.directory.home.runningFile
+        try FileManager.default.createDirectory(at: running.appendingPathComponent("occupied"), withIntermediateDirectories: true)
+        await #expect(throws: (any Error).self) { try await a.mesh.start() }
+        #expect(a.mesh.listener.port == nil && a.mesh.pairingURL == nil)
+
+        let group = ServiceGroup(configuration: .init(services: [a.mesh], logger: Logger(label: "test")))
+        await #expect(throws: (any Error).self) { try await group.run() }
+        #expect(a.mesh.listener.port == nil && a.mesh.pairingURL == nil)
+        // Nothing of either start is left serving: the port binds again.
+        let next = Listener(config: ListenerConfiguration(directory: probe.directory, port: port, host: "127.0.0.1", disableTLS: true))
+        try await next.start()
+        await next.stop()
+    }
+
+    @Test func aGroupsGracefulShutdownStopsANodeItRuns() async throws {
+        let a = try MeshNodeTests.Node(name: "a")
+        let group = ServiceGroup(configuration: .init(services: [a.mesh], logger: Logger(label: "test")))
+        let running = Task { try await group.run() }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while a.mesh.pairingURL == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let url = try #require(a.mesh.pairingURL)
+        #expect(try await a.curl("/").contains("\"couchdb\""))
+        #expect(RunningNode.read(directory: a.directory)?.port == url.port)
+
+        await group.triggerGracefulShutdown()
+        try await running.value
+        #expect(a.mesh.listener.port == nil && a.mesh.pairingURL == nil)
+        #expect(RunningNode.read(directory: a.directory) == nil, "a stopped node still reads as running")
+    }
+}

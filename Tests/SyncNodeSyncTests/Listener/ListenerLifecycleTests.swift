@@ -1,0 +1,98 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import Testing
+@testable import SyncNodeSync
+
+/// A listener run as a service of the caller's `ServiceGroup`: it serves in the group's task,
+/// the group's shutdown stops it gracefully, and a sibling service's failure stops it too.
+@Suite struct ListenerLifecycleTests {
+    /// A service that fails once the listener serves.
+    struct Failing: Service {
+        struct Failure: Error {}
+        let after: @Sendable () async -> Void
+        func run() async throws {
+            await after()
+            throw Failure()
+        }
+    }
+
+    /// A port nothing listens on now: a listener bound it and stopped.
+    static func freePort(_ node: NodeDirectory) async throws -> Int {
+        let probe = Listener(config: ListenerConfiguration(directory: node, host: "127.0.0.1", disableTLS: true))
+        try await probe.start()
+        let port = try #require(probe.port)
+        await probe.stop()
+        return port
+    }
+
+    /// Waits (at most 10 s) until `listener` has bound.
+    static func bound(_ listener: Listener) async throws -> Int {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while listener.port == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        return try #require(listener.port)
+    }
+
+    @Test func aGroupsGracefulShutdownStopsAListenerItRuns() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-lifecycle-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let node = try NodeDirectory(url: dir)
+        defer { node.closeAll() }
+        let port = try await Self.freePort(node)
+        let listener = Listener(config: ListenerConfiguration(directory: node, port: port, host: "127.0.0.1", disableTLS: true))
+        let group = ServiceGroup(configuration: .init(services: [listener], logger: Logger(label: "test")))
+        let running = Task { try await group.run() }
+        #expect(try await Self.bound(listener) == port)
+        let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
+        let answer = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/"), timeout: .seconds(10))
+        _ = try await answer.body.collect(upTo: 1 << 20)
+        try await client.shutdown()
+        #expect(answer.status == .ok)
+
+        await group.triggerGracefulShutdown()
+        try await running.value
+        #expect(listener.port == nil)
+        // Nothing of it is left serving: the port binds again.
+        let next = Listener(config: ListenerConfiguration(directory: node, port: port, host: "127.0.0.1", disableTLS: true))
+        try await next.start()
+        await next.stop()
+    }
+
+    @Test func aSiblingsFailureStopsAListenerTheGroupRuns() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-lifecycle-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let node = try NodeDirectory(url: dir)
+        defer { node.closeAll() }
+        let port = try await Self.freePort(node)
+        let listener = Listener(config: ListenerConfiguration(directory: node, port: port, host: "127.0.0.1", disableTLS: true))
+        let failing = Failing { _ = try? await Self.bound(listener) }
+        let group = ServiceGroup(configuration: .init(services: [listener, failing], logger: Logger(label: "test")))
+        await #expect(throws: Failing.Failure.self) { try await group.run() }
+        #expect(listener.port == nil)
+        let next = Listener(config: ListenerConfiguration(directory: node, port: port, host: "127.0.0.1", disableTLS: true))
+        try await next.start()
+        await next.stop()
+    }
+
+    /// A port taken: run() throws the bind error, and the group ends with it.
+    @Test func aListenerThatCannotBindFailsTheGroup() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-lifecycle-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let node = try NodeDirectory(url: dir)
+        defer { node.closeAll() }
+        let holder = Listener(config: ListenerConfiguration(directory: node, host: "127.0.0.1", disableTLS: true))
+        try await holder.start()
+        let port = try #require(holder.port)
+        let listener = Listener(config: ListenerConfiguration(directory: node, port: port, host: "127.0.0.1", disableTLS: true))
+        let group = ServiceGroup(configuration: .init(services: [listener], logger: Logger(label: "test")))
+        await #expect { try await group.run() } throws: { error in
+            guard case SyncError.listenerFailed(let reason) = error else { return false }
+            return reason.contains("cannot listen on 127.0.0.1:\(port)")
+        }
+        #expect(listener.port == nil)
+        await holder.stop()
+    }
+}
