@@ -52,7 +52,7 @@ struct Chat {
         let messages = try room.createCollection(name: "messages", scope: "room")
         var config = try MeshConfiguration(directory: directory, trust: TrustStore(directory: directory, trustOnFirstUse: true))
         config.name = options.name
-        config.shared = ["chat"]
+        config.shared = [.database("chat")]
         let node = MeshNode(configuration: config)
         try await node.start()
         if let pair = options.pair { try await node.pair(with: PairingURL(string: pair)) }

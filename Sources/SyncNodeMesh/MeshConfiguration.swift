@@ -29,12 +29,12 @@ public struct MeshConfiguration: Sendable {
     /// scope, including collections created later) or a keyspace `db.scope.collection` (that
     /// collection alone). Nil shares every database of the directory. Either way, a database
     /// with members or readers in its `_security` is never shared.
-    public var shared: [String]?
+    public var shared: [Keyspace]?
 
-    /// Whether the keyspace `keyspace` (`db` or `db.scope.collection`) is shared by ``shared``.
-    public func shares(_ keyspace: String) -> Bool {
+    /// Whether `keyspace` is shared by ``shared``.
+    public func shares(_ keyspace: Keyspace) -> Bool {
         guard let shared else { return true }
-        return Keyspace(keyspace)?.isCovered(by: shared) ?? false
+        return keyspace.isCovered(by: shared)
     }
     /// Whom the node replicates with and who may sign in by certificate: fingerprints, the
     /// trusted-peers file, trust on first use (see `TrustStore`).
@@ -71,7 +71,7 @@ public struct MeshConfiguration: Sendable {
     /// makes invitations on demand.
     public var startInvitation: Duration? = .seconds(15 * 60)
     /// The keyspace the pairing URL names; the first shared one by default.
-    public var pairingDatabase: String?
+    public var pairingKeyspace: Keyspace?
     /// How replications end conflicts: the default picks each conflict's winner alike on every
     /// node; nil keeps them as CouchDB does.
     public var conflictResolver: ConflictResolver? = .default
@@ -115,7 +115,7 @@ public struct MeshConfiguration: Sendable {
         let directory = try NodeDirectory(url: first.path.deletingLastPathComponent())
         for database in databases { try directory.adopt(database) }
         try self.init(directory: directory, trust: trust)
-        shared = databases.map(\.name)
+        shared = databases.map { .database($0.name) }
     }
 
     /// A node on `directory` with exactly this listener configuration (its authentication,

@@ -23,5 +23,5 @@ public enum MeshEvent: Sendable {
     case replication(label: String, status: ReplicatorStatus)
     /// A keyspace became in sync with a peer (measured: nothing pending either way, equal
     /// digests), or stopped being so; `sync` says how it stands now, and why.
-    case syncState(peer: String, keyspace: String, sync: MeshPeer.CollectionSync)
+    case syncState(peer: String, keyspace: Keyspace, sync: MeshPeer.CollectionSync)
 }

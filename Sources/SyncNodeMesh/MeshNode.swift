@@ -83,14 +83,14 @@ public final class MeshNode: Sendable {
 
     /// The keyspaces this node shares: each shared database (its default collection) and
     /// `db.scope.collection` for its other collections.
-    public var sharedKeyspaces: [String] { Self.keyspaces(configuration) }
+    public var sharedKeyspaces: [Keyspace] { Self.keyspaces(configuration) }
 
-    private static func keyspaces(_ configuration: MeshConfiguration) -> [String] {
-        var out: [String] = []
+    private static func keyspaces(_ configuration: MeshConfiguration) -> [Keyspace] {
+        var out: [Keyspace] = []
         for name in configuration.directory.openDatabaseNames() {
-            var all = [name]
+            var all = [Keyspace.database(name)]
             if let db = try? configuration.directory.database(name) {
-                all += ((try? db.allCollections()) ?? []).map { Keyspace($0).name }.filter { $0 != name }
+                all += ((try? db.allCollections()) ?? []).map(Keyspace.init).filter { $0 != all[0] }
             }
             out += all.filter(configuration.shares)
         }
@@ -163,8 +163,7 @@ public final class MeshNode: Sendable {
     /// Calling it again while started does nothing; calling it while another call is starting it
     /// waits for that one.
     /// - Throws: what `Listener/start()` throws (the port is taken, the identity is unusable);
-    ///   `SyncError/invalidConfiguration(_:)` for a ``MeshConfiguration/shared`` entry that names no
-    ///   keyspace; the store's error when a shared database cannot be opened or made.
+    ///   the store's error when a shared database or collection cannot be opened or made.
     public func start() async throws {
         // Two starts at once would bind two listeners: the second waits for the first.
         // Stopped while it was starting: what it started stops now.
@@ -173,10 +172,7 @@ public final class MeshNode: Sendable {
 
     /// Starts the listener (with `startListener`), advertising, browsing and the replications; what runs.
     private func launch(startingListener startListener: () async throws -> Void) async throws -> Running {
-        for name in configuration.shared ?? [] {
-            guard let keyspace = Keyspace(name) else {
-                throw SyncError.invalidConfiguration("shared: '\(name)' is neither a database name nor db.scope.collection")
-            }
+        for keyspace in configuration.shared ?? [] {
             guard let db = try configuration.directory.database(keyspace.database, create: true) else { continue }
             if let collection = keyspace.collection { _ = try db.createCollection(name: collection, scope: keyspace.scope) }
         }
@@ -189,11 +185,11 @@ public final class MeshNode: Sendable {
         let fingerprint = listener.tlsIdentity?.fingerprint
         let node = RunningNode(
             pid: getpid(), port: port, scheme: base.scheme ?? "https", host: configuration.listener.host, fingerprint: fingerprint,
-            database: configuration.pairingDatabase ?? shared.first ?? "default")
+            database: (configuration.pairingKeyspace ?? shared.first ?? .defaultDatabase).name)
         var pairing = node.pairingURL(uuid: configuration.directory.uuid)
         let onStatus = DiscoveryStatusRelay(configuration.onEvent)
         let record = ServiceRecord(
-            name: configuration.name, port: port, uuid: configuration.directory.uuid, databases: shared,
+            name: configuration.name, port: port, uuid: configuration.directory.uuid, keyspaces: shared,
             tls: fingerprint != nil, fingerprint: fingerprint, requiresAuth: configuration.listener.authenticator != nil)
         let advertiser: Advertiser?
         var browser: Browser?
@@ -266,7 +262,7 @@ public final class MeshNode: Sendable {
                     let now = Self.keyspaces(configuration)
                     guard now != advertised else { continue }
                     advertised = now
-                    advertiser?.update(databases: now)
+                    advertiser?.update(keyspaces: now)
                     await replications.keyspacesChanged()
                 }
                 group.cancelAll()
@@ -307,7 +303,7 @@ public final class MeshNode: Sendable {
 
     private static func syncPaired(_ url: PairingURL, fingerprint: String, with replications: PeerReplications) async {
         let record = ServiceRecord(
-            name: url.host, port: url.port, uuid: url.uuid, databases: [url.database], tls: true,
+            name: url.host, port: url.port, uuid: url.uuid, keyspaces: Keyspace(url.database).map { [$0] } ?? [], tls: true,
             fingerprint: fingerprint, requiresAuth: url.user != nil)
         let credential = url.user.flatMap { user in url.password.map { BasicAuthenticator(username: user, password: $0) } }
         await replications.pair(Peer(record: record, host: url.host, addresses: [url.host]), credential: credential)

@@ -12,7 +12,7 @@ import Testing
         defer { unsetenv("DBUS_SYSTEM_BUS_ADDRESS") }
         let reports = Mutex<[DiscoveryStatus]>([])
         let advertiser = try Advertiser(
-            record: ServiceRecord(name: "n", port: 1, uuid: "u", databases: [], tls: false, fingerprint: nil, requiresAuth: false),
+            record: ServiceRecord(name: "n", port: 1, uuid: "u", keyspaces: [], tls: false, fingerprint: nil, requiresAuth: false),
             onStatus: { status in reports.withLock { $0.append(status) } })
         advertiser.start()
         // Longer than one retry interval: the retry must not report again.

@@ -37,7 +37,7 @@ import Testing
     }
 
     @Test func aDiscoveredPeersURLIsAPairingURL() throws {
-        let record = ServiceRecord(name: "n", port: 7000, uuid: uuid, databases: ["default"], tls: true, fingerprint: fingerprint, requiresAuth: true)
+        let record = ServiceRecord(name: "n", port: 7000, uuid: uuid, keyspaces: [.database("default")], tls: true, fingerprint: fingerprint, requiresAuth: true)
         let peer = Peer(record: record, host: "fe80::2%eth0", addresses: ["fe80::2%eth0"])
         let parsed = try PairingURL(string: peer.url(database: "default", user: "u", password: "p w").absoluteString)
         #expect(parsed.host == "fe80::2%eth0")

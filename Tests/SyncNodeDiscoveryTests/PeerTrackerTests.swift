@@ -22,7 +22,7 @@ import Testing
         }
 
         func record(name: String = "n", fingerprint: String? = nil, uuid: String? = nil) throws -> ServiceRecord {
-            ServiceRecord(name: name, port: try #require(listener.port), uuid: uuid ?? node.uuid, databases: ["default"], tls: true,
+            ServiceRecord(name: name, port: try #require(listener.port), uuid: uuid ?? node.uuid, keyspaces: [.database("default")], tls: true,
                           fingerprint: fingerprint ?? listener.tlsIdentity?.fingerprint, requiresAuth: true)
         }
 

@@ -22,7 +22,7 @@ import SyncNodeTestSupport
             directory = try NodeDirectory(url: url)
             var config = try MeshConfiguration(directory: directory)
             config.name = name
-            config.shared = shared
+            config.shared = try shared.map { try $0.map(MeshNodeTests.keyspace) }
             config.peerCredential = peerCredential
             config.listener.host = "127.0.0.1"
             config.advertise = false
@@ -56,6 +56,9 @@ import SyncNodeTestSupport
             try? FileManager.default.removeItem(at: url)
         }
     }
+
+    /// The keyspace written `text`.
+    static func keyspace(_ text: String) throws -> Keyspace { try #require(Keyspace(text)) }
 
     /// Waits until `condition` holds (replication is asynchronous), at most 30 s.
     func eventually(_ condition: () throws -> Bool) async throws -> Bool {
@@ -99,12 +102,12 @@ import SyncNodeTestSupport
     @Test func aOneTimeInvitationPairsOneNodeAndItsRevocationUntrustsIt() async throws {
         let a = try Node(name: "a"), b = try Node(name: "b"), c = try Node(name: "c")
         for node in [a, b, c] { try await node.mesh.start() }
-        let (invitation, url) = try a.mesh.invite(scope: PeerScope(keyspaces: ["default"], access: .write), uses: 1, note: "for b")
+        let (invitation, url) = try a.mesh.invite(scope: PeerScope(keyspaces: [.database("default")], access: .write), uses: 1, note: "for b")
         #expect(url.invitation != nil && url.user == nil && url.password == nil)
         try await b.mesh.pair(with: url)
         await #expect(throws: CouchError.self) { try await c.mesh.pair(with: url) }
         let bFingerprint = try b.directory.tlsIdentity().fingerprint
-        #expect(try TrustStore(directory: a.directory).peer(clientFingerprint: bFingerprint)?.scope == PeerScope(keyspaces: ["default"], access: .write))
+        #expect(try TrustStore(directory: a.directory).peer(clientFingerprint: bFingerprint)?.scope == PeerScope(keyspaces: [.database("default")], access: .write))
         #expect(try TrustStore(directory: a.directory).peer(clientFingerprint: try c.directory.tlsIdentity().fingerprint) == nil)
         // What B keeps names A and pins its certificate: no token, no password.
         let kept = try String(contentsOf: b.url.appendingPathComponent(".node/paired-peers.json"), encoding: .utf8)
@@ -154,7 +157,7 @@ import SyncNodeTestSupport
         // B still trusts A, but A refuses B's pulls from now on (its open feed ended): a write on A
         // no longer reaches B, whose replication reports the refusal.
         try a.collection().save(try MutableDocument(id: "after", data: ["n": 2]))
-        #expect(try await eventually { b.mesh.peers.first?.collections["default"]?.lastError != nil })
+        #expect(try await eventually { b.mesh.peers.first?.collections[.database("default")]?.lastError != nil })
         #expect(try b.collection().document(id: "after") == nil)
         for node in [b, a] { await node.mesh.stop() }
     }
@@ -165,7 +168,7 @@ import SyncNodeTestSupport
         let a = try Node(name: "a"), b = try Node(name: "b")
         try await a.mesh.start()
         try await b.mesh.start()
-        let (_, url) = try a.mesh.invite(scope: PeerScope(keyspaces: ["default"], access: .read))
+        let (_, url) = try a.mesh.invite(scope: PeerScope(keyspaces: [.database("default")], access: .read))
         try await b.mesh.pair(with: url)
         try a.collection().save(try MutableDocument(id: "from-a", data: ["n": 1]))
         #expect(try await eventually { try b.collection().document(id: "from-a") != nil })
@@ -178,7 +181,7 @@ import SyncNodeTestSupport
         await a.mesh.replications.recheckTrust()
         await a.mesh.replications.refreshAsked()
         #expect(await a.mesh.replications.keyspacesSynced(with: b.directory.uuid).isEmpty, "A replicates with a peer that may only read")
-        #expect(await b.mesh.replications.keyspacesSynced(with: a.directory.uuid) == ["default"], "B pulls what it may read")
+        #expect(await b.mesh.replications.keyspacesSynced(with: a.directory.uuid) == [.database("default")], "B pulls what it may read")
         #expect(a.mesh.peers.first { $0.uuid == b.directory.uuid }?.collections.isEmpty == true)
         #expect(try a.collection().document(id: "from-b") == nil, "A pulled from a peer that may only read")
         for node in [b, a] { await node.mesh.stop() }
@@ -227,8 +230,9 @@ import SyncNodeTestSupport
         // Presence: B knows A by its UUID, trusted, with each collection's replication.
         let peer = try #require(b.mesh.peers.first)
         #expect(b.mesh.peers.count == 1 && peer.uuid == a.directory.uuid && peer.trusted && !peer.discovered)
-        #expect(Set(peer.collections.keys) == ["default", "default.app.notes", "default.app.later"])
-        #expect(try await eventually { b.mesh.peers.first?.collections["default.app.notes"]?.lastSync != nil })
+        #expect(Set(peer.collections.keys.map(\.name)) == ["default", "default.app.notes", "default.app.later"])
+        let notes = try Self.keyspace("default.app.notes")
+        #expect(try await eventually { b.mesh.peers.first?.collections[notes]?.lastSync != nil })
         // The same over HTTP, for tools: curl against B with B's own admin credential.
         let answer = try DocumentValue(json: try await b.curl("/_node/peers"))
         guard case .array(let listed) = answer, case .dictionary(let first)? = listed.first else {
@@ -289,7 +293,7 @@ import SyncNodeTestSupport
         try b.collection().save(try MutableDocument(id: "b-private", data: ["n": 3]))
         try await a.mesh.start()
         try await b.mesh.start()
-        #expect(a.mesh.sharedKeyspaces == ["default.app.notes"])
+        #expect(a.mesh.sharedKeyspaces.map(\.name) == ["default.app.notes"])
         try await b.mesh.pair(with: try #require(a.mesh.pairingURL))
         try await a.mesh.pair(with: try #require(b.mesh.pairingURL))
         #expect(try await eventually { try b.collection("notes").document(id: "n1") != nil })
@@ -297,19 +301,19 @@ import SyncNodeTestSupport
         #expect(try await eventually { try a.collection("notes").document(id: "n2") != nil })
         #expect(try b.collection().document(id: "private") == nil)
         #expect(try a.collection().document(id: "b-private") == nil)
-        #expect(Set(b.mesh.peers.first?.collections.keys ?? [:].keys) == ["default.app.notes"])
+        #expect(b.mesh.peers.first?.collections.keys.map(\.name) == ["default.app.notes"])
         await b.mesh.stop()
         await a.mesh.stop()
     }
 
-    /// `shared` entries are keyspaces, however written; one that names none stops the start.
-    @Test func sharedEntriesAreComparedAsKeyspaces() async throws {
+    /// `shared` entries are keyspaces, however written; text that is none is no keyspace.
+    @Test func sharedEntriesAreComparedAsKeyspaces() throws {
         let config = try Node(name: "a", shared: ["db", "other._default._default", "x.s.c"]).mesh.configuration
-        #expect(config.shares("db") && config.shares("db.s.c"))
-        #expect(config.shares("other") && !config.shares("other.s.c"), "the default collection alone")
-        #expect(config.shares("x.s.c") && !config.shares("x") && !config.shares("x.s.d"))
-        let bad = try Node(name: "b", shared: ["a.b"])
-        await #expect(throws: SyncError.self) { try await bad.mesh.start() }
+        func shares(_ text: String) throws -> Bool { config.shares(try Self.keyspace(text)) }
+        #expect(try shares("db") && shares("db.s.c"))
+        #expect(try shares("other") && !shares("other.s.c"), "the default collection alone")
+        #expect(try shares("x.s.c") && !shares("x") && !shares("x.s.d"))
+        #expect(Keyspace("a.b") == nil && Keyspace("a.b.c.d") == nil)
     }
 
     /// A node made from databases the app has open serves those objects: the app's own change
@@ -360,10 +364,10 @@ import SyncNodeTestSupport
         let fingerprint = try #require(pairing.fingerprint)
         // B sees A as DNS-SD would show it: the TXT record A advertises, read back.
         let advertised = ServiceRecord(
-            name: "a", port: pairing.port, uuid: pairing.uuid, databases: a.mesh.sharedKeyspaces, tls: true,
+            name: "a", port: pairing.port, uuid: pairing.uuid, keyspaces: a.mesh.sharedKeyspaces, tls: true,
             fingerprint: fingerprint, requiresAuth: true)
         let seen = try ServiceRecord(name: "a", port: pairing.port, txt: advertised.txt)
-        #expect(seen.hasMore && seen.databases.count < names.count)
+        #expect(seen.hasMore && seen.keyspaces.count < names.count)
         try b.mesh.configuration.trust.add(fingerprint: fingerprint, uuid: pairing.uuid)
         await b.mesh.replications.start(Peer(record: seen, host: "127.0.0.1", addresses: ["127.0.0.1"]), discovered: true)
         for name in names {

@@ -19,7 +19,7 @@ import SyncNodeStore
     final class Events: Sendable {
         private let told = Mutex<[String]>([])
         func add(_ event: MeshEvent) {
-            guard case .syncState(_, let keyspace, let sync) = event, keyspace == "default" else { return }
+            guard case .syncState(_, let keyspace, let sync) = event, keyspace == .database("default") else { return }
             told.withLock { $0.append(sync.state.rawValue) }
         }
         var all: [String] { told.withLock { $0 } }
@@ -42,7 +42,7 @@ import SyncNodeStore
         try await a.mesh.start()
         try await b.mesh.start()
         try await b.mesh.pair(with: try #require(a.mesh.pairingURL))
-        func sync() -> MeshPeer.CollectionSync? { b.mesh.peers.first?.collections["default"] }
+        func sync() -> MeshPeer.CollectionSync? { b.mesh.peers.first?.collections[.database("default")] }
 
         #expect(try await eventually { sync()?.state == .inSync })
         #expect(try b.collection().document(id: "first") != nil)

@@ -1,6 +1,7 @@
 import CAvahi
 import Foundation
 import Logging
+import SyncNodeSync
 
 /// Publishes a node's listener as a DNS-SD service through avahi-daemon.
 ///
@@ -31,14 +32,15 @@ public final class Advertiser: @unchecked Sendable, AvahiConnectionUser {
         self.logger = logger
         connection = try AvahiConnection(logger: logger, onStatus: onStatus)
         connection.user = self
-        warnIfDatabasesOmitted()
+        warnIfKeyspacesOmitted()
     }
 
-    /// Peers learn which databases to sync from `dbs`: say when some did not fit.
-    private func warnIfDatabasesOmitted() {
-        let omitted = record.databases.count - record.listedDatabases.count
+    /// Peers learn which keyspaces to sync from `dbs`: say when some did not fit (`more=1` then
+    /// sends them to `GET /_node/keyspaces`, which a peer that may not sign in cannot read).
+    private func warnIfKeyspacesOmitted() {
+        let omitted = record.keyspaces.count - record.listedKeyspaces.count
         if omitted > 0 {
-            logger.warning("the TXT record lists only some databases (255 bytes); peers will not auto-sync the others",
+            logger.warning("the TXT record lists only some keyspaces (255 bytes); peers ask the node for the others",
                            metadata: ["omitted": "\(omitted)"])
         }
     }
@@ -58,12 +60,12 @@ public final class Advertiser: @unchecked Sendable, AvahiConnectionUser {
     /// Whether the daemon has announced the service (its probing, about a second, is done).
     public var isPublished: Bool { connection.withLock { published } }
 
-    /// Replaces the advertised databases (the TXT record's `dbs`).
-    public func update(databases: [String]) {
+    /// Replaces the advertised keyspaces (the TXT record's `dbs`).
+    public func update(keyspaces: [Keyspace]) {
         connection.withLock {
-            guard databases != record.databases else { return }
-            record.databases = databases
-            warnIfDatabasesOmitted()
+            guard keyspaces != record.keyspaces else { return }
+            record.keyspaces = keyspaces
+            warnIfKeyspacesOmitted()
             guard let group, published else { return }
             let status = withTXT(record.txt) { txt in
                 avahi_entry_group_update_service_txt_strlst(

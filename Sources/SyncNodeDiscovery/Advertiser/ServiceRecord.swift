@@ -1,3 +1,5 @@
+import SyncNodeSync
+
 /// What a node advertises through DNS-SD: the service
 /// `_syncnode._tcp` on the listener's port, with a TXT record
 /// `v=1 uuid=… dbs=a,b tls=1 fp=… auth=basic`.
@@ -11,8 +13,8 @@ public struct ServiceRecord: Sendable, Equatable {
     public var port: Int
     /// The node's stable UUID: a peer's identity, whatever its name or address.
     public var uuid: String
-    /// The keyspaces it serves.
-    public var databases: [String]
+    /// The keyspaces it shares (the TXT record's `dbs`).
+    public var keyspaces: [Keyspace]
     /// Whether the listener speaks HTTPS.
     public var tls: Bool
     /// base64url SHA-256 of its DER certificate (with TLS).
@@ -23,35 +25,35 @@ public struct ServiceRecord: Sendable, Equatable {
     public var hasMore = false
 
     /// The record of a node to advertise.
-    public init(name: String, port: Int, uuid: String, databases: [String], tls: Bool, fingerprint: String?, requiresAuth: Bool) {
+    public init(name: String, port: Int, uuid: String, keyspaces: [Keyspace], tls: Bool, fingerprint: String?, requiresAuth: Bool) {
         self.name = name
         self.port = port
         self.uuid = uuid
-        self.databases = databases
+        self.keyspaces = keyspaces
         self.tls = tls
         self.fingerprint = fingerprint
         self.requiresAuth = requiresAuth
     }
 
     /// The TXT record's `key=value` strings, in order. A TXT string holds at
-    /// most 255 bytes (RFC 6763 §6.1): `dbs` lists the databases that fit, and `more=1` says
+    /// most 255 bytes (RFC 6763 §6.1): `dbs` lists the keyspaces that fit, and `more=1` says
     /// there are others (`GET /_node/keyspaces` lists them all).
     public var txt: [String] {
-        let listed = listedDatabases
-        var entries = ["v=1", "uuid=\(uuid)", "dbs=" + listed.joined(separator: ","), "tls=\(tls ? 1 : 0)"]
-        if listed.count < databases.count || hasMore { entries.append("more=1") }
+        let listed = listedKeyspaces
+        var entries = ["v=1", "uuid=\(uuid)", "dbs=" + listed.map(\.name).joined(separator: ","), "tls=\(tls ? 1 : 0)"]
+        if listed.count < keyspaces.count || hasMore { entries.append("more=1") }
         if let fingerprint { entries.append("fp=\(fingerprint)") }
         entries.append("auth=\(requiresAuth ? "basic" : "none")")
         return entries
     }
 
-    /// The databases `dbs` lists: those that fit in its 255 bytes, in order.
-    public var listedDatabases: [String] {
+    /// The keyspaces `dbs` lists: those that fit in its 255 bytes, in order.
+    public var listedKeyspaces: [Keyspace] {
         var size = "dbs=".utf8.count
-        var listed: [String] = []
-        for name in databases where size + name.utf8.count + (listed.isEmpty ? 0 : 1) <= 255 {
-            size += name.utf8.count + (listed.isEmpty ? 0 : 1)
-            listed.append(name)
+        var listed: [Keyspace] = []
+        for keyspace in keyspaces where size + keyspace.name.utf8.count + (listed.isEmpty ? 0 : 1) <= 255 {
+            size += keyspace.name.utf8.count + (listed.isEmpty ? 0 : 1)
+            listed.append(keyspace)
         }
         return listed
     }
@@ -75,7 +77,8 @@ public struct ServiceRecord: Sendable, Equatable {
         }
         self.init(
             name: name, port: port, uuid: uuid,
-            databases: (fields["dbs"] ?? "").split(separator: ",").map(String.init),
+            // An entry that is no keyspace is a peer's mistake: it is skipped, not synced.
+            keyspaces: (fields["dbs"] ?? "").split(separator: ",").compactMap { Keyspace(String($0)) },
             tls: tls, fingerprint: tls ? fields["fp"] : nil, requiresAuth: fields["auth"] == "basic")
         hasMore = fields["more"] == "1"
     }

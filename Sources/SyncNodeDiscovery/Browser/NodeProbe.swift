@@ -80,14 +80,15 @@ public actor NodeProbe {
     }
 
     /// The keyspaces the node lets this client replicate (`GET /_node/keyspaces`): its
-    /// databases and their other collections as `db.scope.collection`.
+    /// databases and their other collections as `db.scope.collection`. An entry that is no
+    /// keyspace is skipped.
     /// - Throws: as ``identify()``; `CouchError` with the node's status when it refuses.
-    public func keyspaces() async throws -> [String] {
+    public func keyspaces() async throws -> [Keyspace] {
         let (status, body) = try await get("/_node/keyspaces")
         guard status == .ok, case .array(let names)? = body else {
             throw CouchError(status: Int(status.code), error: "no_keyspaces", reason: "GET \(root)/_node/keyspaces did not answer with a list")
         }
-        return names.compactMap { $0.stringValue }
+        return names.compactMap { $0.stringValue.flatMap(Keyspace.init) }
     }
 
     private var root: String { WireURL.root(scheme: scheme, host: host, port: port) }

@@ -33,11 +33,11 @@ public struct RunningNode: Sendable, Equatable {
 
     /// A pairing URL of this node: its first reachable address as host, the others in `addr=`,
     /// with `invitation` when given. `keyspace` is the path (default: ``database``).
-    public func pairingURL(uuid: String, invitation: String? = nil, keyspace: String? = nil) -> PairingURL {
+    public func pairingURL(uuid: String, invitation: String? = nil, keyspace: Keyspace? = nil) -> PairingURL {
         let hosts = LocalAddresses.reachable(boundTo: host)
         let first = hosts.first ?? "127.0.0.1"
         let base = URL(string: "\(scheme)://\(first.contains(":") ? "[\(first)]" : first):\(port)/") ?? URL(fileURLWithPath: "/")
-        return PairingURL(base: base, database: keyspace ?? database, uuid: uuid, fingerprint: fingerprint, invitation: invitation,
+        return PairingURL(base: base, database: keyspace?.name ?? database, uuid: uuid, fingerprint: fingerprint, invitation: invitation,
                           addresses: Array(hosts.dropFirst()))
     }
 

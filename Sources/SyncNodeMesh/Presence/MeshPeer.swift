@@ -19,8 +19,8 @@ public struct MeshPeer: Sendable, Identifiable {
     public var trusted: Bool
     /// Found through DNS-SD (false: known from a pairing URL only).
     public var discovered: Bool
-    /// Per keyspace (`db`, or `db.scope.collection`): the replication with this peer.
-    public var collections: [String: CollectionSync]
+    /// Per keyspace: the replication with this peer.
+    public var collections: [Keyspace: CollectionSync]
 
     /// One collection's replication with a peer.
     public struct CollectionSync: Sendable {
@@ -72,7 +72,7 @@ public struct MeshPeer: Sendable, Identifiable {
             if let at = sync.lastSync { entry["last_sync"] = .string(ISO8601DateFormatter().string(from: at)) }
             if let error = sync.lastError { entry["last_error"] = .string(error) }
             entry.merge(sync.statusJSON) { _, new in new }
-            collections[keyspace] = .dictionary(entry)
+            collections[keyspace.name] = .dictionary(entry)
         }
         return [
             "uuid": .string(uuid), "name": .string(name), "host": .string(host), "port": .int(Int64(port)),

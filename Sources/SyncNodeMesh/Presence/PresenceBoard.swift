@@ -31,7 +31,7 @@ final class PresenceBoard: Sendable {
     }
 
     /// The replication `label` of keyspace `keyspace` with peer `uuid` reported `status`.
-    func record(_ status: ReplicatorStatus, peer uuid: String, keyspace: String) {
+    func record(_ status: ReplicatorStatus, peer uuid: String, keyspace: Keyspace) {
         update(uuid, make: { nil }) { peer in
             // A stopped replication's last word, arriving after its entry was cleared, adds none back.
             guard peer?.collections[keyspace] != nil || status.activity != .stopped else { return }
@@ -60,7 +60,7 @@ final class PresenceBoard: Sendable {
     /// the peer or the replication is not on the board). A judgement of in sync that a newer
     /// status overtook (the replicator is busy again) is taken as catching up.
     @discardableResult
-    func record(_ judgement: SyncAudit.Judgement, peer uuid: String, keyspace: String) -> MeshPeer.CollectionSync? {
+    func record(_ judgement: SyncAudit.Judgement, peer uuid: String, keyspace: Keyspace) -> MeshPeer.CollectionSync? {
         var recorded: MeshPeer.CollectionSync?
         update(uuid, make: { nil }) { peer in
             guard var sync = peer?.collections[keyspace] else { return }

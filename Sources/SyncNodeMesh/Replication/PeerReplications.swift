@@ -11,7 +11,7 @@ actor PeerReplications {
     /// Per trusted peer (by UUID): where it is, and the replications, by keyspace.
     /// The listener's list of replications, where each one started here is shown.
     private let tasks: ReplicationTasks
-    private var syncs: [String: (peer: Peer, replications: [String: PeerReplication])] = [:]
+    private var syncs: [String: (peer: Peer, replications: [Keyspace: PeerReplication])] = [:]
     /// Replications with URLs the app named (any CouchDB-compatible peer).
     private var explicit: [PeerReplication] = []
     /// The probe that asks a peer for its keyspaces (`GET /_node/keyspaces`), for the peers
@@ -122,7 +122,7 @@ actor PeerReplications {
             : peer.record.fingerprint.flatMap(configuration.trust.principal(clientFingerprint:)) != nil
         if syncing, trusted, discovered, peer.record.hasMore, asking[peer.uuid] == nil,
            let keyspaces = await ask(peer, credential: configuration.peerCredential) {
-            peer.record.databases = keyspaces
+            peer.record.keyspaces = keyspaces
         }
         board.update(peer.uuid, make: {
             MeshPeer(uuid: peer.uuid, name: peer.name, host: peer.host, port: peer.port, addresses: peer.addresses,
@@ -167,15 +167,14 @@ actor PeerReplications {
         case (.read, .pull): nil
         }
         guard let type else { return }
-        for keyspace in peer.record.databases where running.replications[keyspace] == nil {
-            guard let parsed = Keyspace(keyspace), open.contains(parsed.database), configuration.shares(keyspace),
-                  scope.allows(keyspace: keyspace) else { continue }
+        for keyspace in peer.record.keyspaces where running.replications[keyspace] == nil {
+            guard open.contains(keyspace.database), configuration.shares(keyspace), scope.allows(keyspace) else { continue }
             do {
-                guard let db = try configuration.directory.database(parsed.database) else { continue }
-                let collection = try parsed.collection.map { try db.createCollection(name: $0, scope: parsed.scope) } ?? db.defaultCollection()
+                guard let db = try configuration.directory.database(keyspace.database) else { continue }
+                let collection = try keyspace.collection.map { try db.createCollection(name: $0, scope: keyspace.scope) } ?? db.defaultCollection()
                 let label = "sync \(peer.name)/\(keyspace)"
                 let credential = pairedCredentials[peer.uuid] ?? configuration.peerCredential
-                let url = peer.url(database: keyspace, user: credential?.username, password: credential?.password)
+                let url = peer.url(database: keyspace.name, user: credential?.username, password: credential?.password)
                 running.replications[keyspace] = try PeerReplication(
                     collection: collection, url: url, configuration: configuration, tasks: tasks,
                     type: type, trustOnFirstUse: false
@@ -196,7 +195,7 @@ actor PeerReplications {
     }
 
     /// The keyspaces replicated with the peer `uuid` now, sorted; empty when none runs.
-    func keyspacesSynced(with uuid: String) -> [String] { syncs[uuid]?.replications.keys.sorted() ?? [] }
+    func keyspacesSynced(with uuid: String) -> [Keyspace] { syncs[uuid]?.replications.keys.sorted() ?? [] }
 
     /// Whether the peer `uuid` was paired by URL (and so is synced with already).
     func isPaired(_ uuid: String) -> Bool { paired.contains(uuid) }
@@ -207,7 +206,7 @@ actor PeerReplications {
         paired.insert(peer.uuid)
         pairedCredentials[peer.uuid] = credential
         var peer = peer
-        if let keyspaces = await ask(peer, credential: credential) { peer.record.databases = keyspaces }
+        if let keyspaces = await ask(peer, credential: credential) { peer.record.keyspaces = keyspaces }
         // A pairing URL names an address, not the node: its welcome tells (at most 63 bytes, as DNS-SD's).
         if let name = try? await asking[peer.uuid]?.name(), name.utf8.count <= 63 { peer.record.name = name }
         await start(peer, discovered: false)
@@ -215,7 +214,7 @@ actor PeerReplications {
 
     /// The keyspaces `peer` offers, asked with its probe (made on first use, presenting this
     /// node's certificate); nil when it does not answer.
-    private func ask(_ peer: Peer, credential: BasicAuthenticator?) async -> [String]? {
+    private func ask(_ peer: Peer, credential: BasicAuthenticator?) async -> [Keyspace]? {
         let probe = asking[peer.uuid] ?? NodeProbe(
             scheme: "https", host: peer.host, port: peer.port, fingerprint: peer.record.fingerprint,
             authenticator: credential, timeout: .seconds(5),
@@ -229,8 +228,8 @@ actor PeerReplications {
         for (uuid, probe) in asking {
             guard syncs[uuid] != nil, let keyspaces = try? await probe.keyspaces() else { continue }
             // Read again after the wait: the peer may have moved or gone meanwhile.
-            guard var peer = syncs[uuid]?.peer, keyspaces != peer.record.databases else { continue }
-            peer.record.databases = keyspaces
+            guard var peer = syncs[uuid]?.peer, keyspaces != peer.record.keyspaces else { continue }
+            peer.record.keyspaces = keyspaces
             syncs[uuid]?.peer = peer
             startMissing(peer)
         }

@@ -12,7 +12,7 @@ extension Handlers {
     func offeredKeyspaces(to principal: Principal) throws -> Response {
         var listed = try keyspaces(readableBy: principal)
         if let offered = environment.offeredKeyspaces.map({ Set($0()) }) { listed = listed.filter(offered.contains) }
-        return HTTP.json(.array(listed.map { .string($0) }))
+        return HTTP.json(.array(listed.map { .string($0.name) }))
     }
 
     /// `GET /_node/info`. The pairing URL carries an invitation: not for any cache.
@@ -118,8 +118,13 @@ extension Handlers {
         let body = try await request.jsonObject(limit: 64 * 1024)
         var scope = PeerScope.everything
         if case .array(let names)? = body["keyspaces"] {
-            scope.keyspaces = names.compactMap(\.stringValue)
-            guard scope.keyspaces?.count == names.count else { throw CouchError.badRequest("keyspaces must be an array of strings") }
+            let texts = names.compactMap(\.stringValue)
+            guard texts.count == names.count else { throw CouchError.badRequest("keyspaces must be an array of strings") }
+            do {
+                scope.keyspaces = try PeerScope.keyspaces(texts)
+            } catch SyncError.invalidConfiguration(let reason) {
+                throw CouchError.badRequest(reason)
+            }
         }
         if let access = body["access"]?.stringValue {
             guard let parsed = PeerScope.Access(rawValue: access) else { throw CouchError.badRequest("access must be read or write") }
@@ -216,15 +221,16 @@ extension Handlers {
     /// What a peer may replicate here (`GET /_node/keyspaces`, for peers whose DNS-SD record
     /// cannot list them all or who paired by URL): each database the asker may read, and
     /// `db.scope.collection` for its other collections.
-    private func keyspaces(readableBy principal: Principal) throws -> [String] {
-        var out: [String] = []
+    private func keyspaces(readableBy principal: Principal) throws -> [Keyspace] {
+        var out: [Keyspace] = []
         for name in directory.databaseNames().filter(isServed) where try access(of: principal, to: name) >= .reader {
             // The database's own name first: its default collection is there even when empty.
-            out.append(name)
+            let whole = Keyspace.database(name)
+            out.append(whole)
             guard let db = try directory.database(name) else { continue }
-            out += try db.allCollections().map { Keyspace($0).name }.filter { $0 != name }
+            out += try db.allCollections().map(Keyspace.init).filter { $0 != whole }
         }
         // A peer's scope may name some collections of a database and not others.
-        return out.filter { principal.scope?.allows(keyspace: $0) ?? true }
+        return out.filter { principal.scope?.allows($0) ?? true }
     }
 }

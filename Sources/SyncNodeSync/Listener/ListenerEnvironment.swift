@@ -15,7 +15,7 @@ public struct ListenerEnvironment: Sendable {
     /// The keyspaces `GET /_node/keyspaces` may list (a mesh node's shared ones); nil lists every
     /// keyspace the asker may read. It narrows what peers sync on their own, not what clients
     /// may read (that is `_security`'s).
-    public var offeredKeyspaces: (@Sendable () -> [String])?
+    public var offeredKeyspaces: (@Sendable () -> [Keyspace])?
     /// Called once per connection whose client presented a certificate that is
     /// not trusted and no password (a peer asking to sync): with its fingerprint and address.
     public var onUntrustedPeer: (@Sendable (_ fingerprint: String, _ address: String) -> Void)?
@@ -27,7 +27,7 @@ public struct ListenerEnvironment: Sendable {
     /// An environment; every parameter sets the property of the same name.
     public init(
         replicationTasks: ReplicationTasks = ReplicationTasks(), auditLog: AuditLog = AuditLog(), console: (any NodeConsole)? = nil,
-        offeredKeyspaces: (@Sendable () -> [String])? = nil,
+        offeredKeyspaces: (@Sendable () -> [Keyspace])? = nil,
         onUntrustedPeer: (@Sendable (_ fingerprint: String, _ address: String) -> Void)? = nil,
         onPeerAdmitted: (@Sendable (AdmittedPeer) -> Void)? = nil
     ) {

@@ -1,15 +1,25 @@
 import SyncNodeStore
-/// What a URL's first path segment (or the CLI's keyspace argument) names:
-/// `NAME`, a database's default collection, or `NAME.SCOPE.COLLECTION`.
-package struct Keyspace: Sendable, Equatable, CustomStringConvertible {
-    package let database: String
-    /// Nil when only a database is named.
-    package let scope: String?
-    /// Nil when only a database is named.
-    package let collection: String?
 
-    /// Nil when `text` is neither form.
-    package init?(_ text: String) {
+/// A collection's address on a node, as URLs, DNS-SD records, `GET /_node/keyspaces`, peer
+/// scopes and the CLI write it: `NAME`, the default collection of database `NAME` (and, in a
+/// share or a scope, all its collections), or `NAME.SCOPE.COLLECTION`.
+///
+/// Text is parsed into a keyspace once, where it comes in; inside, keyspaces travel as this type.
+///
+/// ```swift
+/// let notes = Keyspace("default.app.notes")   // database "default", scope "app", collection "notes"
+/// let whole = Keyspace.database("default")     // written "default"
+/// ```
+public struct Keyspace: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The database's name.
+    public let database: String
+    /// The scope's name; nil when only a database is named.
+    public let scope: String?
+    /// The collection's name; nil when only a database is named.
+    public let collection: String?
+
+    /// The keyspace written `text`; nil when it is neither `NAME` nor `NAME.SCOPE.COLLECTION`.
+    public init?(_ text: String) {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         switch parts.count {
         case 1: (database, scope, collection) = (parts[0], nil, nil)
@@ -19,33 +29,49 @@ package struct Keyspace: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The keyspace that names `collection`: its database alone for a default collection.
-    package init(_ collection: DocumentCollection) {
+    public init(_ collection: DocumentCollection) {
         let isDefault = collection.scopeName == Names.defaultScope && collection.name == Names.defaultCollection
         self.init(database: collection.database.name, scope: isDefault ? nil : collection.scopeName,
                   collection: isDefault ? nil : collection.name)
     }
 
+    /// The keyspace of database `name` alone.
+    public static func database(_ name: String) -> Keyspace {
+        Keyspace(database: name, scope: nil, collection: nil)
+    }
+
     /// As it is written: `default`, or `default.app.notes`.
-    package var name: String { scope == nil ? database : description }
+    public var name: String { scope == nil ? database : qualifiedName }
+
+    /// ``name``.
+    public var description: String { name }
+
+    /// Ordered by ``name``.
+    public static func < (lhs: Keyspace, rhs: Keyspace) -> Bool { lhs.name < rhs.name }
 
     /// The default collection of the database `default`, which a node always serves.
-    package static let defaultDatabase = Keyspace(database: "default", scope: nil, collection: nil)
+    package static let defaultDatabase = Keyspace.database("default")
 
     private init(database: String, scope: String?, collection: String?) {
         (self.database, self.scope, self.collection) = (database, scope, collection)
     }
 
-    /// Whether one of `entries` names this keyspace: a database name covers all its collections,
-    /// a full keyspace that collection alone. Compared as keyspaces, not text:
+    /// Whether one of `entries` names this keyspace: a database alone covers all its collections,
+    /// a full keyspace that collection alone. Compared as collections, not text:
     /// `db._default._default` is `db`'s default collection.
-    package func isCovered(by entries: [String]) -> Bool {
-        entries.contains { entry in
-            guard let named = Keyspace(entry) else { return false }
-            return named.scope == nil ? named.database == database : named.description == description
+    public func isCovered(by entries: [Keyspace]) -> Bool {
+        entries.contains { named in
+            named.scope == nil ? named.database == database : named.qualifiedName == qualifiedName
         }
+    }
+
+    /// `isCovered(by:)` for entries as written; one that is no keyspace covers nothing.
+    package func isCovered(by entries: [String]) -> Bool {
+        isCovered(by: entries.compactMap(Keyspace.init))
     }
 
     package var scopeName: String { scope ?? Names.defaultScope }
     package var collectionName: String { collection ?? Names.defaultCollection }
-    package var description: String { "\(database).\(scopeName).\(collectionName)" }
+    /// `database.scope.collection`, the default collection's too.
+    package var qualifiedName: String { "\(database).\(scopeName).\(collectionName)" }
 }

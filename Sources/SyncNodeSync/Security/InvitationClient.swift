@@ -86,8 +86,8 @@ public enum InvitationClient {
             guard case .string(let answeredUUID)? = answer?["uuid"], answeredUUID == url.uuid else {
                 throw SyncError.invalidIdentity("\(host):\(url.port) answered as another node than the pairing URL's \(url.uuid)")
             }
-            var keyspaces: [String]?
-            if case .array(let names)? = answer?["keyspaces"] { keyspaces = names.compactMap(\.stringValue) }
+            var keyspaces: [Keyspace]?
+            if case .array(let names)? = answer?["keyspaces"] { keyspaces = names.compactMap { $0.stringValue.flatMap(Keyspace.init) } }
             let access = answer?["access"]?.stringValue.flatMap(PeerScope.Access.init(rawValue:)) ?? .write
             return Answer(host: host, uuid: answeredUUID, name: answer?["name"]?.stringValue, scope: PeerScope(keyspaces: keyspaces, access: access))
         }

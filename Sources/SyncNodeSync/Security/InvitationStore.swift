@@ -199,8 +199,9 @@ public final class InvitationStore: Sendable {
                   case .string(let accessText)? = item["access"], let access = PeerScope.Access(rawValue: accessText),
                   case .string(let expiresText)? = item["expires"], let expires = iso.date(from: expiresText),
                   case .string(let createdText)? = item["created"], let created = iso.date(from: createdText) else { throw broken }
-            var keyspaces: [String]?
-            if case .array(let names)? = item["keyspaces"] { keyspaces = names.compactMap(\.stringValue) }
+            var keyspaces: [Keyspace]?
+            // Checked when it was made: an entry that is no keyspace (edited by hand) narrows the scope.
+            if case .array(let names)? = item["keyspaces"] { keyspaces = names.compactMap { $0.stringValue.flatMap(Keyspace.init) } }
             var uses: Int?
             if case .int(let n)? = item["uses"] { uses = Int(n) }
             var redeemed: [String] = []

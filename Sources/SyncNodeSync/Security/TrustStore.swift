@@ -253,9 +253,10 @@ public final class TrustStore: Sendable {
                     }
                     entry.scope.access = access
                 case ("keyspaces", 2):
-                    entry.scope.keyspaces = parts[1].split(separator: ",").map(String.init)
-                    if let bad = entry.scope.keyspaces?.first(where: { Keyspace($0) == nil }) {
-                        throw SyncError.invalidConfiguration("\(place): '\(bad)' is not a keyspace (db or db.scope.collection)")
+                    do {
+                        entry.scope.keyspaces = try PeerScope.keyspaces(parts[1].split(separator: ",").map(String.init))
+                    } catch SyncError.invalidConfiguration(let reason) {
+                        throw SyncError.invalidConfiguration("\(place): \(reason)")
                     }
                 case ("invitation", 2):
                     entry.invitation = parts[1]
@@ -286,7 +287,7 @@ public final class TrustStore: Sendable {
         var fields = [(entry.revoked ? "!" : "") + entry.fingerprint, entry.uuid].compactMap { $0 }
         if !entry.revoked {
             if entry.scope.access != .write { fields.append("access=\(entry.scope.access.rawValue)") }
-            if let keyspaces = entry.scope.keyspaces { fields.append("keyspaces=" + keyspaces.joined(separator: ",")) }
+            if let keyspaces = entry.scope.keyspaces { fields.append("keyspaces=" + keyspaces.map(\.name).joined(separator: ",")) }
             if let invitation = entry.invitation { fields.append("invitation=\(invitation)") }
         }
         return fields.joined(separator: " ") + (note.isEmpty ? "" : " # \(note)")

@@ -21,7 +21,7 @@ struct Invite: ParsableCommand {
     @ParentCommand var syncnode: SyncNodeCommand
     var node: NodeOptions { syncnode.node }
     @Option(name: .customLong("keyspace"), help: "A keyspace the invited device may reach (db, or db.scope.collection; repeatable). Default: every one.")
-    var keyspaces: [String] = []
+    var keyspaces: [Keyspace] = []
     @Option(help: "read or write.") var access: PeerScope.Access = .write
     @Option(help: "How long it is honoured: 90s, 15m, 2h, 7d (at most a year).") var expires = DurationArgument(argument: "15m")!
     @Option(help: "How many devices may redeem it, or 'any'.") var uses = "1"

@@ -45,7 +45,7 @@ struct Peers: AsyncParsableCommand {
             guard case .appeared(let peer) = event, printed.insert(peer.uuid).inserted else { continue }
             let line = DocumentValue.dictionary([
                 "name": .string(peer.name), "uuid": .string(peer.uuid), "host": .string(peer.host), "port": .int(Int64(peer.port)),
-                "dbs": .array(peer.record.databases.map { .string($0) }), "tls": .bool(peer.record.tls),
+                "dbs": .array(peer.record.keyspaces.map { .string($0.name) }), "tls": .bool(peer.record.tls),
                 "fp": peer.record.fingerprint.map { .string($0) } ?? .null,
             ]).toJSON()
             // Unbuffered: a script reads each peer as it is found. A closed pipe ends the browsing.

@@ -131,12 +131,12 @@ struct Serve: AsyncParsableCommand {
         var config = MeshConfiguration(directory: directory, listener: listening, trust: trust)
         config.name = name ?? ProcessInfo.processInfo.hostName
         // Databases with members or readers in their _security stay off the LAN-wide TXT record (and so out of auto-sync).
-        config.shared = databases.isEmpty ? nil : databases
+        config.shared = databases.isEmpty ? nil : databases.map(Keyspace.database)
         config.advertise = !noAdvertise
         config.browse = !noBrowse
         config.autoSync = autoSync
         config.peerCredential = BasicAuthenticator(user: user, password: password)
-        config.pairingDatabase = served[0]
+        config.pairingKeyspace = .database(served[0])
         config.conflictResolver = conflicts.resolver
         config.onEvent = MeshEventPrinter(directory: directory.url).print
         let mesh = MeshNode(configuration: config)

@@ -19,7 +19,7 @@ struct Trust: ParsableCommand {
         @Option(help: "The peer's UUID: the node then refuses that UUID with any other certificate.") var uuid: String?
         @Option(help: "A note kept beside it (e.g. the machine's name).") var note: String = ""
         @Option(name: .customLong("keyspace"), help: "A keyspace the peer may reach (db, or db.scope.collection; repeatable). Default: every one, or the scope it has.")
-        var keyspaces: [String] = []
+        var keyspaces: [Keyspace] = []
         @Option(help: "read or write (default: write, or the access it has).") var access: PeerScope.Access?
 
         func run() throws {

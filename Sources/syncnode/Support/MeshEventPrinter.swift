@@ -30,9 +30,9 @@ final class MeshEventPrinter: Sendable {
         case .discovery(.running):
             Output.progress("syncnode: DNS-SD available again")
         case .peerAppeared(let peer):
-            Output.progress("syncnode: peer \(peer.name) appeared at \(peer.host):\(peer.port) (uuid \(peer.uuid), dbs \(peer.record.databases.joined(separator: ",")))")
+            Output.progress("syncnode: peer \(peer.name) appeared at \(peer.host):\(peer.port) (uuid \(peer.uuid), dbs \(peer.record.keyspaces.map(\.name).joined(separator: ",")))")
         case .peerUpdated(let peer):
-            Output.progress("syncnode: peer \(peer.name) updated: \(peer.host):\(peer.port), dbs \(peer.record.databases.joined(separator: ","))")
+            Output.progress("syncnode: peer \(peer.name) updated: \(peer.host):\(peer.port), dbs \(peer.record.keyspaces.map(\.name).joined(separator: ","))")
         case .peerLost(let peer):
             Output.progress("syncnode: peer \(peer.name) lost (uuid \(peer.uuid))")
         case .peerRefused(let peer, let reason):

@@ -39,7 +39,7 @@ import Testing
         }) {
             #expect(try await h.request(.PUT, "/db").status == 201)
             let store = InvitationStore(directory: h.node)
-            let (invitation, token) = try store.create(scope: PeerScope(keyspaces: ["db"], access: .write), uses: 1, note: "for the tablet")
+            let (invitation, token) = try store.create(scope: PeerScope(keyspaces: [.database("db")], access: .write), uses: 1, note: "for the tablet")
             #expect(token.count >= 43)  // 256 bits in base64url
             #expect(!(try Self.state(h)).contains(token))
 
@@ -60,7 +60,7 @@ import Testing
             #expect(ok == 200 && answer["uuid"]?.string == h.node.uuid && answer["access"]?.string == "write", "\(answer)")
             #expect(answer["keyspaces"] == ["db"])
             let entry = try #require(try TrustStore(directory: h.node).entries().first { $0.fingerprint == first.fingerprint })
-            #expect(entry.invitation == invitation.id && entry.scope == PeerScope(keyspaces: ["db"], access: .write))
+            #expect(entry.invitation == invitation.id && entry.scope == PeerScope(keyspaces: [.database("db")], access: .write))
             #expect(try await PeerCertificateTests.send(clients[0], h, .PUT, "/db/from-peer", body: #"{"v":1}"#).0 == 201)
             // The same peer may present it again (its URL keeps working for it)...
             #expect(try await Self.redeem(clients[0], h, token: token).0 == 200)
@@ -112,7 +112,7 @@ import Testing
         }) {
             let store = InvitationStore(directory: h.node)
             let victim = UUID().uuidString.lowercased()
-            let (_, readOnly) = try store.create(scope: PeerScope(keyspaces: ["db"], access: .read), uses: nil)
+            let (_, readOnly) = try store.create(scope: PeerScope(keyspaces: [.database("db")], access: .read), uses: nil)
             #expect(try await Self.redeem(clients[0], h, token: readOnly, uuid: victim).0 == 200)
             let before = try Self.state(h)
             for uuid in [victim, h.node.uuid] {
@@ -123,12 +123,12 @@ import Testing
             // Pairing again with the same certificate (what `syncnode pair` does) keeps its scope.
             let trust = try TrustStore(directory: h.node)
             try trust.add(fingerprint: first.fingerprint, uuid: victim, note: "paired again")
-            #expect(trust.peer(clientFingerprint: first.fingerprint)?.scope == PeerScope(keyspaces: ["db"], access: .read))
+            #expect(trust.peer(clientFingerprint: first.fingerprint)?.scope == PeerScope(keyspaces: [.database("db")], access: .read))
             #expect(try trust.entries().first { $0.fingerprint == first.fingerprint }?.invitation != nil)
             // Keyspaces that could break the file are refused; words added by hand are kept out of the way.
             for bad in ["a b", "db#x", "db,x", "a=b"] {
-                #expect(throws: SyncError.self) { try trust.add(fingerprint: second.fingerprint, scope: PeerScope(keyspaces: [bad])) }
-                #expect(throws: SyncError.self) { try store.create(scope: PeerScope(keyspaces: [bad])) }
+                #expect(throws: SyncError.self) { try trust.add(fingerprint: second.fingerprint, scope: PeerScope(keyspaces: [.database(bad)])) }
+                #expect(throws: SyncError.self) { try store.create(scope: PeerScope(keyspaces: [.database(bad)])) }
             }
             let file = h.directory.appendingPathComponent(".node/trusted-peers")
             try (try String(contentsOf: file, encoding: .utf8) + "\(second.fingerprint) \(UUID().uuidString) laptop upstairs\n").write(to: file, atomically: true, encoding: .utf8)
@@ -203,8 +203,8 @@ import Testing
             _ = try await h.request(.PUT, "/db/doc", body: #"{"v":1}"#)
             _ = try await h.request(.PUT, "/other/doc", body: #"{"v":1}"#)
             let store = InvitationStore(directory: h.node)
-            let (_, readToken) = try store.create(scope: PeerScope(keyspaces: ["db"], access: .read))
-            let (_, writeToken) = try store.create(scope: PeerScope(keyspaces: ["db"], access: .write))
+            let (_, readToken) = try store.create(scope: PeerScope(keyspaces: [.database("db")], access: .read))
+            let (_, writeToken) = try store.create(scope: PeerScope(keyspaces: [.database("db")], access: .write))
             #expect(try await Self.redeem(clients[0], h, token: readToken).0 == 200)
             #expect(try await Self.redeem(clients[1], h, token: writeToken).0 == 200)
 
@@ -272,7 +272,7 @@ extension InvitationTests {
             for name in ["notes", "secrets"] {
                 try db.createCollection(name: name, scope: "app").save(try MutableDocument(id: "\(name)-1", data: ["k": 1]))
             }
-            let (_, token) = try InvitationStore(directory: h.node).create(scope: PeerScope(keyspaces: ["db.app.notes"], access: .read))
+            let (_, token) = try InvitationStore(directory: h.node).create(scope: PeerScope(keyspaces: Keyspace("db.app.notes").map { [$0] }, access: .read))
             #expect(try await Self.redeem(client, h, token: token).0 == 200)
             func query(_ sql: String) async throws -> (Int, String) {
                 try await PeerCertificateTests.send(client, h, .POST, "/db.app.notes/_query", body: #"{"query":"\#(sql)"}"#)
