@@ -347,25 +347,14 @@ extension MeshNode: Service {
     /// - Throws: the errors of ``start()``, and the listener's error when it fails after it bound
     ///   (the group then shuts its other services down).
     public func run() async throws {
-        do {
-            try await withThrowingTaskGroup(of: Void.self) { tasks in
-                let started = try await running.start({
-                    try await launch {
-                        // Its listener started by hand: the node runs until the group's shutdown.
-                        if try await !listener.serve(in: &tasks) { tasks.addTask { try? await gracefulShutdown() } }
-                    }
-                }, undo: shutDown)
-                guard started != nil else {
-                    try? await gracefulShutdown()
-                    return
+        try await running.runAsService(start: { tasks in
+            try await running.start({
+                try await launch {
+                    // Its listener started by hand: the node runs until the group's shutdown.
+                    if try await !listener.serve(in: &tasks) { tasks.addTask { try? await gracefulShutdown() } }
                 }
-                try await tasks.next()
-            }
-        } catch {
-            await stop()
-            throw error
-        }
-        await stop()
+            }, undo: shutDown) != nil
+        }, stop: stop)
     }
 }
 

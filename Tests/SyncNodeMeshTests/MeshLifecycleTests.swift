@@ -8,18 +8,12 @@ import SyncNodeSync
 /// A mesh node's start that fails after its listener bound leaves nothing serving, whether
 /// started by hand or run in a `ServiceGroup`; a group's shutdown stops a node it runs.
 @Suite(.serialized) struct MeshLifecycleTests {
-    /// A port nothing listens on now.
-    static func freePort(_ node: NodeDirectory) async throws -> Int {
-        let probe = Listener(config: ListenerConfiguration(directory: node, host: "127.0.0.1", disableTLS: true))
-        try await probe.start()
-        let port = try #require(probe.port)
-        await probe.stop()
-        return port
-    }
-
     @Test func aStartThatFailsAfterTheListenerBoundLeavesNothingServing() async throws {
-        let probe = try MeshNodeTests.Node(name: "probe")
-        let port = try await Self.freePort(probe.directory)
+        // The port a node bound and let go: the failing starts below bind it again.
+        let first = try MeshNodeTests.Node(name: "first")
+        try await first.mesh.start()
+        let port = try #require(first.mesh.listener.port)
+        await first.mesh.stop()
         let a = try MeshNodeTests.Node(name: "a") { $0.listener.port = port }
         // Where the node records its address is taken by a folder: the record fails, after the bind.
         let running = a.directory.home.runningFile
@@ -31,7 +25,7 @@ import SyncNodeSync
         await #expect(throws: (any Error).self) { try await group.run() }
         #expect(a.mesh.listener.port == nil && a.mesh.pairingURL == nil)
         // Nothing of either start is left serving: the port binds again.
-        let next = Listener(config: ListenerConfiguration(directory: probe.directory, port: port, host: "127.0.0.1", disableTLS: true))
+        let next = Listener(config: ListenerConfiguration(directory: first.directory, port: port, host: "127.0.0.1", disableTLS: true))
         try await next.start()
         await next.stop()
     }

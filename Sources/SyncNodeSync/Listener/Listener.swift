@@ -207,21 +207,7 @@ extension Listener: Service {
     /// - Throws: the errors of ``start()``, and the server's error when it fails after it bound
     ///   (the group then shuts its other services down).
     public func run() async throws {
-        do {
-            try await withThrowingTaskGroup(of: Void.self) { tasks in
-                guard try await serve(in: &tasks) else {
-                    try? await gracefulShutdown()
-                    return
-                }
-                // Ends on the group's graceful shutdown (which reaches the server through this
-                // task), on stop(), or on the server's failure, thrown here.
-                try await tasks.next()
-            }
-        } catch {
-            await stop()
-            throw error
-        }
-        await stop()
+        try await running.runAsService(start: { tasks in try await serve(in: &tasks) }, stop: stop)
     }
 }
 

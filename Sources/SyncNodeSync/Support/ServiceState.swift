@@ -1,3 +1,4 @@
+import ServiceLifecycle
 import Synchronization
 
 /// The one start/stop pattern of the node's long-running services (``Listener``, `MeshNode`):
@@ -88,5 +89,31 @@ package final class ServiceState<Running: Sendable>: Sendable {
             defer { s.running = nil }
             return s.running
         }
+    }
+}
+
+extension ServiceState {
+    /// A service's `run()`: `start` starts it with its serving in child tasks of the caller's
+    /// group (where the group's graceful shutdown and cancellation reach them) and returns true,
+    /// or returns false when it runs already. It then runs until those tasks end (a graceful
+    /// shutdown, a `stop()`, a failure) or, when it ran already, until the group's graceful
+    /// shutdown; `stop` follows either way.
+    /// - Throws: `start`'s error, or that of a serving task (after `stop`).
+    package func runAsService(
+        start: (inout ThrowingTaskGroup<Void, any Error>) async throws -> Bool, stop: () async -> Void
+    ) async throws {
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                guard try await start(&tasks) else {
+                    try? await gracefulShutdown()
+                    return
+                }
+                try await tasks.next()
+            }
+        } catch {
+            await stop()
+            throw error
+        }
+        await stop()
     }
 }

@@ -20,13 +20,35 @@ import Testing
         }
     }
 
+    /// A node directory for `body`, removed after it.
+    static func withNode(_ body: (NodeDirectory) async throws -> Void) async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-lifecycle-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let node = try NodeDirectory(url: dir)
+        defer { node.closeAll() }
+        try await body(node)
+    }
+
+    /// A plain-HTTP listener on loopback, at `port` (0: any free one).
+    static func listener(_ node: NodeDirectory, port: Int = 0) -> Listener {
+        Listener(config: ListenerConfiguration(directory: node, port: port, host: "127.0.0.1", disableTLS: true))
+    }
+
     /// A port nothing listens on now: a listener bound it and stopped.
     static func freePort(_ node: NodeDirectory) async throws -> Int {
-        let probe = Listener(config: ListenerConfiguration(directory: node, host: "127.0.0.1", disableTLS: true))
+        let probe = listener(node)
         try await probe.start()
         let port = try #require(probe.port)
         await probe.stop()
         return port
+    }
+
+    /// Checks that nothing serves `port` any more: a new listener binds it.
+    static func expectFree(_ port: Int, _ node: NodeDirectory) async throws {
+        let next = listener(node, port: port)
+        try await next.start()
+        #expect(next.port == port)
+        await next.stop()
     }
 
     /// Waits (at most 10 s) until `listener` has bound.
@@ -37,62 +59,51 @@ import Testing
     }
 
     @Test func aGroupsGracefulShutdownStopsAListenerItRuns() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-lifecycle-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let node = try NodeDirectory(url: dir)
-        defer { node.closeAll() }
-        let port = try await Self.freePort(node)
-        let listener = Listener(config: ListenerConfiguration(directory: node, port: port, host: "127.0.0.1", disableTLS: true))
-        let group = ServiceGroup(configuration: .init(services: [listener], logger: Logger(label: "test")))
-        let running = Task { try await group.run() }
-        #expect(try await Self.bound(listener) == port)
-        let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
-        let answer = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/"), timeout: .seconds(10))
-        _ = try await answer.body.collect(upTo: 1 << 20)
-        try await client.shutdown()
-        #expect(answer.status == .ok)
+        try await Self.withNode { node in
+            let port = try await Self.freePort(node)
+            let listener = Self.listener(node, port: port)
+            let group = ServiceGroup(configuration: .init(services: [listener], logger: Logger(label: "test")))
+            let running = Task { try await group.run() }
+            #expect(try await Self.bound(listener) == port)
+            let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
+            let answer = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/"), timeout: .seconds(10))
+            _ = try await answer.body.collect(upTo: 1 << 20)
+            try await client.shutdown()
+            #expect(answer.status == .ok)
 
-        await group.triggerGracefulShutdown()
-        try await running.value
-        #expect(listener.port == nil)
-        // Nothing of it is left serving: the port binds again.
-        let next = Listener(config: ListenerConfiguration(directory: node, port: port, host: "127.0.0.1", disableTLS: true))
-        try await next.start()
-        await next.stop()
+            await group.triggerGracefulShutdown()
+            try await running.value
+            #expect(listener.port == nil)
+            try await Self.expectFree(port, node)
+        }
     }
 
     @Test func aSiblingsFailureStopsAListenerTheGroupRuns() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-lifecycle-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let node = try NodeDirectory(url: dir)
-        defer { node.closeAll() }
-        let port = try await Self.freePort(node)
-        let listener = Listener(config: ListenerConfiguration(directory: node, port: port, host: "127.0.0.1", disableTLS: true))
-        let failing = Failing { _ = try? await Self.bound(listener) }
-        let group = ServiceGroup(configuration: .init(services: [listener, failing], logger: Logger(label: "test")))
-        await #expect(throws: Failing.Failure.self) { try await group.run() }
-        #expect(listener.port == nil)
-        let next = Listener(config: ListenerConfiguration(directory: node, port: port, host: "127.0.0.1", disableTLS: true))
-        try await next.start()
-        await next.stop()
+        try await Self.withNode { node in
+            let port = try await Self.freePort(node)
+            let listener = Self.listener(node, port: port)
+            let failing = Failing { _ = try? await Self.bound(listener) }
+            let group = ServiceGroup(configuration: .init(services: [listener, failing], logger: Logger(label: "test")))
+            await #expect(throws: Failing.Failure.self) { try await group.run() }
+            #expect(listener.port == nil)
+            try await Self.expectFree(port, node)
+        }
     }
 
     /// A port taken: run() throws the bind error, and the group ends with it.
     @Test func aListenerThatCannotBindFailsTheGroup() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-lifecycle-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let node = try NodeDirectory(url: dir)
-        defer { node.closeAll() }
-        let holder = Listener(config: ListenerConfiguration(directory: node, host: "127.0.0.1", disableTLS: true))
-        try await holder.start()
-        let port = try #require(holder.port)
-        let listener = Listener(config: ListenerConfiguration(directory: node, port: port, host: "127.0.0.1", disableTLS: true))
-        let group = ServiceGroup(configuration: .init(services: [listener], logger: Logger(label: "test")))
-        await #expect { try await group.run() } throws: { error in
-            guard case SyncError.listenerFailed(let reason) = error else { return false }
-            return reason.contains("cannot listen on 127.0.0.1:\(port)")
+        try await Self.withNode { node in
+            let holder = Self.listener(node)
+            try await holder.start()
+            let port = try #require(holder.port)
+            let listener = Self.listener(node, port: port)
+            let group = ServiceGroup(configuration: .init(services: [listener], logger: Logger(label: "test")))
+            await #expect { try await group.run() } throws: { error in
+                guard case SyncError.listenerFailed(let reason) = error else { return false }
+                return reason.contains("cannot listen on 127.0.0.1:\(port)")
+            }
+            #expect(listener.port == nil)
+            await holder.stop()
         }
-        #expect(listener.port == nil)
-        await holder.stop()
     }
 }
