@@ -12,19 +12,19 @@ struct Changes: ParsableCommand {
     @Option(help: "Only changes after this sequence.") var since: Int64 = 0
 
     func run() throws {
-        let (db, collection) = try node.collection(keyspace, create: false)
-        defer { try? db.close() }
-        var since = since
-        while true {
-            let page = try collection.changes(since: since, limit: 1000)
-            for change in page {
-                Output.line([
-                    "seq": .int(change.sequence), "id": .string(change.id),
-                    "rev": .string(change.rev), "deleted": .bool(change.deleted),
-                ])
+        try node.withCollection(keyspace, create: false) { _, collection in
+            var since = since
+            while true {
+                let page = try collection.changes(since: since, limit: 1000)
+                for change in page {
+                    Output.line([
+                        "seq": .int(change.sequence), "id": .string(change.id),
+                        "rev": .string(change.rev), "deleted": .bool(change.deleted),
+                    ])
+                }
+                guard let last = page.last else { break }
+                since = last.sequence
             }
-            guard let last = page.last else { break }
-            since = last.sequence
         }
     }
 }

@@ -12,12 +12,12 @@ struct Conflicts: ParsableCommand {
     @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: Keyspace
 
     func run() throws {
-        let (db, collection) = try node.collection(keyspace, create: false)
-        defer { try? db.close() }
-        for id in try collection.conflictedDocumentIDs() {
-            let live = try collection.leafDocuments(id: id).filter { !$0.isDeleted }.compactMap(\.revisionID)
-            guard let winner = live.first else { continue }
-            Output.line(["id": .string(id), "winner": .string(winner), "conflicts": .array(live.dropFirst().map { .string($0) })])
+        try node.withCollection(keyspace, create: false) { _, collection in
+            for id in try collection.conflictedDocumentIDs() {
+                let live = try collection.leafDocuments(id: id).filter { !$0.isDeleted }.compactMap(\.revisionID)
+                guard let winner = live.first else { continue }
+                Output.line(["id": .string(id), "winner": .string(winner), "conflicts": .array(live.dropFirst().map { .string($0) })])
+            }
         }
     }
 }
@@ -35,14 +35,14 @@ struct Resolve: ParsableCommand {
     @Option(help: "The merged body as a JSON object, or - to read it from stdin.") var merged: String?
 
     func run() throws {
-        let (db, collection) = try node.collection(keyspace, create: false)
-        defer { try? db.close() }
-        let result: Document
-        switch (keep, merged) {
-        case (let keep?, nil): result = try collection.resolveConflict(id: id, keeping: keep)
-        case (nil, let merged?): result = try collection.resolveConflict(id: id, merged: try MutableDocument(id: id, json: JSONArgument.text(merged)))
-        default: throw CLIError.usage("give exactly one of --keep REV and --merged JSON")
+        try node.withCollection(keyspace, create: false) { _, collection in
+            let result: Document
+            switch (keep, merged) {
+            case (let keep?, nil): result = try collection.resolveConflict(id: id, keeping: keep)
+            case (nil, let merged?): result = try collection.resolveConflict(id: id, merged: try MutableDocument(id: id, json: JSONArgument.text(merged)))
+            default: throw CLIError.usage("give exactly one of --keep REV and --merged JSON")
+            }
+            Output.line(["id": .string(id), "rev": .string(result.revisionID ?? "")])
         }
-        Output.line(["id": .string(id), "rev": .string(result.revisionID ?? "")])
     }
 }

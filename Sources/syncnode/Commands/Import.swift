@@ -25,43 +25,42 @@ struct Import: ParsableCommand {
             guard let h = FileHandle(forReadingAtPath: file) else { throw CLIError.user("cannot read \(file)") }
             handle = h
         }
-        let (db, collection) = try node.collection(keyspace, create: true)
-        defer { try? db.close() }
-
-        // The final checkpoint is part of the import's time.
-        let start = Date()
-        let imported = try db.withBulkWrites {
-            // A pipeline: this thread reads a batch and canonicalizes it on every
-            // core while the writer commits the previous batch.
-            // A file's size gives a bar; stdin only counts.
-            let size = file == "-" ? nil : (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int
-            let progress = ProgressLine(label: "import")
-            defer { progress.finish() }
-            var reader = LineReader(handle: handle)
-            let writer = BatchWriter(collection: collection)
-            while true {
-                var lines: [(number: Int, text: String)] = []
-                lines.reserveCapacity(batchSize)
-                while lines.count < batchSize, let line = try reader.next() {
-                    if !line.allSatisfy(\.isWhitespace) { lines.append((reader.lineNumber, line)) }
+        try node.withCollection(keyspace, create: true) { db, collection in
+            // The final checkpoint is part of the import's time.
+            let start = Date()
+            let imported = try db.withBulkWrites {
+                // A pipeline: this thread reads a batch and canonicalizes it on every
+                // core while the writer commits the previous batch.
+                // A file's size gives a bar; stdin only counts.
+                let size = file == "-" ? nil : (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int
+                let progress = ProgressLine(label: "import")
+                defer { progress.finish() }
+                var reader = LineReader(handle: handle)
+                let writer = BatchWriter(collection: collection)
+                while true {
+                    var lines: [(number: Int, text: String)] = []
+                    lines.reserveCapacity(batchSize)
+                    while lines.count < batchSize, let line = try reader.next() {
+                        if !line.allSatisfy(\.isWhitespace) { lines.append((reader.lineNumber, line)) }
+                    }
+                    if lines.isEmpty { break }
+                    let prepared: [(id: String, body: CanonicalBody)]
+                    do {
+                        prepared = try Self.prepare(lines)
+                    } catch let error as CLIError {
+                        let imported = try writer.finish()
+                        throw CLIError.user("\(error.message); \(imported) documents imported before its batch")
+                    }
+                    try writer.submit(prepared)
+                    let done = writer.imported
+                    progress.show(fraction: size.map { Double(reader.bytesRead) / Double(max($0, 1)) },
+                                  counts: "\(done) documents (\(Int(Double(done) / max(Date().timeIntervalSince(start), 0.001)))/s)")
                 }
-                if lines.isEmpty { break }
-                let prepared: [(id: String, body: CanonicalBody)]
-                do {
-                    prepared = try Self.prepare(lines)
-                } catch let error as CLIError {
-                    let imported = try writer.finish()
-                    throw CLIError.user("\(error.message); \(imported) documents imported before its batch")
-                }
-                try writer.submit(prepared)
-                let done = writer.imported
-                progress.show(fraction: size.map { Double(reader.bytesRead) / Double(max($0, 1)) },
-                              counts: "\(done) documents (\(Int(Double(done) / max(Date().timeIntervalSince(start), 0.001)))/s)")
+                return try writer.finish()
             }
-            return try writer.finish()
+            let seconds = Date().timeIntervalSince(start)
+            Output.line(["imported": .int(Int64(imported)), "seconds": .double((seconds * 1000).rounded() / 1000)])
         }
-        let seconds = Date().timeIntervalSince(start)
-        Output.line(["imported": .int(Int64(imported)), "seconds": .double((seconds * 1000).rounded() / 1000)])
     }
 
     /// Canonicalizes a batch in parallel; the first bad line (by number) is the error.

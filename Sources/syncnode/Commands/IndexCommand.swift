@@ -36,16 +36,16 @@ struct IndexCommand: ParsableCommand {
         }
 
         func run() throws {
-            let (db, collection) = try syncnode.node.collection(target.keyspace, create: true)
-            defer { try? db.close() }
-            let name = target.name
-            let existed = try collection.indexes.contains(name)
-            if expressions.isEmpty {
-                try collection.createIndex(FullTextIndexConfiguration(properties, ignoreAccents: ignoreAccents, language: language), name: name)
-            } else {
-                try collection.createIndex(ValueIndexConfiguration(expressions), name: name)
+            try syncnode.node.withCollection(target.keyspace, create: true) { _, collection in
+                let name = target.name
+                let existed = try collection.indexes.contains(name)
+                if expressions.isEmpty {
+                    try collection.createIndex(FullTextIndexConfiguration(properties, ignoreAccents: ignoreAccents, language: language), name: name)
+                } else {
+                    try collection.createIndex(ValueIndexConfiguration(expressions), name: name)
+                }
+                Output.line(["index": .string(name), "created": .bool(!existed)])
             }
-            Output.line(["index": .string(name), "created": .bool(!existed)])
         }
     }
 
@@ -58,10 +58,10 @@ struct IndexCommand: ParsableCommand {
         @Argument(help: "NAME or NAME.SCOPE.COLLECTION") var keyspace: Keyspace
 
         func run() throws {
-            let (db, collection) = try syncnode.node.collection(keyspace, create: false)
-            defer { try? db.close() }
-            for (name, definition) in try collection.indexDefinitions {
-                Output.line(["index": .string(name), "definition": IndexCommand.describe(definition)])
+            try syncnode.node.withCollection(keyspace, create: false) { _, collection in
+                for (name, definition) in try collection.indexDefinitions {
+                    Output.line(["index": .string(name), "definition": IndexCommand.describe(definition)])
+                }
             }
         }
     }
@@ -75,10 +75,10 @@ struct IndexCommand: ParsableCommand {
         @OptionGroup var target: IndexTarget
 
         func run() throws {
-            let (db, collection) = try syncnode.node.collection(target.keyspace, create: false)
-            defer { try? db.close() }
-            try collection.deleteIndex(name: target.name)
-            Output.line(["index": .string(target.name), "dropped": true])
+            try syncnode.node.withCollection(target.keyspace, create: false) { _, collection in
+                try collection.deleteIndex(name: target.name)
+                Output.line(["index": .string(target.name), "dropped": true])
+            }
         }
     }
 }

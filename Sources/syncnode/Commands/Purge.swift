@@ -17,19 +17,19 @@ struct Purge: ParsableCommand {
     }
 
     func run() throws {
-        let (db, collection) = try node.collection(keyspace, create: false)
-        defer { try? db.close() }
-        var missing = 0
-        for id in ids {
-            var purged = true
-            do {
-                try collection.purge(id: id)
-            } catch StoreError.notFound {
-                purged = false
-                missing += 1
+        try node.withCollection(keyspace, create: false) { _, collection in
+            var missing = 0
+            for id in ids {
+                var purged = true
+                do {
+                    try collection.purge(id: id)
+                } catch StoreError.notFound {
+                    purged = false
+                    missing += 1
+                }
+                Output.line(["id": .string(id), "purged": .bool(purged)])
             }
-            Output.line(["id": .string(id), "purged": .bool(purged)])
+            if missing > 0 { throw CLIError.user("\(missing) of \(ids.count) IDs named no document in \(keyspace)") }
         }
-        if missing > 0 { throw CLIError.user("\(missing) of \(ids.count) IDs named no document in \(keyspace)") }
     }
 }

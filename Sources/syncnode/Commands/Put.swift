@@ -17,9 +17,9 @@ struct Put: ParsableCommand {
         let text = JSONArgument.text(json)
         let doc = MutableDocument(id: id)
         try doc.setJSON(text)
-        let (db, collection) = try node.collection(keyspace, create: true)
-        defer { try? db.close() }
-        try collection.save(doc)
-        Output.line(["id": .string(doc.id), "rev": .string(doc.revisionID ?? "")])
+        try node.withCollection(keyspace, create: true) { _, collection in
+            try collection.save(doc)
+            Output.line(["id": .string(doc.id), "rev": .string(doc.revisionID ?? "")])
+        }
     }
 }

@@ -36,6 +36,14 @@ struct NodeOptions: ParsableArguments {
         return (db, collection, doc)
     }
 
+    /// Runs `body` on the keyspace's collection (made only when `create` is set), and closes its
+    /// database after, however `body` ends.
+    func withCollection<T>(_ keyspace: Keyspace, create: Bool, _ body: (Database, DocumentCollection) throws -> T) throws -> T {
+        let (db, collection) = try self.collection(keyspace, create: create)
+        defer { try? db.close() }
+        return try body(db, collection)
+    }
+
     /// Opens the keyspace's collection; creates it only when `create` is set.
     func collection(_ keyspace: Keyspace, create: Bool) throws -> (Database, DocumentCollection) {
         let db = try open(database: keyspace.database, create: create)
