@@ -9,7 +9,7 @@ import Testing
 
 /// A listener run as a service of the caller's `ServiceGroup`: it serves in the group's task,
 /// the group's shutdown stops it gracefully, and a sibling service's failure stops it too.
-@Suite struct ListenerLifecycleTests {
+@Suite(.timeLimit(.minutes(10))) struct ListenerLifecycleTests {
     /// A service that fails once the listener serves.
     struct Failing: Service {
         struct Failure: Error {}
@@ -51,10 +51,10 @@ import Testing
         await next.stop()
     }
 
-    /// Waits (at most 10 s) until `listener` has bound.
+    /// Waits until `listener` has bound, however long that takes (the suite's time limit guards
+    /// against a hang): in a whole run on 2 cores, beside the hostile campaign, it took 100 s.
     static func bound(_ listener: Listener) async throws -> Int {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while listener.port == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        while listener.port == nil { try await Task.sleep(for: .milliseconds(20)) }
         return try #require(listener.port)
     }
 
