@@ -342,8 +342,8 @@ public final class MeshNode: Sendable {
 extension MeshNode: Service {
     /// Starts the node, with its listener serving in the calling task (`Listener/run()`), and
     /// runs until its service group shuts down gracefully or is cancelled, ``stop()`` is called,
-    /// or the listener fails after it bound; then stops it. When ``start()`` was called first, it
-    /// only waits for the group's shutdown and then stops.
+    /// or the listener fails after it bound; then stops it. When ``start()`` was called first, or
+    /// its listener was started by hand, it only waits for the group's shutdown and then stops.
     /// - Throws: the errors of ``start()``, and the listener's error when it fails after it bound
     ///   (the group then shuts its other services down).
     public func run() async throws {

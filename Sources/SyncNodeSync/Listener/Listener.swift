@@ -98,7 +98,9 @@ public final class Listener: Sendable {
     ///   for TLS.
     public func start() async throws {
         try await start { server in
-            Task { [weak self, logger] in
+            // Detached: a caller's graceful shutdown (a task-local) must not reach a server that
+            // only stop() ends, as a service group's would.
+            Task.detached { [weak self, logger] in
                 do {
                     try await server.serve()
                 } catch {

@@ -95,9 +95,9 @@ package final class ServiceState<Running: Sendable>: Sendable {
 extension ServiceState {
     /// A service's `run()`: `start` starts it with its serving in child tasks of the caller's
     /// group (where the group's graceful shutdown and cancellation reach them) and returns true,
-    /// or returns false when it runs already. It then runs until those tasks end (a graceful
-    /// shutdown, a `stop()`, a failure) or, when it ran already, until the group's graceful
-    /// shutdown; `stop` follows either way.
+    /// or returns false when it did not start it. It then runs until those tasks end (a graceful
+    /// shutdown, a `stop()`, a failure) or, when another start runs it, until the group's
+    /// graceful shutdown; `stop` follows either way. A start that a `stop()` undid ends it at once.
     /// - Throws: `start`'s error, or that of a serving task (after `stop`).
     package func runAsService(
         start: (inout ThrowingTaskGroup<Void, any Error>) async throws -> Bool, stop: () async -> Void
@@ -105,6 +105,8 @@ extension ServiceState {
         do {
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 guard try await start(&tasks) else {
+                    // Not running: a stop() came while it started (and undid it).
+                    guard withLock({ $0 != nil }) else { return }
                     try? await gracefulShutdown()
                     return
                 }

@@ -43,4 +43,18 @@ import Testing
         #expect(try await state.claimStart(), "and a later start is a start")
         #expect(state.endStart(.success(2)))
     }
+
+    /// A run whose start a stop undid ends at once: it does not wait for a group's shutdown (here
+    /// there is no group, so waiting would last until the time limit).
+    @Test(.timeLimit(.minutes(1))) func aRunStoppedWhileItStartsEnds() async throws {
+        let state = ServiceState<Int>()
+        var undone: [Int] = []
+        try await state.runAsService(start: { _ in
+            try await state.start({
+                _ = state.takeForStop()
+                return 1
+            }, undo: { undone.append($0) }) != nil
+        }, stop: {})
+        #expect(undone == [1] && state.withLock { $0 } == nil)
+    }
 }
