@@ -122,6 +122,7 @@ extension Handlers {
             guard texts.count == names.count else { throw CouchError.badRequest("keyspaces must be an array of strings") }
             do {
                 scope.keyspaces = try PeerScope.keyspaces(texts)
+                try scope.validate()
             } catch SyncError.invalidConfiguration(let reason) {
                 throw CouchError.badRequest(reason)
             }
