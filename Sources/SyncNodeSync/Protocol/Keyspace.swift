@@ -65,11 +65,6 @@ public struct Keyspace: Sendable, Hashable, Comparable, CustomStringConvertible 
         }
     }
 
-    /// `isCovered(by:)` for entries as written; one that is no keyspace covers nothing.
-    package func isCovered(by entries: [String]) -> Bool {
-        isCovered(by: entries.compactMap(Keyspace.init))
-    }
-
     package var scopeName: String { scope ?? Names.defaultScope }
     package var collectionName: String { collection ?? Names.defaultCollection }
     /// `database.scope.collection`, the default collection's too.
