@@ -104,9 +104,13 @@ public final class Listener: Sendable {
                 do {
                     try await server.serve()
                 } catch {
-                    logger.error("the listener stopped serving", metadata: ["error": "\(error)"])
-                    // Failed after it bound: it reads as stopped.
-                    self?.running.withLock { if $0?.served == server.served { $0 = nil } }
+                    // Failed after it bound: it reads as stopped. A failure to bind is start()'s to throw.
+                    let published = self?.running.withLock { running -> Bool in
+                        guard running?.served == server.served else { return false }
+                        running = nil
+                        return true
+                    } ?? false
+                    logger.log(level: published ? .error : .debug, "the listener stopped serving", metadata: ["error": "\(error)"])
                 }
             }
         }
@@ -138,7 +142,8 @@ public final class Listener: Sendable {
     /// Binds and serves in a child task of `tasks`, where the caller's graceful shutdown, cancellation
     /// and failure handling reach it (what ``run()`` does); returns once the port is open. The child
     /// task ends when the server stops, throwing when it failed after it bound.
-    /// - Returns: false when it ran already: `tasks` then has no task of it.
+    /// - Returns: false when it did not start it: it ran already (`tasks` then has no task of it),
+    ///   or a ``stop()`` came while it started (its task in `tasks` has ended).
     /// - Throws: the errors of ``start()``.
     package func serve(in tasks: inout ThrowingTaskGroup<Void, any Error>) async throws -> Bool {
         try await start { server in tasks.addTask { try await server.serve() } }
