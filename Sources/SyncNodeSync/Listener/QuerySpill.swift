@@ -73,6 +73,17 @@ final class QuerySpill: @unchecked Sendable {
     }
 
     private func spill(_ query: Query, limit: Int64, departure: ClientDeparture?) throws {
+        do {
+            try writeRows(query, limit: limit, departure: departure)
+        } catch {
+            // What a failed spill wrote is given back now, not when its thread lets go of it.
+            usage.bytes.withLock { $0 -= size }
+            size = 0
+            throw error
+        }
+    }
+
+    private func writeRows(_ query: Query, limit: Int64, departure: ClientDeparture?) throws {
         var piece: [UInt8] = []
         piece.reserveCapacity(AnswerStream.pieceSize * 2)
         try query.writeRowsJSON { bytes in
