@@ -85,4 +85,28 @@ import Testing
             #expect(throws: StoreError.self, "\(bad)") { try JSONSkimmer.values(at: path, in: bad) }
         }
     }
+
+    @Test func projectionKeepsWhatLookupsReadAsItStands() throws {
+        func project(_ paths: [[String]], _ text: String) throws -> String {
+            var text = text
+            return try text.withUTF8 { String(decoding: try JSONProjection(paths: paths).project($0), as: UTF8.self) }
+        }
+        let doc = #"{"big":"xxxx","n": 1.50,"a":{"b":[1,2],"c":{"d":true},"e":"no"},"tags":["x",{"y":1}],"n":2}"#
+        // Values byte for byte (1.50 stays 1.50), members in document order, a repeated name every time.
+        #expect(try project([["n"]], doc) == #"{"n":1.50,"n":2}"#)
+        #expect(try project([["a", "c", "d"], ["tags"]], doc) == #"{"a":{"c":{"d":true}},"tags":["x",{"y":1}]}"#)
+        // A shorter path keeps the whole value, whichever comes first.
+        #expect(try project([["a", "c"], ["a"]], doc) == #"{"a":{"b":[1,2],"c":{"d":true},"e":"no"}}"#)
+        // A path on into a value that is no object finds nothing: `null` stands in its place, so that the
+        // first of two members of one name is still the first.
+        #expect(try project([["tags", "y"], ["a", "e", "f"]], doc) == #"{"a":{"e":null},"tags":null}"#)
+        #expect(try project([["missing"]], doc) == "{}")
+        #expect(try project([[]], doc) == doc)
+        #expect(try project([["x"]], "[1,2]") == "[1,2]")
+        // Escaped names are kept as written when they mean the name.
+        #expect(try project([["é"]], #"{"é":1,"e":2}"#) == #"{"é":1}"#)
+        for bad in [#"{"n":}"#, #"{"n":1"#, #"{"n" 1}"#, #"{"a":{"b":[}}"#] {
+            #expect(throws: StoreError.self, "\(bad)") { try project([["n"], ["a", "b"]], bad) }
+        }
+    }
 }

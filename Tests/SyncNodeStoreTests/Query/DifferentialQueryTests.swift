@@ -7,16 +7,19 @@ import Testing
 /// and the SQL++ text must parse back to the generated tree. Seeded and
 /// reproducible: set SYNCNODE_QUERY_SEED to replay another seed.
 @Suite struct DifferentialQueryTests {
-    @Test func sqliteAgreesWithTheReferenceEvaluator() throws {
+    /// `padded`: each document also holds a string big enough that a scan reads its lookups
+    /// from projections of the bodies (`JSONProjection`) rather than from the bodies.
+    @Test(arguments: [false, true]) func sqliteAgreesWithTheReferenceEvaluator(padded: Bool) throws {
         let seed = ProcessInfo.processInfo.environment["SYNCNODE_QUERY_SEED"].flatMap(UInt64.init) ?? 20261121
-        let cases = 3000
+        let cases = padded ? 600 : 3000
         let dir = try TempDirectory()
         let db = try dir.open()
         let collection = try db.createCollection(name: QueryGenerator.collectionName)
         var generator = QueryGenerator(seed: seed)
         var documents: [ReferenceDocument] = []
         for i in 0..<30 {
-            let body = generator.documentBody()
+            var body = generator.documentBody()
+            if padded { body["padding"] = .string(String(repeating: "p", count: JSONProjection.minimumSize)) }
             let doc = MutableDocument(id: QueryGenerator.documentID(i))
             for (key, value) in body { doc.setDocumentValue(value, forKey: key) }
             try collection.save(doc)

@@ -7,7 +7,9 @@ import Testing
 /// compiler) selects, over random documents and random selectors. Seeded:
 /// SYNCNODE_QUERY_SEED replays another seed.
 @Suite struct MangoTests {
-    @Test func engineAgreesWithTheReferenceMatcher() throws {
+    /// `padded`: each document also holds a string big enough that the scan reads its lookups
+    /// from projections of the bodies (`JSONProjection`) rather than from the bodies.
+    @Test(arguments: [false, true]) func engineAgreesWithTheReferenceMatcher(padded: Bool) throws {
         let seed = ProcessInfo.processInfo.environment["SYNCNODE_QUERY_SEED"].flatMap(UInt64.init) ?? 20261125
         var random = SeededRandom(seed: seed)
         let dir = try TempDirectory()
@@ -18,6 +20,7 @@ import Testing
             let id = String(format: "d%03d", i)
             var body: [String: DocumentValue] = [:]
             for field in ["a", "b", "tags", "nested"] { if let v = MangoGenerator.value(field, &random) { body[field] = v } }
+            if padded { body["padding"] = .string(String(repeating: "p", count: JSONProjection.minimumSize)) }
             let doc = MutableDocument(id: id)
             for (key, value) in body { doc.setDocumentValue(value, forKey: key) }
             try collection.save(doc)
@@ -25,7 +28,7 @@ import Testing
             bodies[id] = try #require(try collection.document(id: id)).toDictionary().mapValues { try DocumentValue(any: $0) }
         }
         var failures = 0
-        for n in 0..<1500 where failures < 5 {
+        for n in 0..<(padded ? 250 : 1500) where failures < 5 {
             let selector = MangoGenerator.selector(&random, depth: 0)
             let body: [String: DocumentValue] = ["selector": selector, "limit": 1000]
             let expected = bodies.keys.filter { MangoReference.matches(selector, .dictionary(bodies[$0]!)) }.sorted()

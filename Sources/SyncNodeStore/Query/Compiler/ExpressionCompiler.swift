@@ -27,6 +27,14 @@ struct ExpressionCompiler {
     var fullText: [String: String] = [:]
     var variables: [Variable] = []
     var nextEach = 0
+    /// The member paths looked up in the first source's bodies so far (their leading keys:
+    /// a path on past an array index reads that whole value); nil once one reads a body from
+    /// an index on, so that only the whole body will do.
+    private(set) var firstSourcePaths: [[String]]? = []
+    /// True once an expression reads the first source's whole body.
+    private(set) var readsFirstSourceWhole = false
+    /// What stands for the first source's body in its lookups: the column, or its projection.
+    var firstSourceBody: String?
 
     init(sources: [Source]) {
         self.sources = sources
@@ -133,7 +141,7 @@ struct ExpressionCompiler {
         return source
     }
 
-    func property(source name: String?, path: [PathComponent]) throws(StoreError) -> SQLValue {
+    mutating func property(source name: String?, path: [PathComponent]) throws(StoreError) -> SQLValue {
         var path = path
         var source: Source
         if name == nil, case .key(let first)? = path.first {
@@ -157,11 +165,22 @@ struct ExpressionCompiler {
             source = try self.source(named: name)
         }
         if path.isEmpty { return whole(source) }
-        return .json(source.column("body"), path: try Self.appending(path, to: "'$'"))
+        var body = source.column("body")
+        if source.sqlAlias == "s0" {
+            var keys: [String] = []
+            for component in path {
+                guard case .key(let key) = component else { break }
+                keys.append(key)
+            }
+            if keys.isEmpty { firstSourcePaths = nil } else { firstSourcePaths?.append(keys) }
+            body = firstSourceBody ?? body
+        }
+        return .json(body, path: try Self.appending(path, to: "'$'"))
     }
 
     /// A whole document as an object value.
-    func whole(_ source: Source) -> SQLValue {
+    mutating func whole(_ source: Source) -> SQLValue {
+        if source.sqlAlias == "s0" { readsFirstSourceWhole = true }
         var tag = "'object'"
         if source.isOuter { tag = "(CASE WHEN \(source.column("key")) IS NULL THEN NULL ELSE 'object' END)" }
         return SQLValue(sql: source.column("body"), tag: tag, kind: .dynamic, canBeMissing: source.isOuter, canBeNull: false,

@@ -1,4 +1,5 @@
 import GRDB
+import GRDBSQLite
 
 /// A query turned into one SQLite statement, with what it takes to read its rows.
 struct CompiledQuery: Sendable {
@@ -24,11 +25,47 @@ struct QueryCompiler {
     private var knownKinds: Set<String> = []
     /// The SELECT list's aliased values, which ORDER BY may name.
     private var projections: [String: SQLValue] = [:]
+    /// What FROM reads as `s0` instead of the first source's table: a subquery.
+    private var firstSource: String?
 
     static func compile(_ statement: SelectStatement, database: Database, db: GRDB.Database) throws(StoreError) -> CompiledQuery {
         let sources = try sources(of: statement, database: database)
         var compiler = QueryCompiler(statement: statement, sources: sources, expressions: ExpressionCompiler(sources: sources))
-        return try compiler.compile(db: db)
+        let plain = try compiler.compile(db: db)
+        // A scan of one collection reads its lookups from projections of the bodies (see
+        // `JSONProjection`): SQLite's JSON functions hold the last few texts they parsed for the
+        // whole run. Each body is read and projected once per row, in a subquery that SQLite may
+        // neither merge into the query nor push conditions into (its LIMIT and OFFSET see to
+        // that): each place that read a column would hold a copy of it. A query a value index
+        // serves keeps its lookups, to match the index's expressions, and so does a full-text one,
+        // whose plan starts from the full-text table.
+        let e = compiler.expressions
+        guard statement.joins.isEmpty, e.fullText.isEmpty, let paths = e.firstSourcePaths, !paths.isEmpty,
+              try !usesValueIndex(plain.sql, of: sources[0].collection, db: db) else { return plain }
+        var projecting = QueryCompiler(statement: statement, sources: sources, expressions: ExpressionCompiler(sources: sources))
+        let projected = ProjectFunction.sql(body: "body", projection: JSONProjection(paths: paths))
+        projecting.firstSource = """
+            (SELECT key, id, rev, seq, deleted, expiration\(e.readsFirstSourceWhole ? ", body" : ""), \(projected) AS projected \
+            FROM \(sources[0].collection.tables.docs) WHERE deleted = 0 LIMIT -1 OFFSET 0)
+            """
+        projecting.expressions.firstSourceBody = "s0.projected"
+        return try projecting.compile(db: db)
+    }
+
+    /// True when SQLite's plan for `sql` reads one of `collection`'s value indexes.
+    private static func usesValueIndex(_ sql: String, of collection: DocumentCollection, db: GRDB.Database) throws(StoreError) -> Bool {
+        let statement: GRDB.Statement
+        do {
+            statement = try db.makeStatement(sql: "EXPLAIN QUERY PLAN " + sql)
+        } catch {
+            throw .from(error, doing: "planning a query")
+        }
+        let handle = statement.sqliteStatement  // lives as long as `statement`
+        let index = "INDEX c\(collection.tableID)_ix"
+        while sqlite3_step(handle) == SQLITE_ROW {
+            if let detail = sqlite3_column_text(handle, 3), String(cString: detail).contains(index) { return true }
+        }
+        return false
     }
 
     private mutating func compile(db: GRDB.Database) throws(StoreError) -> CompiledQuery {
@@ -95,7 +132,7 @@ struct QueryCompiler {
 
     /// FROM and the JOINs, with their ON conditions.
     private mutating func fromClause(fullTextJoins: [String]) throws(StoreError) -> String {
-        var from = "FROM \(sources[0].collection.tables.docs) AS s0"
+        var from = "FROM \(firstSource ?? sources[0].collection.tables.docs) AS s0"
         for (i, join) in statement.joins.enumerated() {
             let source = sources[i + 1]
             let table = source.collection.tables.docs

@@ -22,6 +22,7 @@ enum SQLFunctions {
         db.add(function: DatabaseFunction("sn_min", argumentCount: 2, pure: true, aggregate: CollationExtreme<Minimum>.self))
         db.add(function: DatabaseFunction("sn_max", argumentCount: 2, pure: true, aggregate: CollationExtreme<Maximum>.self))
         DigestTable.registerFunctions(db)
+        ProjectFunction.register(db)
     }
 }
 
