@@ -60,12 +60,15 @@ struct QueryCompiler {
         } catch {
             throw .from(error, doing: "planning a query")
         }
-        let handle = statement.sqliteStatement  // lives as long as `statement`
         let index = "INDEX c\(collection.tableID)_ix"
-        while sqlite3_step(handle) == SQLITE_ROW {
-            if let detail = sqlite3_column_text(handle, 3), String(cString: detail).contains(index) { return true }
+        // The handle is only valid while `statement` lives: Swift may release it after its last use.
+        return withExtendedLifetime(statement) {
+            let handle = statement.sqliteStatement
+            while sqlite3_step(handle) == SQLITE_ROW {
+                if let detail = sqlite3_column_text(handle, 3), String(cString: detail).contains(index) { return true }
+            }
+            return false
         }
-        return false
     }
 
     private mutating func compile(db: GRDB.Database) throws(StoreError) -> CompiledQuery {
