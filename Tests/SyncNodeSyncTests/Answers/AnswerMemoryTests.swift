@@ -59,10 +59,15 @@ import Testing
                 request.headers.add(name: "Content-Type", value: "application/json")
                 request.body = .bytes(ByteBuffer(string: body))
             }
-            let response = try await client.execute(request, timeout: .seconds(120))
-            #expect(response.status == .ok, "\(path)")
             var count = 0
-            for try await piece in response.body { count += piece.readableBytes }
+            do {
+                let response = try await client.execute(request, timeout: .seconds(120))
+                #expect(response.status == .ok, "\(path)")
+                for try await piece in response.body { count += piece.readableBytes }
+            } catch {
+                Issue.record(error, "\(method) \(path) broke off after \(count) bytes (node running: \(serve.process.isRunning)); it logged: \(serve.errors.suffix(3000))")
+                throw error
+            }
             return count
         }
         try await withCleanup({ try? await client.shutdown() }) {
