@@ -16,6 +16,7 @@
 #
 # --quick makes fewer writes and a 10 s idle window: scripts/test.sh runs it on 3 hosts with the
 # debug build, for the checks (convergence, no lost write, agreement), not the figures.
+# SYNCNODE_MESH_PROFILE=FILE records a perf profile of host 1 over the idle window.
 # SYNCNODE_BIN picks the binary (default: the release build; `swift build -c release --static-swift-stdlib` first, as scripts/run.sh builds it).
 # Needs root.
 set -euo pipefail
@@ -101,7 +102,13 @@ say "$SPREAD writes over all hosts, with edits to 20 shared documents: $spread"
 sleep 3   # the last batches' replications settle
 declare -A BEFORE
 for i in $ALL; do BEFORE[$i]=$(cpu_ticks "${PID[$i]}"); done
-sleep "$IDLE"
+if [ -n "${SYNCNODE_MESH_PROFILE:-}" ]; then
+  # Where an idle node's CPU goes: a call-graph profile of host 1 over the idle window.
+  perf record -q -g -p "${PID[1]}" -o "$SYNCNODE_MESH_PROFILE" -- sleep "$IDLE" >/dev/null 2>&1 \
+    || { say "perf record failed; idle window timed without a profile"; sleep "$IDLE"; }
+else
+  sleep "$IDLE"
+fi
 ticks=$(getconf CLK_TCK)
 idle=""
 worst=0
