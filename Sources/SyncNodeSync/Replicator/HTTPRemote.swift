@@ -17,6 +17,10 @@ final class HTTPRemote: ReplicationPeer, Sendable {
     let maxAttachmentSize: Int
     /// False once the peer refused `_bulk_get` (fetches may run two at a time).
     private let hasBulkGet = Atomic(true)
+    /// The `_rev` of each checkpoint document as last read or written here (nil: there is none),
+    /// so that a save sends it without reading the document first: one round trip per checkpoint,
+    /// not two.
+    private let checkpointRevisions = Mutex<[String: String?]>([:])
 
     /// Connects: with a pinned fingerprint the certificate is checked first
     /// (a wrong pin fails here, before any request). With trust on first use,
@@ -263,16 +267,38 @@ final class HTTPRemote: ReplicationPeer, Sendable {
     }
 
     func saveCheckpoint(_ id: String, _ checkpoint: ReplicationCheckpoint) async throws {
-        var body = checkpoint.json
-        if let current = try await storedCheckpoint(id), let rev = current["_rev"] { body["_rev"] = rev }
-        _ = try await transport.expect(.PUT, "\(db)/_local/\(WireURL.escape(id))", json: DocumentValue.dictionary(body).toJSON())
+        if let known = checkpointRevisions.withLock({ $0[id] }) {
+            let (status, value) = try await putCheckpoint(id, checkpoint, rev: known)
+            // 409: written by someone else since (another run of this replication), or gone.
+            guard status == 409 else {
+                guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, value) }
+                return
+            }
+        }
+        let current = try await storedCheckpoint(id)
+        let (status, value) = try await putCheckpoint(id, checkpoint, rev: current?["_rev"]?.stringValue)
+        guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, value) }
     }
 
-    /// The checkpoint document as stored, with its `_rev`.
+    /// PUTs a checkpoint document over revision `rev`, and remembers the revision it got.
+    private func putCheckpoint(_ id: String, _ checkpoint: ReplicationCheckpoint, rev: String?) async throws -> (status: Int, value: DocumentValue) {
+        var body = checkpoint.json
+        if let rev { body["_rev"] = .string(rev) }
+        let (status, value) = try await transport.json(.PUT, "\(db)/_local/\(WireURL.escape(id))", json: DocumentValue.dictionary(body).toJSON())
+        let saved = PeerStatus.success.contains(status) ? value["rev"]?.stringValue : nil
+        checkpointRevisions.withLock { $0[id] = saved.map { .some($0) } }
+        return (status, value)
+    }
+
+    /// The checkpoint document as stored, with its `_rev` (remembered for the next save).
     private func storedCheckpoint(_ id: String) async throws -> [String: DocumentValue]? {
         let (status, value) = try await transport.json(.GET, "\(db)/_local/\(WireURL.escape(id))")
-        if status == PeerStatus.notFound { return nil }
+        if status == PeerStatus.notFound {
+            checkpointRevisions.withLock { $0[id] = .some(nil) }
+            return nil
+        }
         guard PeerStatus.success.contains(status), case .dictionary(let d) = value else { throw PeerStatus.error(status, value) }
+        checkpointRevisions.withLock { $0[id] = .some(d["_rev"]?.stringValue) }
         return d
     }
 }
