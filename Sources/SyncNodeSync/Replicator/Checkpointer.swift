@@ -17,33 +17,12 @@ struct Checkpointer: Sendable {
     /// The source sequence to resume after.
     private(set) var since: String
 
-    /// Where a run ended: the next pass over the same connection resumes from it without reading
-    /// the checkpoints again (a round trip to the peer saved on every pass of a continuous
-    /// replication, as CouchDB's replicator keeps its position for a job's whole life).
-    struct Position: Sendable {
-        fileprivate let id: String
-        fileprivate let since: String
-        fileprivate let checkpoint: ReplicationCheckpoint
-        fileprivate let sourceIsReadOnly: Bool
-    }
-
-    /// Where this run got to.
-    var position: Position { Position(id: id, since: since, checkpoint: checkpoint, sourceIsReadOnly: sourceIsReadOnly) }
-
-    /// Reads both sides' checkpoints (none with `reset`) and finds where to resume; or resumes
-    /// where the run before ended (`resuming`, the same checkpoint `id`).
-    init(replicator: Replicator, source: any ReplicationPeer, target: any ReplicationPeer, id: String, reset: Bool,
-         resuming: Position? = nil) async throws {
+    /// Reads both sides' checkpoints (none with `reset`) and finds where to resume.
+    init(replicator: Replicator, source: any ReplicationPeer, target: any ReplicationPeer, id: String, reset: Bool) async throws {
         self.replicator = replicator
         self.source = source
         self.target = target
         self.id = id
-        if let resuming, resuming.id == id, !reset {
-            since = resuming.since
-            checkpoint = resuming.checkpoint
-            sourceIsReadOnly = resuming.sourceIsReadOnly
-            return
-        }
         let sourceCheckpoint = reset ? nil : try await replicator.withRetries { try await source.checkpoint(id) }
         let targetCheckpoint = reset ? nil : try await replicator.withRetries { try await target.checkpoint(id) }
         since = ReplicationCheckpoint.agreedSequence(source: sourceCheckpoint, target: targetCheckpoint)

@@ -16,8 +16,6 @@ struct ReplicationRun: Sendable {
     let direction: ReplicationDirection
     let id: String
     let reset: Bool
-    /// Where the pass before, over the same connection, ended (nil: read the checkpoints).
-    var resuming: Checkpointer.Position?
 
     private var config: ReplicatorConfiguration { replicator.config }
 
@@ -29,10 +27,9 @@ struct ReplicationRun: Sendable {
         let docs: [WireRevision]
     }
 
-    /// Runs until caught up; returns the revisions written, the source sequence reached, and
-    /// the position the next pass resumes from.
-    func run() async throws -> (written: Int, since: String, position: Checkpointer.Position) {
-        var checkpointer = try await Checkpointer(replicator: replicator, source: source, target: target, id: id, reset: reset, resuming: resuming)
+    /// Runs until caught up; returns the revisions written and the source sequence reached.
+    func run() async throws -> (written: Int, since: String) {
+        var checkpointer = try await Checkpointer(replicator: replicator, source: source, target: target, id: id, reset: reset)
         var written = 0
         replicator.logger.debug("replicating", metadata: ["direction": "\(direction.rawValue)", "since": "\(checkpointer.since)"])
         let first = try await changes(since: checkpointer.since)
@@ -49,7 +46,7 @@ struct ReplicationRun: Sendable {
             nextChanges = try await afterThat
         }
         replicator.examined(direction, upTo: checkpointer.since)
-        return (written, checkpointer.since, checkpointer.position)
+        return (written, checkpointer.since)
     }
 
     /// The page of the source's changes after `since`; nil when the feed has nothing more.

@@ -150,8 +150,7 @@ public final class Replicator: Sendable {
             update { $0.activity = .connecting }
             let result = try await withPeer(retryingConnection: true) { remote in
                 let remoteID = try await withRetries { try await self.identity(of: remote) }
-                var positions: [ReplicationDirection: Checkpointer.Position] = [:]
-                return try await pass(remote: remote, remoteID: remoteID, reset: reset, positions: &positions).result
+                return try await pass(remote: remote, remoteID: remoteID, reset: reset).result
             }
             let refusal = state.withLock { $0.pushRefusal }
             update {
@@ -196,9 +195,8 @@ public final class Replicator: Sendable {
                     state.withLock { $0.connected = remote }
                     defer { state.withLock { $0.connected = nil } }
                     let remoteID = try await identity(of: remote)
-                    var positions: [ReplicationDirection: Checkpointer.Position] = [:]
                     while !Task.isCancelled {
-                        let remoteSince = try await pass(remote: remote, remoteID: remoteID, reset: reset, positions: &positions).remoteSince
+                        let remoteSince = try await pass(remote: remote, remoteID: remoteID, reset: reset).remoteSince
                         reset = false
                         backoff.reset()
                         let refusal = state.withLock { $0.pushRefusal }
@@ -262,9 +260,8 @@ public final class Replicator: Sendable {
     }
 
     /// One pass in the configured direction(s); also returns where the remote's feed ended.
-    /// `positions`: where each direction's run ended, for the next pass over the same connection.
     private func pass(
-        remote: any ReplicationPeer, remoteID: String, reset: Bool, positions: inout [ReplicationDirection: Checkpointer.Position]
+        remote: any ReplicationPeer, remoteID: String, reset: Bool
     ) async throws -> (result: ReplicationResult, remoteSince: String?) {
         update {
             $0.activity = .busy
@@ -275,16 +272,14 @@ public final class Replicator: Sendable {
         var remoteSince: String?
         if config.replicatorType != .push {
             let run = ReplicationRun(replicator: self, source: remote, target: local, direction: .pull,
-                                     id: replicationID(remoteID: remoteID, direction: .pull), reset: reset, resuming: positions[.pull])
-            (result.pulled, remoteSince, positions[.pull]) = try await run.run()
+                                     id: replicationID(remoteID: remoteID, direction: .pull), reset: reset)
+            (result.pulled, remoteSince) = try await run.run()
         }
         if config.replicatorType != .pull, state.withLock({ $0.pushRefusal == nil }) {
             let run = ReplicationRun(replicator: self, source: local, target: remote, direction: .push,
-                                     id: replicationID(remoteID: remoteID, direction: .push), reset: reset, resuming: positions[.push])
+                                     id: replicationID(remoteID: remoteID, direction: .push), reset: reset)
             do {
-                let pushed = try await run.run()
-                result.pushed = pushed.written
-                positions[.push] = pushed.position
+                result.pushed = try await run.run().written
             } catch let refusal as CouchError where refusal.status == 403 && config.replicatorType == .pushAndPull {
                 // A peer may let us read and not write (a reader in its _security): pulling goes on.
                 logger.warning("the peer refuses our writes; pulling only", metadata: ["reason": "\(refusal.reason)"])

@@ -5,8 +5,7 @@ import Testing
 
 /// Checkpoints on an HTTP peer cost one request per batch: each save sends the `_rev` read at the
 /// start of the run or returned by the save before, and only a conflict (someone else wrote the
-/// checkpoint since) makes it read the document again. A continuous replication reads them once
-/// per connection, not once per pass.
+/// checkpoint since) makes it read the document again.
 @Suite struct CheckpointTests {
     typealias Peer = ReplicatorTests.Peer
 
@@ -48,32 +47,6 @@ import Testing
             #expect(try await Replicator(config: config).runOnce().pulled == 0)
             #expect(requests.withLock { $0 } == ["GET"])
             #expect(try peer.collection.count == 13)
-        }
-    }
-
-    @Test func passesOverOneConnectionReadTheCheckpointOnce() async throws {
-        let requests = Shared<[String]>([])
-        let h = try await ListenerHarness(faultInjector: FaultInjector { method, path in
-            if path.contains("/_local/") { requests.withLock { $0.append(method) } }
-            return nil
-        })
-        try await withCleanup({ await h.shutdown() }) {
-            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
-            let peer = try Peer()
-            var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
-            config.replicatorType = .pull
-            config.continuous = true
-            let replicator = Replicator(config: config)
-            replicator.start()
-            defer { replicator.stop() }
-            // Three passes, each woken by one new document on the peer.
-            for i in 0..<3 {
-                try remote.save(MutableDocument(id: "d\(i)"))
-                #expect(try await ContinuousReplicationTests.eventually { try peer.collection.count == i + 1 })
-            }
-            #expect(try await ContinuousReplicationTests.eventually { requests.withLock { $0 }.count == 4 }, "\(requests.withLock { $0 })")
-            // Read at the first pass only; then one save per pass.
-            #expect(requests.withLock { $0 } == ["GET", "PUT", "PUT", "PUT"])
         }
     }
 }
