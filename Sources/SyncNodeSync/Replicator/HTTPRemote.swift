@@ -286,7 +286,10 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         if let rev { body["_rev"] = .string(rev) }
         let (status, value) = try await transport.json(.PUT, "\(db)/_local/\(WireURL.escape(id))", json: DocumentValue.dictionary(body).toJSON())
         let saved = PeerStatus.success.contains(status) ? value["rev"]?.stringValue : nil
-        checkpointRevisions.withLock { $0[id] = saved.map { .some($0) } }
+        checkpointRevisions.withLock {
+            // A failed save, or an answer without its revision, leaves it unknown: the next save reads it.
+            if let saved { $0[id] = .some(saved) } else { $0.removeValue(forKey: id) }
+        }
         return (status, value)
     }
 
