@@ -85,6 +85,39 @@ import SyncNodeStore
         await a.mesh.stop()
     }
 
+    /// A continuous replicator makes a pass each time its long poll ends empty (every heartbeat;
+    /// here, with the peer cutting long polls short, several a second). Such passes find nothing:
+    /// the node stays in sync and says nothing, where it once said "no longer in sync" and "in
+    /// sync" again twice a minute.
+    @Test func passesThatFindNothingLeaveTheNodeInSync() async throws {
+        let feeds = Mutex(0), events = Events()
+        let a = try Node(name: "a") {
+            $0.faultInjector = FaultInjector({ _, path in
+                if path.hasSuffix("/_changes") { feeds.withLock { $0 += 1 } }
+                return nil
+            }, longPollLimit: .milliseconds(200))
+        }
+        let b = try Node(name: "b") {
+            $0.syncCheckInterval = .milliseconds(200)
+            $0.onEvent = events.add
+        }
+        try a.collection().save(try MutableDocument(id: "first", data: ["n": 1]))
+        try await a.mesh.start()
+        try await b.mesh.start()
+        try await b.mesh.pair(with: try #require(a.mesh.pairingURL))
+        func sync() -> MeshPeer.CollectionSync? { b.mesh.peers.first?.collections[.database("default")] }
+        #expect(try await eventually { sync()?.state == .inSync })
+
+        let before = feeds.withLock { $0 }
+        // Each empty long poll is followed by a pass, which reads the feed again.
+        #expect(try await eventually { feeds.withLock { $0 } >= before + 20 })
+        #expect(try await eventually { sync()?.state == .inSync })
+        #expect(events.all == ["in_sync"], "\(feeds.withLock { $0 } - before) feed requests")
+        #expect(try b.collection().document(id: "first") != nil)
+        await b.mesh.stop()
+        await a.mesh.stop()
+    }
+
     private func text(_ node: Node, _ path: String) async throws -> String { try await node.curl(path) }
 
     private func get(_ node: Node, _ path: String) async throws -> DocumentValue {

@@ -82,7 +82,11 @@ final class SyncAudit: Sendable {
             }
             // A direction this replicator does not run is seen through the digests alone.
             let unverified = digestsMatch == nil && (pending.push == nil || pending.pull == nil)
-            if pending.isZero, digestsMatch != false, !unverified, before.activity == .idle, now.activity == .idle {
+            // Equal digests with nothing pending are in sync even while a pass runs: the passes a
+            // continuous replicator makes when its long poll ends empty (every heartbeat) find
+            // nothing, and must not make the node say, twice a minute, that it fell out of sync.
+            // Without digests, only an idle replicator's zero counts are taken for it.
+            if pending.isZero, !unverified, digestsMatch == true || (digestsMatch == nil && before.activity == .idle && now.activity == .idle) {
                 return Judgement(state: .inSync, pending: pending)
             }
             var parts: [String] = []

@@ -39,7 +39,8 @@ extension Handlers {
                 revocation.end()
             }
             if spec.feed == .longpoll {
-                let deadline = ContinuousClock.now.advanced(by: .milliseconds(spec.timeout ?? 60_000))
+                let asked = Duration.milliseconds(spec.timeout ?? 60_000)
+                let deadline = ContinuousClock.now.advanced(by: environment.faultInjector?.longPollLimit.map { min($0, asked) } ?? asked)
                 // In one-second slices, so a graceful stop is not held up by a long poll.
                 while try environment.faultInjector?.deafFeeds() == true || collection.changes(since: spec.since, limit: 1).isEmpty,
                       !Task.isShuttingDownGracefully,

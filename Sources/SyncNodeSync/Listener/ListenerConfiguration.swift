@@ -66,11 +66,15 @@ package struct FaultInjector: Sendable {
     /// While true, long-poll feeds do not see changes (as behind a proxy that holds them back):
     /// a continuous replicator pulling from this node idles while it is behind.
     package let deafFeeds: @Sendable () -> Bool
+    /// Long polls end, empty, after this long at most (as behind a proxy that cuts idle requests
+    /// short): a continuous replicator pulling from this node then runs passes that find nothing.
+    package let longPollLimit: Duration?
 
     package init(_ status: @escaping @Sendable (_ method: String, _ path: String) -> Int? = { _, _ in nil },
-                 deafFeeds: @escaping @Sendable () -> Bool = { false }) {
+                 deafFeeds: @escaping @Sendable () -> Bool = { false }, longPollLimit: Duration? = nil) {
         self.status = status
         self.deafFeeds = deafFeeds
+        self.longPollLimit = longPollLimit
     }
 }
 
