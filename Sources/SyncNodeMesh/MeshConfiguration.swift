@@ -79,7 +79,7 @@ public struct MeshConfiguration: Sendable {
     /// advertise and sync them.
     public var keyspaceRefreshInterval: Duration = .seconds(2)
     /// How often each replication with a peer is measured (changes pending each way, digests)
-    /// while nothing happens and it is not in sync (5 times less often while it is); it is also
+    /// while nothing happens and it is not in sync (15 times less often while it is); it is also
     /// measured whenever its activity changes.
     public var syncCheckInterval: Duration = .seconds(2)
     /// Called for every ``MeshEvent``, on the node's tasks: keep it short.

@@ -7,7 +7,7 @@ import SyncNodeSync
 /// activity alone: a continuous replicator is `idle` while it waits for the peer's feed,
 /// also when that feed has not announced changes the peer has.
 ///
-/// It judges after every change of activity and every `interval` (5 x `interval` while in
+/// It judges after every change of activity and every `interval` (15 x `interval` while in
 /// sync): the changes pending each way are counted (the peer is asked for its own), and the
 /// digests compared.
 final class SyncAudit: Sendable {
@@ -26,10 +26,11 @@ final class SyncAudit: Sendable {
                     if Task.isCancelled { return }
                     report(judgement, (last?.state == .inSync) != (judgement.state == .inSync))
                     last = judgement
-                    // In sync and idle, the replicator's own feed wakes it on the next change: a
-                    // slower look suffices to catch a feed that stays silent (5 x), and costs an idle
-                    // node less.
-                    _ = await signal.wait(timeout: judgement.state == .inSync ? interval * 5 : interval)
+                    // In sync, the replicator's own feed wakes it on the next change, and so do
+                    // the passes it makes when a long poll ends empty (every heartbeat, 25 s): a
+                    // slower look suffices to catch a feed that stays silent (15 x), and costs an
+                    // idle node less.
+                    _ = await signal.wait(timeout: judgement.state == .inSync ? interval * 15 : interval)
                 }
             }
         }
