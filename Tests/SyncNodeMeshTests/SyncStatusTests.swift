@@ -33,18 +33,8 @@ import SyncNodeStore
         let deaf = Switch(), events = Events()
         // A's long polls hold its changes back while `deaf` is on (fault injection): B's
         // replicator, waiting on one, stays idle though A has changes B lacks.
-        let a = try Node(name: "a") { $0.faultInjector = FaultInjector(deafFeeds: { deaf.isOn }) }
-        let b = try Node(name: "b") {
-            $0.syncCheckInterval = .milliseconds(200)
-            $0.onEvent = events.add
-        }
-        try a.collection().save(try MutableDocument(id: "first", data: ["n": 1]))
-        try await a.mesh.start()
-        try await b.mesh.start()
-        try await b.mesh.pair(with: try #require(a.mesh.pairingURL))
-        func sync() -> MeshPeer.CollectionSync? { b.mesh.peers.first?.collections[.database("default")] }
-
-        #expect(try await eventually { sync()?.state == .inSync })
+        let (a, b) = try await pairedInSync(faults: FaultInjector(deafFeeds: { deaf.isOn }), events: events)
+        func sync() -> MeshPeer.CollectionSync? { Self.sync(b) }
         #expect(try b.collection().document(id: "first") != nil)
         #expect(sync()?.pending?.pull == 0 && sync()?.lastInSync != nil && sync()?.reason == nil)
 
@@ -91,22 +81,12 @@ import SyncNodeStore
     /// sync" again twice a minute.
     @Test func passesThatFindNothingLeaveTheNodeInSync() async throws {
         let feeds = Mutex(0), events = Events()
-        let a = try Node(name: "a") {
-            $0.faultInjector = FaultInjector({ _, path in
-                if path.hasSuffix("/_changes") { feeds.withLock { $0 += 1 } }
-                return nil
-            }, longPollLimit: .milliseconds(200))
-        }
-        let b = try Node(name: "b") {
-            $0.syncCheckInterval = .milliseconds(200)
-            $0.onEvent = events.add
-        }
-        try a.collection().save(try MutableDocument(id: "first", data: ["n": 1]))
-        try await a.mesh.start()
-        try await b.mesh.start()
-        try await b.mesh.pair(with: try #require(a.mesh.pairingURL))
-        func sync() -> MeshPeer.CollectionSync? { b.mesh.peers.first?.collections[.database("default")] }
-        #expect(try await eventually { sync()?.state == .inSync })
+        let faults = FaultInjector({ _, path in
+            if path.hasSuffix("/_changes") { feeds.withLock { $0 += 1 } }
+            return nil
+        }, longPollLimit: .milliseconds(200))
+        let (a, b) = try await pairedInSync(faults: faults, events: events)
+        func sync() -> MeshPeer.CollectionSync? { Self.sync(b) }
 
         let before = feeds.withLock { $0 }
         // Each empty long poll is followed by a pass, which reads the feed again.
@@ -117,6 +97,25 @@ import SyncNodeStore
         await b.mesh.stop()
         await a.mesh.stop()
     }
+
+    /// Node a, holding one document and serving with `faults`, and node b, paired with it and
+    /// checking its sync every 200 ms (its events go to `events`), once b says it is in sync.
+    private func pairedInSync(faults: FaultInjector, events: Events) async throws -> (a: Node, b: Node) {
+        let a = try Node(name: "a") { $0.faultInjector = faults }
+        let b = try Node(name: "b") {
+            $0.syncCheckInterval = .milliseconds(200)
+            $0.onEvent = events.add
+        }
+        try a.collection().save(try MutableDocument(id: "first", data: ["n": 1]))
+        try await a.mesh.start()
+        try await b.mesh.start()
+        try await b.mesh.pair(with: try #require(a.mesh.pairingURL))
+        #expect(try await eventually { Self.sync(b)?.state == .inSync })
+        return (a, b)
+    }
+
+    /// How b's replication of `default` with its one peer stands.
+    private static func sync(_ b: Node) -> MeshPeer.CollectionSync? { b.mesh.peers.first?.collections[.database("default")] }
 
     private func text(_ node: Node, _ path: String) async throws -> String { try await node.curl(path) }
 
