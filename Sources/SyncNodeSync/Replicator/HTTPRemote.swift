@@ -288,7 +288,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         let saved = PeerStatus.success.contains(status) ? value["rev"]?.stringValue : nil
         checkpointRevisions.withLock {
             // A failed save, or an answer without its revision, leaves it unknown: the next save reads it.
-            if let saved { $0[id] = .some(saved) } else { $0.removeValue(forKey: id) }
+            if let saved { $0[id] = .some(saved) } else { _ = $0.removeValue(forKey: id) }
         }
         return (status, value)
     }
