@@ -22,7 +22,7 @@ final class PeerReplication: Sendable {
     init(
         collection: DocumentCollection, url: URL, configuration: MeshConfiguration, tasks: ReplicationTasks, type: ReplicatorType,
         trustOnFirstUse: Bool,
-        report: @escaping @Sendable (ReplicatorStatus) -> Void, judged: (@Sendable (SyncAudit.Judgement, _ crossed: Bool) -> Void)? = nil
+        report: @escaping @Sendable (ReplicatorStatus) -> Void, judged: (@Sendable (SyncAudit.Judgement, _ crossed: Bool) -> Bool)? = nil
     ) throws {
         var config = ReplicatorConfiguration(collection: collection, target: .url(url))
         config.replicatorType = type

@@ -15,16 +15,20 @@ final class SyncAudit: Sendable {
     private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
 
     /// Starts judging `replicator`, reporting each judgement, and whether it crossed into or out of
-    /// in sync (the first one only when it is in sync).
-    init(replicator: Replicator, interval: Duration, report: @escaping @Sendable (Judgement, _ crossed: Bool) -> Void) {
+    /// in sync since the last judgement that stood (the first one only when it is in sync).
+    /// `report` returns whether the judgement stands: one of in sync that a newer status of the
+    /// replicator overtook does not, and the crossing is reported again with the next judgement.
+    init(replicator: Replicator, interval: Duration, report: @escaping @Sendable (Judgement, _ crossed: Bool) -> Bool) {
         let signal = signal
         task.withLock {
             $0 = Task {
                 var last: Judgement?
+                var stoodInSync = false
                 while !Task.isCancelled {
                     let judgement = await Self.judge(replicator, after: last)
                     if Task.isCancelled { return }
-                    report(judgement, (last?.state == .inSync) != (judgement.state == .inSync))
+                    let inSync = judgement.state == .inSync
+                    if report(judgement, stoodInSync != inSync) { stoodInSync = inSync }
                     last = judgement
                     // In sync, the replicator's own feed wakes it on the next change, and so do
                     // the passes it makes when a long poll ends empty (every heartbeat, 25 s): a
