@@ -7,9 +7,9 @@ import SyncNodeSync
 /// activity alone: a continuous replicator is `idle` while it waits for the peer's feed,
 /// also when that feed has not announced changes the peer has.
 ///
-/// It judges after every change of activity and every `interval` (15 x `interval` while in
-/// sync): the changes pending each way are counted (the peer is asked for its own), and the
-/// digests compared.
+/// It judges shortly (``settle``) after a change of activity, and every `interval` (15 x
+/// `interval` while in sync): the changes pending each way are counted (the peer is asked for
+/// its own), and the digests compared.
 final class SyncAudit: Sendable {
     private let signal = ChangeSignal()
     private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
@@ -34,13 +34,17 @@ final class SyncAudit: Sendable {
                     // the passes it makes when a long poll ends empty (every heartbeat, 25 s): a
                     // slower look suffices to catch a feed that stays silent (15 x), and costs an
                     // idle node less.
-                    _ = await signal.wait(timeout: judgement.state == .inSync ? interval * 15 : interval)
+                    guard await signal.wait(timeout: judgement.state == .inSync ? interval * 15 : interval) else { continue }
+                    // A short pass goes busy and idle again within milliseconds: judged once,
+                    // after both, instead of once for each (a longer pass is judged while it runs).
+                    try? await Task.sleep(for: Self.settle)
+                    signal.clear()
                 }
             }
         }
     }
 
-    /// The replicator's activity changed: judge again now.
+    /// The replicator's activity changed: judge again shortly.
     func wake() { signal.fire() }
 
     func stop() {
@@ -55,6 +59,9 @@ final class SyncAudit: Sendable {
         /// Changes not yet examined each way, when the peer could be asked.
         var pending: PendingChanges?
     }
+
+    /// How long after a change of activity the audit judges: both changes of a short pass.
+    static let settle = Duration.milliseconds(200)
 
     /// How long the peer may take to say what it has.
     static let askTimeout = Duration.seconds(10)

@@ -28,6 +28,11 @@ package final class ChangeSignal: Sendable {
         waiter?.resume(returning: true)
     }
 
+    /// Forgets a change recorded while nobody waited: the next wait waits for a new one.
+    package func clear() {
+        state.withLock { $0.pending = false }
+    }
+
     /// True when a change came (or had come since the last wait), false after
     /// `timeout` or when the waiting task is cancelled.
     package func wait(timeout: Duration) async -> Bool {
