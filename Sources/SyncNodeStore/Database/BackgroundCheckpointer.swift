@@ -21,7 +21,7 @@ import Synchronization
 /// Behind a steady writer of small transactions the passes never catch up either. Asking after
 /// every commit past ``requestPages`` made a pass, with its two fsyncs, every 3.5 single saves
 /// (2,833 fsyncs for 5,000 saves). So a commit asks only once the log has grown
-/// ``requestPages`` since the last time it asked (126 fsyncs for the same saves), and when the
+/// ``requestPages`` since the last time it asked (131 fsyncs for the same saves), and when the
 /// writer has been quiet for ``quietInterval`` a last pass copies the rest, so that its next
 /// transaction can restart the log.
 final class BackgroundCheckpointer: Sendable {
@@ -30,7 +30,6 @@ final class BackgroundCheckpointer: Sendable {
     let queue = DispatchQueue(label: "syncnode.checkpointer", qos: .utility)
     private struct State {
         var scheduled = false
-        var quietPassScheduled = false
         var closed = false
         var connection: DatabaseQueue?
     }
@@ -40,6 +39,8 @@ final class BackgroundCheckpointer: Sendable {
     private let nextRequest = Atomic<Int32>(BackgroundCheckpointer.requestPages)
     /// When the last commit past ``requestPages`` was made (`DispatchTime` nanoseconds).
     private let lastCommit = Atomic<UInt64>(0)
+    /// Whether a pass waits for the writer to go quiet: set by the writer's hook, without a lock.
+    private let quietPassScheduled = Atomic(false)
     /// Checkpoints run so far.
     var passes: Int { passCount.load(ordering: .relaxed) }
 
@@ -84,12 +85,9 @@ final class BackgroundCheckpointer: Sendable {
     /// Schedules a pass for when no commit has come for ``quietInterval``, unless one is scheduled.
     private func requestWhenQuiet() {
         lastCommit.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
-        let schedule = state.withLock { s in
-            guard !s.quietPassScheduled, !s.closed else { return false }
-            s.quietPassScheduled = true
-            return true
-        }
-        if schedule { passWhenQuiet(after: Self.quietInterval) }
+        // After a close the pass finds no connection and does nothing.
+        guard !quietPassScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        passWhenQuiet(after: Self.quietInterval)
     }
 
     private func passWhenQuiet(after nanoseconds: UInt64) {
@@ -99,7 +97,7 @@ final class BackgroundCheckpointer: Sendable {
                 passWhenQuiet(after: Self.quietInterval - quiet)
                 return
             }
-            state.withLock { $0.quietPassScheduled = false }
+            quietPassScheduled.store(false, ordering: .releasing)
             checkpoint()
         }
     }
