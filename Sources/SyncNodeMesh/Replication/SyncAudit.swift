@@ -34,7 +34,7 @@ final class SyncAudit: Sendable {
                     // the passes it makes when a long poll ends empty (every heartbeat, 25 s): a
                     // slower look suffices to catch a feed that stays silent (15 x), and costs an
                     // idle node less.
-                    guard await signal.wait(timeout: judgement.state == .inSync ? interval * 15 : interval) else { continue }
+                    guard await signal.wait(timeout: inSync ? interval * 15 : interval) else { continue }
                     // A short pass goes busy and idle again within milliseconds: judged once,
                     // after both, instead of once for each (a longer pass is judged while it runs).
                     try? await Task.sleep(for: Self.settle)
