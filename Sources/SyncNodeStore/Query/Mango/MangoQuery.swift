@@ -16,7 +16,8 @@
 /// arrays < objects), so `{"$gt": 5}` also matches strings. Strings compare
 /// by their UTF-8 bytes (CouchDB uses ICU collation, which differs for case and
 /// accents). `$allMatch` and `$all` need a non-empty array; `$mod` needs an
-/// integer. Unknown operators are an error.
+/// integer. `_id` and `_rev` are the document's ID and winning revision, and
+/// `_deleted` is true on a tombstone. Unknown operators are an error.
 public struct MangoQuery: Sendable, Equatable {
     /// The selector, as given.
     public var selector: DocumentValue
@@ -127,7 +128,7 @@ public struct MangoQuery: Sendable, Equatable {
     public func query(on collection: DocumentCollection, includingDocuments: Bool = true) throws(StoreError) -> Query {
         var compiler = MangoCompiler()
         let condition = try compiler.selector(selector, base: [])
-        var order = sort.map { OrderItem(expression: .property(source: nil, path: MangoCompiler.path($0.field)), descending: $0.descending) }
+        var order = sort.map { OrderItem(expression: MangoCompiler.subject(MangoCompiler.path($0.field)), descending: $0.descending) }
         order.append(OrderItem(expression: .meta(source: nil, .id)))
         let statement = SelectStatement(
             results: [.expression(.meta(source: nil, .id), alias: "id"), .expression(.meta(source: nil, .revisionID), alias: "rev")]
@@ -198,7 +199,7 @@ struct MangoCompiler {
     }
 
     private mutating func condition(_ op: String, _ operand: DocumentValue, on path: [PathComponent]) throws(StoreError) -> QueryExpression {
-        let x = QueryExpression.property(source: nil, path: path)
+        let x = Self.subject(path)
         let exists = QueryExpression.check(x, .missing, negated: true)
         switch op {
         case "$eq":
@@ -263,6 +264,18 @@ struct MangoCompiler {
             return Self.all([exists, .unary(.not, Self.truth(inner))])!
         default:
             throw .invalidQuery("unknown Mango operator \(op) (known: $eq $ne $gt $gte $lt $lte $in $nin $exists $type $size $mod $regex $all $elemMatch $allMatch $not)")
+        }
+    }
+
+    /// What a field names: CouchDB's `_id` and `_rev` are the document's ID and winning revision,
+    /// and `_deleted` is true on a tombstone and missing otherwise, as in a CouchDB document.
+    static func subject(_ path: [PathComponent]) -> QueryExpression {
+        switch path {
+        case [.key("_id")]: return .meta(source: nil, .id)
+        case [.key("_rev")]: return .meta(source: nil, .revisionID)
+        case [.key("_deleted")]:
+            return .caseWhen(subject: nil, branches: [CaseBranch(when: .meta(source: nil, .deleted), then: .literal(true))], otherwise: .missing)
+        default: return .property(source: nil, path: path)
         }
     }
 
