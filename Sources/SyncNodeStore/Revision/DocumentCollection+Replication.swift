@@ -59,21 +59,26 @@ extension DocumentCollection {
             defer { s.reset() }
             s.bind(1, since)
             s.bind(2, Int64(limit ?? -1))
-            var out: [ChangeEntry] = []
-            while try s.step() {
-                let rev = s.text(1)
-                var leaves = [rev]
-                // A tree of one revision (one line) has it as its only leaf, and it is `rev`.
-                if allLeaves, s.contains(0x0A, inColumn: 4) {
-                    let tree = try RevisionTree(serialized: s.text(4))
-                    leaves += tree.leaves.map { tree.nodes[$0].rev }.filter { $0 != rev }
-                }
-                out.append(ChangeEntry(
-                    sequence: s.int64(2), id: s.text(0), rev: rev, deleted: s.int64(3) != 0, leafRevs: leaves,
-                    body: includeBodies ? s.text(5) : nil))
-            }
-            return out
+            return try Self.changeEntries(s, allLeaves: allLeaves, includeBodies: includeBodies)
         }
+    }
+
+    /// The rows of a changes statement: `id, rev, seq, deleted, tree` and, with `includeBodies`, `body`.
+    static func changeEntries(_ s: SQLiteStatement, allLeaves: Bool, includeBodies: Bool) throws -> [ChangeEntry] {
+        var out: [ChangeEntry] = []
+        while try s.step() {
+            let rev = s.text(1)
+            var leaves = [rev]
+            // A tree of one revision (one line) has it as its only leaf, and it is `rev`.
+            if allLeaves, s.contains(0x0A, inColumn: 4) {
+                let tree = try RevisionTree(serialized: s.text(4))
+                leaves += tree.leaves.map { tree.nodes[$0].rev }.filter { $0 != rev }
+            }
+            out.append(ChangeEntry(
+                sequence: s.int64(2), id: s.text(0), rev: rev, deleted: s.int64(3) != 0, leafRevs: leaves,
+                body: includeBodies ? s.text(5) : nil))
+        }
+        return out
     }
 
     /// How many tombstones the collection keeps (CouchDB's `doc_del_count`).

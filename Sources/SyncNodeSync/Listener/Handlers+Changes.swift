@@ -18,6 +18,8 @@ extension Handlers {
         var conflicts: Bool
         var descending: Bool
         var docIDs: Set<String>?
+        /// `filter=_selector`: only the changes whose winner it matches, tested by SQLite.
+        var selector: ChangeSelector?
         /// Milliseconds; nil means no heartbeat.
         var heartbeat: Int?
         /// Milliseconds without changes after which a feed ends; nil: never
@@ -41,8 +43,15 @@ extension Handlers {
             if spec.feed == .longpoll {
                 let asked = Duration.milliseconds(spec.timeout ?? 60_000)
                 let deadline = ContinuousClock.now.advanced(by: environment.faultInjector?.longPollLimit.map { min($0, asked) } ?? asked)
+                // How far the wait has looked: a selector's wait tests each change once.
+                var looked = spec.since
+                func nothingYet() throws -> Bool {
+                    let found = try read(collection, spec, since: looked, limit: 1)
+                    looked = found.through
+                    return found.entries.isEmpty
+                }
                 // In one-second slices, so a graceful stop is not held up by a long poll.
-                while try environment.faultInjector?.deafFeeds() == true || collection.changes(since: spec.since, limit: 1).isEmpty,
+                while try environment.faultInjector?.deafFeeds() == true || nothingYet(),
                       !Task.isShuttingDownGracefully,
                       ContinuousClock.now < deadline {
                     _ = await signal.wait(timeout: min(.seconds(1), ContinuousClock.now.duration(to: deadline)))
@@ -139,13 +148,13 @@ extension Handlers {
             // Counted however the feed ends (the client may leave half-way).
             defer { metrics.documentsRead(docsSent) }
             var limitReached = false
-            @Sendable func page(after since: Int64) throws -> [ChangeEntry] {
-                try collection.changes(since: since, limit: pageSize, allLeaves: spec.allLeaves)
+            @Sendable func page(after since: Int64) throws -> (entries: [ChangeEntry], through: Int64) {
+                try read(collection, spec, since: since, limit: pageSize)
             }
-            var batch = try descending?.entries ?? page(after: since)
+            var (batch, through) = try descending.map { ($0.entries, $0.last) } ?? page(after: since)
             paging: while true {
                 let more = descending == nil && batch.count == pageSize
-                let nextSince = batch.last?.sequence ?? since
+                let nextSince = descending == nil ? through : since
                 // The next page is read while this one is written out, when it will surely be needed.
                 let needed = more && spec.limit.map { sent + batch.count < $0 } ?? more
                 async let prefetched = needed ? page(after: nextSince) : nil
@@ -169,7 +178,7 @@ extension Handlers {
                 }
                 since = nextSince
                 guard more else { break }
-                batch = try await prefetched ?? page(after: nextSince)
+                (batch, through) = try await prefetched ?? page(after: nextSince)
             }
             let lastSeq = descending?.last ?? (limitReached ? lastSent : max(since, spec.feed == .normal ? end : since))
             let pending = limitReached ? try collection.changeCount(since: lastSeq) : 0
@@ -202,15 +211,27 @@ extension Handlers {
         // Descending: the newest first, so the limit applies after reversing.
         let wanted = spec.docIDs == nil && !spec.descending ? remaining : nil
         let readLimit = [wanted, pageSize].compactMap { $0 }.min()
-        var entries = try c.changes(since: since, limit: readLimit, allLeaves: spec.allLeaves)
+        let found = try read(c, spec, since: since, limit: readLimit)
+        var entries = found.entries
         let more = pageSize.map { entries.count == $0 } ?? false
         let current = spec.feed == .normal ? try c.lastSequence() : since
-        let last = entries.last?.sequence ?? max(since, current)
+        // A selector's read may pass over changes that matched nothing: it covered `through`.
+        let last = spec.selector == nil ? (entries.last?.sequence ?? max(since, current)) : max(found.through, current)
         if let ids = spec.docIDs { entries = entries.filter { ids.contains($0.id) } }
         if spec.descending { entries.reverse() }
         if let remaining, entries.count > remaining { entries = Array(entries.prefix(remaining)) }
         let lastSent = spec.limit != nil && !spec.descending ? (entries.last?.sequence ?? last) : last
         return (entries, lastSent, more)
+    }
+
+    /// The changes after `since` the request's selector passes (all of them without one), at most
+    /// `limit`, and the sequence the read covered.
+    private func read(
+        _ c: DocumentCollection, _ spec: ChangesRequest, since: Int64, limit: Int?
+    ) throws -> (entries: [ChangeEntry], through: Int64) {
+        if let selector = spec.selector { return try c.changes(since: since, limit: limit, allLeaves: spec.allLeaves, matching: selector) }
+        let entries = try c.changes(since: since, limit: limit, allLeaves: spec.allLeaves)
+        return (entries, entries.last?.sequence ?? since)
     }
 
     /// One `_changes` row; `body` is the winner's when the feed includes documents.
@@ -277,12 +298,20 @@ extension Handlers {
             }
         }
         var docIDs: Set<String>?
-        if let filter = query["filter"] {
-            guard filter == "_doc_ids" else { throw CouchError.badRequest("Only the _doc_ids filter is supported") }
+        var selector: ChangeSelector?
+        switch query["filter"] {
+        case nil: break
+        case "_doc_ids"?:
             var ids: [DocumentValue] = []
             if case .array(let a)? = try query.json("doc_ids") { ids = a }
             if case .array(let a)? = body["doc_ids"] { ids = a }
             docIDs = Set(ids.compactMap { $0.stringValue })
+        case "_selector"?:
+            guard let given = body["selector"] else { throw CouchError.badRequest("Selector must be specified in POST payload") }
+            guard case .dictionary = given else { throw CouchError.badRequest("Selector error: expected a JSON object") }
+            selector = try ChangeSelector(given, for: collection)
+        case let other?:
+            throw CouchError.badRequest("Unsupported filter '\(other)': a node filters changes by _doc_ids or _selector")
         }
         var heartbeat: Int?
         if let raw = query["heartbeat"] {
@@ -299,7 +328,7 @@ extension Handlers {
         return ChangesRequest(
             feed: feed, since: since, limit: try query.int("limit"), allLeaves: style == "all_docs",
             includeDocs: try query.bool("include_docs"), conflicts: try query.bool("conflicts"),
-            descending: try query.bool("descending"), docIDs: docIDs, heartbeat: heartbeat,
+            descending: try query.bool("descending"), docIDs: docIDs, selector: selector, heartbeat: heartbeat,
             timeout: try query.int("timeout").map { min($0, 600_000) } ?? (heartbeat == nil || feed != .continuous ? 60_000 : nil))
     }
 }

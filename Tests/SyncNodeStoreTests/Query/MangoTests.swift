@@ -42,12 +42,36 @@ import Testing
                 failures += 1
                 continue
             }
+            // The changes feed's filter (`_changes?filter=_selector`) compiles the same selector
+            // without the query engine around it: every tenth case checks it too.
+            if n % 10 == 0 {
+                let feed = try collection.changes(since: 0, matching: ChangeSelector(selector, for: collection)).entries.map(\.id)
+                #expect(feed == expected, "case \(n) of seed \(seed): the changes feed's filter \(selector.toJSON())")
+            }
             if actual != expected {
                 failures += 1
                 let missing = Set(expected).subtracting(actual).sorted().prefix(3), extra = Set(actual).subtracting(expected).sorted().prefix(3)
                 Issue.record("case \(n) of seed \(seed): \(selector.toJSON())\nmissing \(missing.map { "\($0) \(DocumentValue.dictionary(bodies[$0]!).toJSON())" })\nextra \(extra.map { "\($0) \(DocumentValue.dictionary(bodies[$0]!).toJSON())" })")
             }
         }
+    }
+
+    /// `_id`, `_rev` and `_deleted` are what they are in a CouchDB document, not body fields.
+    @Test func metaFieldsNameTheDocument() throws {
+        let dir = try TempDirectory()
+        let c = try dir.open().defaultCollection()
+        // Different bodies: revision IDs hash the content.
+        for (n, id) in ["b", "a", "c"].enumerated() { try c.save(try MutableDocument(id: id, data: ["n": n])) }
+        let rev = try #require(try c.document(id: "b")?.revisionID)
+        let byID = try MangoQuery(json: #"{"selector":{"_id":{"$gt":null}},"sort":["_id"]}"#)
+        #expect(try byID.query(on: c).execute().map { $0.string(forKey: "id") ?? "" } == ["a", "b", "c"])
+        let byRev = try MangoQuery(json: #"{"selector":{"_rev":"\#(rev)"}}"#)
+        #expect(try byRev.query(on: c).execute().map { $0.string(forKey: "id") ?? "" } == ["b"])
+        try c.delete(try #require(try c.document(id: "a")))
+        let tombstones = try c.changes(since: 0, matching: ChangeSelector(["_deleted": true], for: c)).entries
+        #expect(tombstones.map(\.id) == ["a"] && tombstones.first?.deleted == true)
+        let live = try c.changes(since: 0, matching: ChangeSelector(["_deleted": ["$exists": false]], for: c)).entries
+        #expect(live.map(\.id) == ["b", "c"])
     }
 
     @Test func sortSkipLimitAndFields() throws {

@@ -288,8 +288,11 @@ struct CouchDB {
     }
 
     /// A one-shot replication by CouchDB's replicator; its answer.
-    func replicate(source: DocumentValue, target: DocumentValue, createTarget: Bool = false) async throws -> ListenerHarness.Reply {
-        var job: [String: DocumentValue] = ["source": source, "target": target]
+    /// `options` are more members of the job (`selector`, `doc_ids`...).
+    func replicate(
+        source: DocumentValue, target: DocumentValue, createTarget: Bool = false, options: [String: DocumentValue] = [:]
+    ) async throws -> ListenerHarness.Reply {
+        var job: [String: DocumentValue] = options.merging(["source": source, "target": target]) { $1 }
         if createTarget { job["create_target"] = true }
         return try await request(.POST, "/_replicate", body: DocumentValue.dictionary(job).toJSON())
     }

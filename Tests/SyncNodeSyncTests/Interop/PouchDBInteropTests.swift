@@ -62,6 +62,32 @@ struct PouchDBInteropTests {
 }
 
 extension PouchDBInteropTests {
+    /// PouchDB pulls from a node with a `selector` (one-shot and live) and with `doc_ids`: exactly
+    /// the matching documents arrive (Tests/interop/pouchdb_selector.js).
+    @Test(arguments: ["9.0.0", "7.3.1"])
+    func pouchDBPullsWhatASelectorMatches(version: String) async throws {
+        let pouch = try #require(PouchDB.directory)
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            try await SelectorFeedTests.fill(h)
+            let password = ListenerHarness.password.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            let url = h.base.replacingOccurrences(of: "https://", with: "https://\(ListenerHarness.user):\(password)@") + "/db"
+            var environment = ProcessInfo.processInfo.environment
+            environment["NODE_EXTRA_CA_CERTS"] = h.directory.appendingPathComponent(".node/tls/cert.pem").path
+            let script = packageRoot.appendingPathComponent("Tests/interop/pouchdb_selector.js").path
+            let (status, stdout, stderr) = try await ChildProcess.runDetached(
+                URL(fileURLWithPath: "/usr/bin/env"), ["node", script, pouch, version, url], environment: environment)
+            try #require(status == 0, "PouchDB \(version): \(stderr.suffix(2000))")
+            let report = try DocumentValue(json: stdout.split(separator: "\n").last.map(String.init) ?? "")
+            #expect(report["pulled"]?["ok"] == true && report["pulled"]?["doc_write_failures"] == 0)
+            #expect(report["pulled"]?["docs_written"]?.int == Int64(SelectorFeedTests.orders.count))
+            let selected = report["selector"]?.array?.compactMap { $0.string }
+            #expect(selected == (SelectorFeedTests.orders + ["live-order"]).sorted())
+            #expect(report["docIDs"]?.array?.compactMap { $0.string } == ["d7", "d8"])
+            #expect(report["live"]?.array?.compactMap { $0.string } == ["live-order"])
+        }
+    }
+
     /// PouchDB 9 in headless Chromium (Debian's, driven by Playwright from `.venv`), on a page of
     /// another origin, syncs both ways with a `syncnode serve --cors-origin` process
     /// (Tests/interop/check_pouchdb_browser.py asserts what both sides hold).
