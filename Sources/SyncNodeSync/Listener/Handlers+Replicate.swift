@@ -30,7 +30,13 @@ extension Handlers {
                 return s
             }
         }
-        let id = Self.replicationID(source: source, target: target, continuous: continuous, documentIDs: documentIDs)
+        var selector: DocumentValue?
+        if let given = body["selector"] {
+            guard case .dictionary = given else { throw CouchError.badRequest("selector must be a JSON object (a Mango selector)") }
+            guard documentIDs == nil else { throw CouchError.badRequest("doc_ids and selector exclude each other") }
+            selector = given
+        }
+        let id = Self.replicationID(source: source, target: target, continuous: continuous, documentIDs: documentIDs, selector: selector)
         // The asker's own access applies: reading the local source, writing (or creating) the local
         // target; cancelling a replication takes the access starting it would.
         let createTarget = body["create_target"] == .bool(true)
@@ -54,6 +60,8 @@ extension Handlers {
         // A local target's validator is told the asker wrote what arrives, not the peer it came from.
         config.localAuthor = WriteAuthor(name: principal.name, roles: principal.roles, origin: .client)
         config.documentIDs = documentIDs
+        config.selector = selector
+        _ = try ChangeFilter(config)
         config.continuous = continuous
         if !continuous {
             config.maxAttempts = 3
@@ -185,13 +193,14 @@ extension Handlers {
         return try collection(keyspace)
     }
 
-    private static func replicationID(source: Side, target: Side, continuous: Bool, documentIDs: [String]?) -> String {
+    private static func replicationID(source: Side, target: Side, continuous: Bool, documentIDs: [String]?, selector: DocumentValue?) -> String {
         func text(_ side: Side) -> String {
             switch side {
             case .local(let keyspace): return keyspace.name
             case .remote(let url, _): return WireURL.redacted(url)
             }
         }
-        return Replicator.hexDigest([text(source), text(target), continuous ? "continuous" : "", (documentIDs ?? []).sorted().joined(separator: ",")])
+        return Replicator.hexDigest([text(source), text(target), continuous ? "continuous" : "", (documentIDs ?? []).sorted().joined(separator: ",")]
+                                    + (selector.map { ["selector:" + $0.toJSON()] } ?? []))
     }
 }

@@ -93,15 +93,15 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         return root + db
     }
 
-    func changes(since: String, limit: Int, documentIDs: [String]?) async throws -> PeerChanges {
+    func changes(since: String, limit: Int, filter: ChangeFilter) async throws -> PeerChanges {
         let since = WireURL.escape(since)
         var method = HTTPMethod.GET
         var path = "\(db)/_changes?style=all_docs&since=\(since)&limit=\(limit)"
         var body: String?
-        if let documentIDs {
+        if let (query, json) = filter.changesRequest {
             method = .POST
-            path += "&filter=_doc_ids"
-            body = DocumentValue.dictionary(["doc_ids": .array(documentIDs.map { .string($0) })]).toJSON()
+            path += query
+            body = json
         }
         let (status, text) = try await transport.text(method, path, json: body)
         guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, answer: text) }
@@ -229,7 +229,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
 
     func pendingChanges(since: String) async throws -> Int? {
         // `limit=0` reads no rows: CouchDB and SyncNode nodes count the rest in `pending`.
-        try await changes(since: since, limit: 0, documentIDs: nil).pending
+        try await changes(since: since, limit: 0, filter: .all).pending
     }
 
     func digestRoot() async throws -> String? {
@@ -241,12 +241,11 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         return root
     }
 
-    func waitForChanges(since: String, timeout: Duration, documentIDs: [String]?) async throws {
+    func waitForChanges(since: String, timeout: Duration, filter: ChangeFilter) async throws {
         let ms = timeout.components.seconds * 1000
         let path = "\(db)/_changes?feed=longpoll&limit=1&since=\(WireURL.escape(since))&timeout=\(ms)"
-        if let documentIDs {
-            let body = DocumentValue.dictionary(["doc_ids": .array(documentIDs.map { .string($0) })])
-            _ = try await transport.expect(.POST, path + "&filter=_doc_ids", json: body.toJSON())
+        if let (query, json) = filter.changesRequest {
+            _ = try await transport.expect(.POST, path + query, json: json)
         } else {
             _ = try await transport.expect(.GET, path)
         }

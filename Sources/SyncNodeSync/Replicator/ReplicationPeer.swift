@@ -7,9 +7,10 @@ import SyncNodeStore
 protocol ReplicationPeer: Sendable {
     /// A stable identity for checkpoints (the node or database UUID).
     func identity() async throws -> String
-    /// Changes after `since` (an opaque sequence), at most `limit`, every leaf
-    /// revision; `pending` is how many more the peer has, when it says.
-    func changes(since: String, limit: Int, documentIDs: [String]?) async throws -> PeerChanges
+    /// Changes after `since` (an opaque sequence) that `filter` passes, at most `limit`, every
+    /// leaf revision; `pending` is how many more the peer has, when it says. With a filter, a page
+    /// may have no rows and still move `lastSeq` past the changes the filter skipped.
+    func changes(since: String, limit: Int, filter: ChangeFilter) async throws -> PeerChanges
     /// Which of these revisions the peer lacks, with the revisions it has that may be their ancestors.
     func revsDiff(_ revs: [String: [String]]) async throws -> [String: MissingRevisions]
     /// The revisions with their history. Attachments come as files (a local peer), or as
@@ -27,7 +28,7 @@ protocol ReplicationPeer: Sendable {
     /// The root of the peer's `CollectionDigest`; nil when it serves none (CouchDB, PouchDB).
     func digestRoot() async throws -> String?
     /// Returns once the peer has changes after `since`, or after `timeout`.
-    func waitForChanges(since: String, timeout: Duration, documentIDs: [String]?) async throws
+    func waitForChanges(since: String, timeout: Duration, filter: ChangeFilter) async throws
     /// Makes what was stored durable before a checkpoint names it (`_ensure_full_commit`).
     func ensureFullCommit() async throws
     func checkpoint(_ id: String) async throws -> ReplicationCheckpoint?

@@ -51,10 +51,13 @@ struct ReplicationRun: Sendable {
 
     /// The page of the source's changes after `since`; nil when the feed has nothing more.
     private func changes(since: String) async throws -> PeerChanges? {
+        let filter = try ChangeFilter(config)
         let changes = try await replicator.withRetries {
-            try await source.changes(since: since, limit: config.batchSize, documentIDs: config.documentIDs)
+            try await source.changes(since: since, limit: config.batchSize, filter: filter)
         }
-        if changes.rows.isEmpty { return nil }
+        // A filtered page without rows that moved on is still a batch (of nothing): its
+        // checkpoint spares the next pass the changes the filter skipped.
+        if changes.rows.isEmpty, filter == .all || changes.lastSeq == since { return nil }
         replicator.update { status in
             status.progress.total = max(status.progress.total, status.progress.completed + changes.rows.count + (changes.pending ?? 0))
         }
@@ -74,7 +77,7 @@ struct ReplicationRun: Sendable {
         var asked: [String: [String]] = [:]
         for row in changes.rows { asked[row.id, default: []].append(contentsOf: row.revs) }
         let question = asked
-        var missing = try await replicator.withRetries { try await target.revsDiff(question) }
+        var missing = question.isEmpty ? [:] : try await replicator.withRetries { try await target.revsDiff(question) }
         var docs: [WireRevision] = []
         if !missing.isEmpty {
             // In the feed's order, not the dictionary's: the source reads its rows, and the target

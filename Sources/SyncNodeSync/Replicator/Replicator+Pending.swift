@@ -29,18 +29,24 @@ extension Replicator {
         // A push the peer refuses never runs: everything since the start is pending, not unknown.
         let pushed = state.withLock { $0.pushedUpTo ?? ($0.pushRefusal == nil ? nil : "0") }
         var pending = PendingChanges()
+        let filter = try ChangeFilter(config)
         if config.replicatorType != .push {
             guard let remote, let pulled else { throw SyncError.connectionFailed("the replicator has not finished a pass with the peer yet") }
-            // A peer that does not count is asked for the rows themselves, one page's worth.
-            if let counted = try await remote.pendingChanges(since: pulled) {
+            // A peer that does not count, or a filter, which counts would not heed: the rows
+            // themselves, one page's worth.
+            if filter == .all, let counted = try await remote.pendingChanges(since: pulled) {
                 pending.pull = counted
             } else {
-                pending.pull = try await remote.changes(since: pulled, limit: config.batchSize, documentIDs: config.documentIDs).rows.count
+                pending.pull = try await remote.changes(since: pulled, limit: config.batchSize, filter: filter).rows.count
             }
         }
         if config.replicatorType != .pull {
             guard let pushed else { throw SyncError.connectionFailed("the replicator has not finished a pass with the peer yet") }
-            pending.push = try config.collection.changeCount(since: Int64(pushed) ?? 0)
+            if filter == .all {
+                pending.push = try config.collection.changeCount(since: Int64(pushed) ?? 0)
+            } else {
+                pending.push = try await LocalDatabase(collection: config.collection).changes(since: pushed, limit: 100_000, filter: filter).rows.count
+            }
         }
         return pending
     }
@@ -60,7 +66,7 @@ extension Replicator {
     }
 
     /// The local documents changed since the last push checkpoint (after the
-    /// `documentIDs` and push filters): what the next push would send.
+    /// `documentIDs` or `selector`, and push filters): what the next push would send.
     /// Needs the peer's identity: the configured `remoteUUID`, the one seen by
     /// an earlier run, or else it asks the peer.
     /// - Throws: ``SyncError/invalidConfiguration(_:)`` for a pull-only replicator; the errors of
@@ -79,11 +85,11 @@ extension Replicator {
             remoteID = try await withPeer { remote in try await identity(of: remote) }
         }
         let local = LocalDatabase(collection: config.collection)
-        let checkpoint = try await local.checkpoint(replicationID(remoteID: remoteID ?? "", direction: .push))
+        let checkpoint = try await local.checkpoint(try replicationID(remoteID: remoteID ?? "", direction: .push))
         var since = checkpoint?.sourceLastSequence ?? "0"
         var pending = Set<String>()
         while true {
-            let page = try await local.changes(since: since, limit: 1000, documentIDs: config.documentIDs)
+            let page = try await local.changes(since: since, limit: 1000, filter: ChangeFilter(config))
             for row in page.rows {
                 if let filter = config.pushFilter, let revision = try config.collection.revision(id: row.id) {
                     let document = config.collection.document(revision)

@@ -272,12 +272,12 @@ public final class Replicator: Sendable {
         var remoteSince: String?
         if config.replicatorType != .push {
             let run = ReplicationRun(replicator: self, source: remote, target: local, direction: .pull,
-                                     id: replicationID(remoteID: remoteID, direction: .pull), reset: reset)
+                                     id: try replicationID(remoteID: remoteID, direction: .pull), reset: reset)
             (result.pulled, remoteSince) = try await run.run()
         }
         if config.replicatorType != .pull, state.withLock({ $0.pushRefusal == nil }) {
             let run = ReplicationRun(replicator: self, source: local, target: remote, direction: .push,
-                                     id: replicationID(remoteID: remoteID, direction: .push), reset: reset)
+                                     id: try replicationID(remoteID: remoteID, direction: .push), reset: reset)
             do {
                 result.pushed = try await run.run().written
             } catch let refusal as CouchError where refusal.status == 403 && config.replicatorType == .pushAndPull {
@@ -293,7 +293,7 @@ public final class Replicator: Sendable {
     /// pushing) or a remote one (when pulling, by long poll), or after a minute.
     private func waitForWork(remote: any ReplicationPeer, remoteSince: String?, localSignal: ChangeSignal) async throws {
         let pushing = config.replicatorType != .pull && state.withLock { $0.pushRefusal == nil }
-        let documentIDs = config.documentIDs
+        let filter = try ChangeFilter(config)
         // The long poll must answer before the read timeout gives up on a silent peer.
         let heartbeat = max(.seconds(1), min(config.heartbeat, config.readTimeout - .seconds(5)))
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -301,7 +301,7 @@ public final class Replicator: Sendable {
                 group.addTask { _ = await localSignal.wait(timeout: heartbeat + .seconds(5)) }
             }
             if let remoteSince {
-                group.addTask { try await remote.waitForChanges(since: remoteSince, timeout: heartbeat, documentIDs: documentIDs) }
+                group.addTask { try await remote.waitForChanges(since: remoteSince, timeout: heartbeat, filter: filter) }
             }
             group.addTask { try await Task.sleep(for: heartbeat + .seconds(5)) }
             try await group.next()
@@ -310,10 +310,10 @@ public final class Replicator: Sendable {
     }
 
     /// The replication ID: SHA-1 over the local database UUID, the remote
-    /// identity, the direction and the document filter.
-    func replicationID(remoteID: String, direction: ReplicationDirection) -> String {
-        Self.hexDigest([config.collection.database.uuid, config.collection.fullName, remoteID, direction.rawValue,
-                        (config.documentIDs ?? []).sorted().joined(separator: ",")])
+    /// identity, the direction and the filter (``ChangeFilter/identityParts``).
+    func replicationID(remoteID: String, direction: ReplicationDirection) throws -> String {
+        Self.hexDigest([config.collection.database.uuid, config.collection.fullName, remoteID, direction.rawValue]
+                       + (try ChangeFilter(config)).identityParts)
     }
 
     /// Hex SHA-1 of `parts` joined by NUL: the shape of replication IDs.

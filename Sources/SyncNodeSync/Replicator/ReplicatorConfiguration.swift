@@ -89,8 +89,19 @@ public struct ReplicatorConfiguration: Sendable {
     /// The peer node's identity for checkpoints (with the database's name after it); default: the
     /// URL's `uuid`, else what `GET /` reports, else the URL.
     public var remoteUUID: String?
-    /// Only these documents.
+    /// Only these documents (CouchDB's `doc_ids`); excludes ``selector``.
     public var documentIDs: [String]?
+    /// Only the documents whose winning revision this Mango selector matches, for example
+    /// `["type": "order", "store": "s1"]` (CouchDB's `selector`); excludes ``documentIDs``.
+    ///
+    /// A peer's feed filters what is pulled (a node's and CouchDB's `_changes?filter=_selector`),
+    /// and the local store filters what is pushed; either way SQLite or CouchDB tests it, not this
+    /// process. The selector is part of the replication's identity: widening it starts from new
+    /// checkpoints, and `_revs_diff` keeps what the target already holds from crossing again. A
+    /// document that stops matching stays where it was copied and stops receiving updates. A
+    /// deletion passes only when the selector matches the tombstone: add
+    /// `{"$or": [{"_deleted": true}, ...]}` to carry deletions.
+    public var selector: DocumentValue?
     /// Which local revisions are pushed (nil: all).
     public var pushFilter: ReplicationFilter?
     /// Which remote revisions are saved locally (nil: all).
