@@ -21,12 +21,24 @@ struct Sync: AsyncParsableCommand {
     var timeout = 30
     @Option(help: "resolve: pick each conflict's winner and tombstone the other leaves, alike on every node; keep: leave conflicts as CouchDB does.")
     var conflicts: ConflictPolicy = .resolve
+    @Option(help: ArgumentHelp("Only the documents this Mango selector matches, both ways, for example '{\"type\":\"order\"}'. Add {\"$or\":[{\"_deleted\":true},...]} to carry deletions.", valueName: "json"))
+    var selector: String?
 
     func validate() throws {
         guard timeout >= 1 else { throw ValidationError("--timeout is whole seconds, at least 1") }
         guard !(push && pull) else { throw ValidationError("--push and --pull exclude each other; give neither for both directions") }
         guard attempts > 0 else { throw ValidationError("--attempts must be at least 1") }
         _ = try PeerURL.parse(url, option: "URL")
+        _ = try parsedSelector()
+    }
+
+    /// `--selector` as a JSON object.
+    private func parsedSelector() throws -> DocumentValue? {
+        guard let selector else { return nil }
+        guard let value = try? DocumentValue(json: selector), case .dictionary = value else {
+            throw ValidationError("--selector must be a JSON object, a Mango selector such as '{\"type\":\"order\"}'")
+        }
+        return value
     }
 
     func run() async throws {
@@ -50,6 +62,7 @@ struct Sync: AsyncParsableCommand {
         config.maxRetryDuration = .seconds(2 * timeout)
         config.continuous = continuous
         config.conflictResolver = conflicts.resolver
+        config.selector = try parsedSelector()
         // The node signs in with its certificate too: a peer that trusts it needs no password.
         config.clientIdentity = identity
         let replicator = Replicator(config: config)
