@@ -36,6 +36,40 @@ public struct MeshConfiguration: Sendable {
         guard let shared else { return true }
         return keyspace.isCovered(by: shared)
     }
+
+    /// What the node pulls, per keyspace: a Mango selector, for example
+    /// `[Keyspace("orders")!: ["store": "s1"]]`. From every peer, only the documents it matches
+    /// are pulled (the peer's feed filters them). A database's name applies to all its
+    /// collections; a keyspace `db.scope.collection` to that one, before its database's entry.
+    /// Keyspaces without one pull everything.
+    ///
+    /// A document that stops matching stays here and stops updating. A deletion is pulled only
+    /// when the selector matches the tombstone: add `{"$or": [{"_deleted": true}, ...]}` to pull
+    /// deletions. The node's own writes still reach peers that pull from it, whatever they
+    /// match. Subscriptions need ``peerSync`` `.pull` (the default): with `.pushAndPull` they
+    /// would also hold back this node's pushes, so starting refuses that pairing.
+    public var subscriptions: [Keyspace: DocumentValue] = [:]
+
+    /// The selector the node pulls `keyspace` with (``subscriptions``); nil: everything.
+    public func subscription(for keyspace: Keyspace) -> DocumentValue? {
+        subscriptions[keyspace] ?? subscriptions[.database(keyspace.database)]
+    }
+
+    /// Refuses ``subscriptions`` the node could not keep: with ``PeerSync/pushAndPull``, or a
+    /// selector that is not a Mango selector CouchDB would take (compiled here, before any peer
+    /// is asked, against the keyspace's database when the directory has it).
+    func checkSubscriptions() throws {
+        guard !subscriptions.isEmpty else { return }
+        guard peerSync == .pull else {
+            throw SyncError.invalidConfiguration("subscriptions filter what a node pulls: they need peerSync .pull, not .pushAndPull")
+        }
+        for (keyspace, selector) in subscriptions {
+            guard case .dictionary = selector else {
+                throw SyncError.invalidConfiguration("the subscription to \(keyspace) is not a JSON object (a Mango selector): \(selector.toJSON())")
+            }
+            if let db = try directory.database(keyspace.database) { _ = try ChangeSelector(selector, for: try db.defaultCollection()) }
+        }
+    }
     /// Whom the node replicates with and who may sign in by certificate: fingerprints, the
     /// trusted-peers file, trust on first use (see `TrustStore`).
     public var trust: TrustStore

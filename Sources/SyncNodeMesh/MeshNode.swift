@@ -172,6 +172,7 @@ public final class MeshNode: Sendable {
 
     /// Starts the listener (with `startListener`), advertising, browsing and the replications; what runs.
     private func launch(startingListener startListener: () async throws -> Void) async throws -> Running {
+        try configuration.checkSubscriptions()
         for keyspace in configuration.shared ?? [] {
             guard let db = try configuration.directory.database(keyspace.database, create: true) else { continue }
             if let collection = keyspace.collection { _ = try db.createCollection(name: collection, scope: keyspace.scope) }

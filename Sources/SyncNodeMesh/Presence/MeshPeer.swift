@@ -43,6 +43,8 @@ public struct MeshPeer: Sendable, Identifiable {
         public var pending: PendingChanges?
         /// When it was last measured in sync.
         public var lastInSync: Date?
+        /// The selector this node pulls the keyspace with (``MeshConfiguration/subscriptions``); nil: everything.
+        public var subscription: DocumentValue?
     }
 
     /// How a collection's replication with a peer stands, measured: the replicator's activity
@@ -93,6 +95,7 @@ extension MeshPeer.CollectionSync {
             ]),
             "last_in_sync": lastInSync.map { .string(ISO8601DateFormatter().string(from: $0)) } ?? .null,
             "seconds_since_in_sync": lastInSync.map { .int(Int64(max(0, Date().timeIntervalSince($0)).rounded())) } ?? .null,
+            "subscription": subscription ?? .null,
         ]
         if state == .inSync { entry["seconds_since_in_sync"] = .int(0) }
         return entry

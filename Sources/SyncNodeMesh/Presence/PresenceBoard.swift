@@ -31,13 +31,14 @@ final class PresenceBoard: Sendable {
     }
 
     /// The replication `label` of keyspace `keyspace` with peer `uuid` reported `status`.
-    func record(_ status: ReplicatorStatus, peer uuid: String, keyspace: Keyspace) {
+    func record(_ status: ReplicatorStatus, peer uuid: String, keyspace: Keyspace, subscription: DocumentValue? = nil) {
         update(uuid, make: { nil }) { peer in
             // A stopped replication's last word, arriving after its entry was cleared, adds none back.
             guard peer?.collections[keyspace] != nil || status.activity != .stopped else { return }
             var sync = peer?.collections[keyspace] ?? MeshPeer.CollectionSync(
                 activity: .stopped, progress: ReplicatorProgress(), pushed: 0, pulled: 0, lastSync: nil, lastError: nil)
             sync.activity = status.activity
+            sync.subscription = subscription
             sync.progress = status.progress
             sync.pushed = status.result.pushed
             sync.pulled = status.result.pulled

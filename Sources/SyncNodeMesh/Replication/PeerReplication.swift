@@ -21,11 +21,12 @@ final class PeerReplication: Sendable {
 
     init(
         collection: DocumentCollection, url: URL, configuration: MeshConfiguration, tasks: ReplicationTasks, type: ReplicatorType,
-        trustOnFirstUse: Bool,
+        trustOnFirstUse: Bool, selector: DocumentValue? = nil,
         report: @escaping @Sendable (ReplicatorStatus) -> Void, judged: (@Sendable (SyncAudit.Judgement, _ crossed: Bool) -> Bool)? = nil
     ) throws {
         var config = ReplicatorConfiguration(collection: collection, target: .url(url))
         config.replicatorType = type
+        config.selector = selector
         // The node signs in with its certificate too: a peer that trusts it needs no password.
         config.clientIdentity = try configuration.clientIdentity()
         config.continuous = true

@@ -175,11 +175,13 @@ actor PeerReplications {
                 let label = "sync \(peer.name)/\(keyspace)"
                 let credential = pairedCredentials[peer.uuid] ?? configuration.peerCredential
                 let url = peer.url(database: keyspace.name, user: credential?.username, password: credential?.password)
+                // A subscription filters what is pulled; a read-only peer's push carries everything.
+                let subscription = type == .push ? nil : configuration.subscription(for: keyspace)
                 running.replications[keyspace] = try PeerReplication(
                     collection: collection, url: url, configuration: configuration, tasks: tasks,
-                    type: type, trustOnFirstUse: false
+                    type: type, trustOnFirstUse: false, selector: subscription
                 ) { [board, configuration] status in
-                    board.record(status, peer: peer.uuid, keyspace: keyspace)
+                    board.record(status, peer: peer.uuid, keyspace: keyspace, subscription: subscription)
                     configuration.onEvent?(.replication(label: label, status: status))
                 } judged: { [board, configuration] judgement, crossed in
                     // Said once per crossing, when the judgement stands: the board may already hold a

@@ -92,8 +92,11 @@ final class SyncAudit: Sendable {
             if let refusal = now.error as? CouchError, (pending.push ?? 0) > 0 {
                 return Judgement(state: .refused, reason: "the peer refuses this node's writes: \(refusal.reason)", pending: pending)
             }
-            // A direction this replicator does not run is seen through the digests alone.
-            let unverified = digestsMatch == nil && (pending.push == nil || pending.pull == nil)
+            // A direction this replicator does not run is seen through the digests alone. A
+            // subscription's sides differ by design: it is judged on what it pulls, and what the
+            // peer pulls from here is the peer's own replication to judge.
+            let filtered = replicator.config.selector != nil || replicator.config.documentIDs != nil
+            let unverified = digestsMatch == nil && !filtered && (pending.push == nil || pending.pull == nil)
             // Equal digests with nothing pending are in sync even while a pass runs: the passes a
             // continuous replicator makes when its long poll ends empty (every heartbeat) find
             // nothing, and must not make the node say, twice a minute, that it fell out of sync.

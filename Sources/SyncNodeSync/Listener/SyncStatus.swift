@@ -46,7 +46,7 @@ struct SyncStatus {
     var inSync: Bool { !entries.isEmpty && entries.allSatisfy(\.inSync) }
 
     var json: DocumentValue {
-        let keys = ["state", "reason", "pending", "activity", "last_error", "last_in_sync", "seconds_since_in_sync"]
+        let keys = ["state", "reason", "pending", "activity", "last_error", "last_in_sync", "seconds_since_in_sync", "subscription"]
         return [
             "in_sync": .bool(inSync),
             "peers": .array(entries.map { entry in

@@ -54,10 +54,13 @@ extension Replicator {
     /// Whether both sides hold the same documents at the same winning revisions, by their
     /// `CollectionDigest` roots; nil when the peer serves no digest (CouchDB, PouchDB). It sees
     /// what ``pendingChanges()`` cannot: changes that cross in the direction this replicator
-    /// does not run (a pull-only replicator's peer pulling from here).
+    /// does not run (a pull-only replicator's peer pulling from here). A filtered replication
+    /// (``ReplicatorConfiguration/documentIDs`` or ``ReplicatorConfiguration/selector``) is nil
+    /// too: digests cover whole collections, and its sides are meant to differ.
     /// - Throws: ``SyncError/connectionFailed(_:)`` when a continuous replicator is not connected,
     ///   and the peer's errors when it cannot be asked; `StoreError` when the local store fails.
     public func digestsMatch() async throws -> Bool? {
+        guard config.documentIDs == nil, config.selector == nil else { return nil }
         guard let remote = state.withLock({ $0.connected }) else {
             throw SyncError.connectionFailed("the replicator is not connected to the peer")
         }

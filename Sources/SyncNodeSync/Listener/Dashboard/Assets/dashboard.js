@@ -516,6 +516,7 @@ function syncLines(collections) {
       el('div', null, el('span', { class: `badge ${SYNC_CLASS[c.state] || 'off'}` }, `${ks}: ${syncWords(c)}`), ' ',
         el('progress', { max, value: Math.min(c.completed || 0, max), 'aria-label': `${ks} sync progress` }),
         el('span', { class: 'muted small' }, ` ${c.completed ?? 0}/${c.total ?? 0}`)),
+      c.subscription && el('div', { class: 'muted small subscription' }, `pulls only ${JSON.stringify(c.subscription)}`),
       c.state !== 'in_sync' && c.reason && el('div', { class: 'muted small' }, c.reason),
       el('div', { class: 'muted small' }, `replicator ${c.activity} · pushed ${c.pushed ?? 0} · pulled ${c.pulled ?? 0}`,
         c.last_in_sync && ` · last in sync ${when(c.last_in_sync)}`),
