@@ -45,6 +45,10 @@ struct Serve: AsyncParsableCommand {
     var pairWith: [String] = []
     @Flag(name: .customLong("auto-sync"), help: "Keep every keyspace both nodes share pulled from every discovered peer that is trusted.")
     var autoSync = false
+    @Option(name: .customLong("subscribe"), help: ArgumentHelp(
+        "Pull only what a Mango selector matches in a keyspace, from every peer (repeatable), e.g. 'orders={\"store\":\"s1\"}'. Documents that stop matching stay and stop updating; --sync-with URLs are not filtered.",
+        valueName: "keyspace=json"))
+    var subscribe: [String] = []
     @Option(name: .customLong("trust"), help: "Trust a peer's certificate fingerprint (repeatable; see also `syncnode trust`): --auto-sync syncs with it, and it signs in with that certificate, without a password.")
     var trusted: [String] = []
     @Flag(name: .customLong("trust-on-first-use"),
@@ -85,6 +89,7 @@ struct Serve: AsyncParsableCommand {
         guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1...86400 seconds") }
         guard (1...(1 << 30)).contains(maxAttachmentMB) else { throw ValidationError("--max-attachment-mb must be 1 or more (MiB)") }
         for text in syncWith { _ = try PeerURL.parse(text, option: "--sync-with") }
+        _ = try subscriptions()
         for text in pairWith {
             guard let url = try? PairingURL(string: text), url.fingerprint != nil else {
                 throw ValidationError("--pair: '\(text)' is not a pairing URL with a certificate fingerprint (https://...?uuid=...&fp=..., as `serve` prints)")
@@ -104,6 +109,22 @@ struct Serve: AsyncParsableCommand {
         for fingerprint in trusted where !TLSIdentity.isFingerprint(fingerprint) {
             throw ValidationError("--trust: not a certificate fingerprint (base64url SHA-256, as `syncnode identity` prints): \(fingerprint)")
         }
+    }
+
+    /// `--subscribe KEYSPACE=JSON` entries, by keyspace.
+    private func subscriptions() throws -> [Keyspace: DocumentValue] {
+        var out: [Keyspace: DocumentValue] = [:]
+        for text in subscribe {
+            let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let keyspace = Keyspace(parts[0]) else {
+                throw ValidationError("--subscribe: '\(text)' is not KEYSPACE=SELECTOR, e.g. 'orders={\"store\":\"s1\"}'")
+            }
+            guard let selector = try? DocumentValue(json: parts[1]), case .dictionary = selector else {
+                throw ValidationError("--subscribe: the selector for \(keyspace) is not a JSON object (a Mango selector): \(parts[1])")
+            }
+            guard out.updateValue(selector, forKey: keyspace) == nil else { throw ValidationError("--subscribe: \(keyspace) is given twice") }
+        }
+        return out
     }
 
     func run() async throws {
@@ -138,6 +159,7 @@ struct Serve: AsyncParsableCommand {
         config.peerCredential = BasicAuthenticator(user: user, password: password)
         config.pairingKeyspace = .database(served[0])
         config.conflictResolver = conflicts.resolver
+        config.subscriptions = try subscriptions()
         config.onEvent = MeshEventPrinter(directory: directory.url).print
         let mesh = MeshNode(configuration: config)
         // Who was invited, admitted, refused or untrusted: one line each.
