@@ -15,6 +15,9 @@
 #   scripts/bench.sh compaction [MB]   how long writes wait while a MB-sized database compacts
 #   scripts/bench.sh couchdb [N ...]   replication with CouchDB and PouchDB (needs SYNCNODE_COUCHDB_URL,
 #                                      an admin URL, and SYNCNODE_POUCHDB_DIR, as the interoperability tests)
+#   scripts/bench.sh selective [N]     a selector matching 1% of N (100,000): a filtered pull against a pull
+#                                      of just those documents, and CouchDB's selector replication from
+#                                      CouchDB and from a node (needs SYNCNODE_COUCHDB_URL)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # For the build only: SwiftPM otherwise rebuilds Hummingbird on every other build.
@@ -53,6 +56,10 @@ case "$what" in
     shift || true
     python3 scripts/bench/couchdb.py "$bin" "$SYNCNODE_COUCHDB_URL" "$SYNCNODE_POUCHDB_DIR" "$@"
     ;;
+  selective)
+    : "${SYNCNODE_COUCHDB_URL:?set SYNCNODE_COUCHDB_URL to a CouchDB admin URL, e.g. http://admin:secret@127.0.0.1:5984}"
+    python3 scripts/bench/selective.py "$bin" "$SYNCNODE_COUCHDB_URL" "$n"
+    ;;
   query|codable)
     "$bin/SyncNodeBenchmarks" "$what" "$n"
     ;;
@@ -77,7 +84,7 @@ case "$what" in
     "$bin/SyncNodeBenchmarks" attachments "${2:-1024}" 2>"$log" || { cat "$log" >&2; exit 1; }
     ;;
   *)
-    echo "usage: scripts/bench.sh [store|listener|replication|query|codable|mesh] [N] | digest [N] | attachments [MB] | answers [MB] | load [CLIENTS] [SECONDS] | kill [KILLS] | compaction [MB] | scale [N ...] | couchdb [N ...]" >&2
+    echo "usage: scripts/bench.sh [store|listener|replication|query|codable|mesh] [N] | digest [N] | attachments [MB] | answers [MB] | load [CLIENTS] [SECONDS] | kill [KILLS] | compaction [MB] | scale [N ...] | couchdb [N ...] | selective [N]" >&2
     exit 2
     ;;
 esac
