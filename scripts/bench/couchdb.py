@@ -13,36 +13,18 @@ Cases, each into a fresh target; runs: 3 at N <= 20000 (median shown), else 1:
   pouch<-node       PouchDB pulling from a node over HTTPS
 Every case checks that all N documents arrived.
 """
-import base64, json, os, ssl, statistics, subprocess, sys, tempfile, time, urllib.parse, urllib.request, uuid
+import base64, json, os, ssl, statistics, subprocess, sys, tempfile, urllib.parse, urllib.request, uuid
+from couchclient import Couch, fresh, timed
 
 bin_dir, couch_url, pouch_dir = sys.argv[1], sys.argv[2].rstrip("/"), sys.argv[3]
 sizes = [int(n) for n in sys.argv[4:]] or [10000, 100000]
 here = os.path.dirname(os.path.abspath(__file__))
-parts = urllib.parse.urlsplit(couch_url)
-couch_base = f"{parts.scheme}://{parts.hostname}:{parts.port}"
-couch_auth = "Basic " + base64.b64encode(f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password)}".encode()).decode()
+couch = Couch(couch_url)
 user, password = "bench", "bench-" + uuid.uuid4().hex[:8]
-
-
-def couch(method, path, body=None):
-    request = urllib.request.Request(couch_base + path, method=method, data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Authorization": couch_auth, "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=3600) as response:
-        return json.loads(response.read())
-
-
-def timed(run):
-    started = time.perf_counter()
-    result = run()
-    return time.perf_counter() - started, result
 
 
 def couch_count(db):
     return couch("GET", f"/{db}")["doc_count"]
-
-
-def fresh(prefix):
-    return f"bench_{prefix}_{uuid.uuid4().hex[:8]}"
 
 
 def main():
@@ -70,7 +52,7 @@ def main():
             node = f"https://127.0.0.1:{port}"
             cert = os.path.join(node_dir, ".node/tls/cert.pem")
             node_endpoint = lambda db: {"url": f"{node}/{db}", "auth": {"basic": {"username": user, "password": password}}}
-            couch_endpoint = lambda db: {"url": f"{couch_base}/{db}", "headers": {"Authorization": couch_auth}}
+            couch_endpoint = couch.endpoint
             pusher = os.path.join(work, f"pusher{n}")
             subprocess.run([f"{bin_dir}/syncnode", "--dir", pusher, "import", "db", docs], check=True, stdout=subprocess.DEVNULL)
 
@@ -139,9 +121,7 @@ def main():
         finally:
             serve.terminate()
             serve.wait()
-            for db in couch("GET", "/_all_dbs"):
-                if db.startswith("bench_"):
-                    couch("DELETE", f"/{db}")
+            couch.drop_bench_databases()
 
     print(f"{'case':14}" + "".join(f"{n:>12} docs" for n in sizes) + "   (docs/s, median of 3 at N <= 20000)")
     rate = {key: key[1] / statistics.median(values) for key, values in results.items()}

@@ -11,32 +11,14 @@ The selector is {"index": {"$mod": [100, 7]}}: N/100 documents. Cases (median of
 Every case checks that exactly the N/100 matching documents arrived.
 Targets: filtered pull <= 2x the 1% pull; node selector >= 3x as fast as couch selector.
 """
-import base64, json, os, statistics, subprocess, sys, tempfile, time, urllib.parse, urllib.request, uuid
+import json, os, statistics, subprocess, sys, tempfile, urllib.parse, uuid
+from couchclient import Couch, fresh, timed
 
 bin_dir, couch_url = sys.argv[1], sys.argv[2].rstrip("/")
 n = int(sys.argv[3]) if len(sys.argv) > 3 else 100000
 selector = {"index": {"$mod": [100, 7]}}
-parts = urllib.parse.urlsplit(couch_url)
-couch_base = f"{parts.scheme}://{parts.hostname}:{parts.port}"
-couch_auth = "Basic " + base64.b64encode(f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password)}".encode()).decode()
+couch = Couch(couch_url)
 user, password = "bench", "bench-" + uuid.uuid4().hex[:8]
-
-
-def couch(method, path, body=None):
-    request = urllib.request.Request(couch_base + path, method=method, data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Authorization": couch_auth, "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=3600) as response:
-        return json.loads(response.read())
-
-
-def timed(run):
-    started = time.perf_counter()
-    result = run()
-    return time.perf_counter() - started, result
-
-
-def fresh(prefix):
-    return f"bench_{prefix}_{uuid.uuid4().hex[:8]}"
 
 
 def main():
@@ -71,7 +53,7 @@ def main():
         port = urllib.parse.urlsplit(line.split("listening on ", 1)[1].strip()).port
         node_url = lambda db: f"https://{user}:{password}@127.0.0.1:{port}/{db}?fp={fingerprint}"
         node_endpoint = {"url": f"https://127.0.0.1:{port}/src", "auth": {"basic": {"username": user, "password": password}}}
-        couch_endpoint = lambda db: {"url": f"{couch_base}/{db}", "headers": {"Authorization": couch_auth}}
+        couch_endpoint = couch.endpoint
 
         def pull(db, extra):
             seconds, done = timed(lambda: subprocess.run(
@@ -102,9 +84,7 @@ def main():
     finally:
         serve.terminate()
         serve.wait()
-        for db in couch("GET", "/_all_dbs"):
-            if db.startswith("bench_"):
-                couch("DELETE", f"/{db}")
+        couch.drop_bench_databases()
 
     print(f"{'case':16}{'seconds':>10}   ({wanted} of {n} documents match; median of 3)")
     for name, seconds in results.items():

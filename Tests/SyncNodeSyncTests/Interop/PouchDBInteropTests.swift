@@ -22,16 +22,7 @@ struct PouchDBInteropTests {
         let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {
             #expect(try await h.request(.PUT, "/pdb").status == 201)
-            let password = ListenerHarness.password.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
-            let url = h.base.replacingOccurrences(of: "https://", with: "https://\(ListenerHarness.user):\(password)@") + "/pdb"
-            var environment = ProcessInfo.processInfo.environment
-            environment["NODE_EXTRA_CA_CERTS"] = h.directory.appendingPathComponent(".node/tls/cert.pem").path
-            let script = packageRoot.appendingPathComponent("Tests/interop/pouchdb_sync.js").path
-            let (status, stdout, stderr) = try await ChildProcess.runDetached(
-                URL(fileURLWithPath: "/usr/bin/env"), ["node", script, pouch, version, url], environment: environment)
-            try #require(status == 0, "PouchDB \(version): \(stderr.suffix(2000))")
-            let line = stdout.split(separator: "\n").last.map(String.init) ?? ""
-            let report = try DocumentValue(json: line)
+            let (report, line) = try await PouchDB.run("pouchdb_sync.js", version: version, against: h, db: "pdb")
             #expect(report["pushed"]?["ok"] == true && report["pushed"]?["doc_write_failures"] == 0)
             #expect(report["pushed"]?["docs_written"] == 5)
             #expect(report["pulled"]?["ok"] == true && report["pulled"]?["doc_write_failures"] == 0)
@@ -66,19 +57,10 @@ extension PouchDBInteropTests {
     /// the matching documents arrive (Tests/interop/pouchdb_selector.js).
     @Test(arguments: ["9.0.0", "7.3.1"])
     func pouchDBPullsWhatASelectorMatches(version: String) async throws {
-        let pouch = try #require(PouchDB.directory)
         let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {
             try await SelectorFeedTests.fill(h)
-            let password = ListenerHarness.password.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
-            let url = h.base.replacingOccurrences(of: "https://", with: "https://\(ListenerHarness.user):\(password)@") + "/db"
-            var environment = ProcessInfo.processInfo.environment
-            environment["NODE_EXTRA_CA_CERTS"] = h.directory.appendingPathComponent(".node/tls/cert.pem").path
-            let script = packageRoot.appendingPathComponent("Tests/interop/pouchdb_selector.js").path
-            let (status, stdout, stderr) = try await ChildProcess.runDetached(
-                URL(fileURLWithPath: "/usr/bin/env"), ["node", script, pouch, version, url], environment: environment)
-            try #require(status == 0, "PouchDB \(version): \(stderr.suffix(2000))")
-            let report = try DocumentValue(json: stdout.split(separator: "\n").last.map(String.init) ?? "")
+            let (report, _) = try await PouchDB.run("pouchdb_selector.js", version: version, against: h, db: "db")
             #expect(report["pulled"]?["ok"] == true && report["pulled"]?["doc_write_failures"] == 0)
             #expect(report["pulled"]?["docs_written"]?.int == Int64(SelectorFeedTests.orders.count))
             let selected = report["selector"]?.array?.compactMap { $0.string }
@@ -105,4 +87,21 @@ extension PouchDBInteropTests {
 /// The PouchDB bundles at `SYNCNODE_POUCHDB_DIR`.
 enum PouchDB {
     static var directory: String? { ProcessInfo.processInfo.environment["SYNCNODE_POUCHDB_DIR"].flatMap { $0.isEmpty ? nil : $0 } }
+
+    /// Runs `Tests/interop/SCRIPT` in Node.js with PouchDB `version` against database `db` of the
+    /// listener `h` (its credentials in the URL, its certificate trusted); the script's last line
+    /// of output, parsed, and as text.
+    static func run(_ script: String, version: String, against h: ListenerHarness, db: String) async throws -> (DocumentValue, String) {
+        let pouch = try #require(directory)
+        let password = ListenerHarness.password.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+        let url = h.base.replacingOccurrences(of: "https://", with: "https://\(ListenerHarness.user):\(password)@") + "/\(db)"
+        var environment = ProcessInfo.processInfo.environment
+        environment["NODE_EXTRA_CA_CERTS"] = h.directory.appendingPathComponent(".node/tls/cert.pem").path
+        let path = packageRoot.appendingPathComponent("Tests/interop/\(script)").path
+        let (status, stdout, stderr) = try await ChildProcess.runDetached(
+            URL(fileURLWithPath: "/usr/bin/env"), ["node", path, pouch, version, url], environment: environment)
+        try #require(status == 0, "PouchDB \(version): \(stderr.suffix(2000))")
+        let line = stdout.split(separator: "\n").last.map(String.init) ?? ""
+        return (try DocumentValue(json: line), line)
+    }
 }
