@@ -74,6 +74,18 @@ import Testing
         #expect(live.map(\.id) == ["b", "c"])
     }
 
+    /// A field named like its collection is a field, not the document.
+    @Test func aFieldNamedLikeTheCollectionIsAField() throws {
+        let dir = try TempDirectory()
+        let tags = try dir.open().createCollection(name: "tags", scope: "app")
+        try tags.save(try MutableDocument(id: "two", data: ["tags": ["a", "b"]]))
+        try tags.save(try MutableDocument(id: "one", data: ["tags": ["a"]]))
+        let find = try MangoQuery(json: #"{"selector":{"tags":{"$size":2}}}"#)
+        #expect(try find.query(on: tags).execute().map { $0.string(forKey: "id") ?? "" } == ["two"])
+        let feed = try tags.changes(since: 0, matching: ChangeSelector(["tags": ["$size": 2]], for: tags)).entries
+        #expect(feed.map(\.id) == ["two"])
+    }
+
     @Test func sortSkipLimitAndFields() throws {
         let dir = try TempDirectory()
         let db = try dir.open()

@@ -20,7 +20,8 @@ package struct ChangeSelector: Sendable, Equatable {
     ///   ``MangoQuery/query(on:includingDocuments:)`` does.
     package init(_ selector: DocumentValue, for collection: DocumentCollection) throws(StoreError) {
         var mango = MangoCompiler()
-        let source = ExpressionCompiler.Source(name: collection.name, sqlAlias: "s0", collection: collection, isOuter: false)
+        // Named so that no field can name it: a field called like the collection is a field.
+        let source = ExpressionCompiler.Source(name: "\u{0}doc", sqlAlias: "s0", collection: collection, isOuter: false)
         var expressions = ExpressionCompiler(sources: [source])
         if let condition = try mango.selector(selector, base: []) {
             self.condition = try expressions.compile(condition).asBoolean
@@ -55,7 +56,8 @@ extension DocumentCollection {
             s.bind(2, end)
             s.bind(3, Int64(limit ?? -1))
             let entries = try Self.changeEntries(s, allLeaves: allLeaves, includeBodies: false)
-            if let limit, limit > 0, entries.count >= limit, let last = entries.last { return (entries, last.sequence) }
+            // Cut short by the limit (0 reads nothing): covered up to the last row read.
+            if let limit, entries.count >= limit { return (entries, entries.last?.sequence ?? since) }
             return (entries, max(since, end))
         }
     }

@@ -133,7 +133,8 @@ public struct MangoQuery: Sendable, Equatable {
         let statement = SelectStatement(
             results: [.expression(.meta(source: nil, .id), alias: "id"), .expression(.meta(source: nil, .revisionID), alias: "rev")]
                 + (includingDocuments ? [.all(source: nil, alias: "doc")] : []),
-            from: SourceSpec(collection: .collection(collection), alias: nil),
+            // Named so that no field can name it: a field called like the collection is a field.
+            from: SourceSpec(collection: .collection(collection), alias: "\u{0}doc"),
             whereClause: condition, orderBy: order, limit: .literal(.int(Int64(limit))), offset: .literal(.int(Int64(skip))))
         return Query(database: collection.database, statement: statement)
     }
@@ -245,7 +246,9 @@ struct MangoCompiler {
             // Only integers (CouchDB's rule); the remainder has the dividend's sign, as SQLite's % gives it.
             return Self.all([.binary(.equal, x, .function("TRUNC", [x])), .binary(.equal, .binary(.modulo, x, .literal(pair[0])), .literal(pair[1]))])!
         case "$regex":
-            guard case .string = operand else { throw .invalidQuery("$regex takes a string (a regular expression)") }
+            guard case .string(let pattern) = operand else { throw .invalidQuery("$regex takes a string (a regular expression)") }
+            // Compiled now, so a bad pattern is refused before anything runs, not on the first row it meets.
+            do { _ = try RegexCache.shared.regex(pattern) } catch let error as StoreError { throw error } catch { throw .invalidQuery("\(error)") }
             return .function("REGEXP_LIKE", [x, .literal(operand)])
         case "$all":
             guard case .array(let items) = operand else { throw .invalidQuery("$all takes an array") }
