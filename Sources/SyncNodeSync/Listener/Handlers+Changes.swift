@@ -215,8 +215,9 @@ extension Handlers {
         var entries = found.entries
         let more = pageSize.map { entries.count == $0 } ?? false
         let current = spec.feed == .normal ? try c.lastSequence() : since
-        // A selector's read may pass over changes that matched nothing: it covered `through`.
-        let last = spec.selector == nil ? (entries.last?.sequence ?? max(since, current)) : max(found.through, current)
+        // A selector's read may pass over changes that matched nothing: it covered `through`,
+        // and nothing after (a later `lastSequence()` may name changes it never looked at).
+        let last = spec.selector == nil ? (entries.last?.sequence ?? max(since, current)) : found.through
         if let ids = spec.docIDs { entries = entries.filter { ids.contains($0.id) } }
         if spec.descending { entries.reverse() }
         if let remaining, entries.count > remaining { entries = Array(entries.prefix(remaining)) }

@@ -51,6 +51,7 @@ struct ReplicationRun: Sendable {
 
     /// The page of the source's changes after `since`; nil when the feed has nothing more.
     private func changes(since: String) async throws -> PeerChanges? {
+        guard config.batchSize > 0 else { throw SyncError.invalidConfiguration("batchSize must be at least 1, not \(config.batchSize)") }
         let filter = try ChangeFilter(config)
         let changes = try await replicator.withRetries {
             try await source.changes(since: since, limit: config.batchSize, filter: filter)
@@ -64,9 +65,11 @@ struct ReplicationRun: Sendable {
         return changes
     }
 
-    /// The page after `changes` (nil after the last).
+    /// The page after `changes` (nil after the last). A filtered page without rows means the
+    /// source read to its end: it is checkpointed and ends the pass, even when the source names
+    /// its end differently each time (a CouchDB cluster's opaque sequences may).
     private func changes(after changes: PeerChanges?) async throws -> PeerChanges? {
-        guard let changes else { return nil }
+        guard let changes, !changes.rows.isEmpty else { return nil }
         return try await self.changes(since: changes.lastSeq)
     }
 

@@ -61,6 +61,10 @@ import Testing
             let limited = try #require(byID["results"]?.array)
             #expect(limited.compactMap { $0["id"]?.string } == ["d2491", "d2492", "d2493"])
             #expect(byID["last_seq"] == limited.last?["seq"])
+
+            // A limit of 0 reads nothing, and says it covered nothing.
+            let none = try await h.request(.POST, "/db/_changes?feed=continuous&timeout=100&limit=0&filter=_selector", body: selector)
+            #expect(none.body.contains(#""last_seq":0"#), "\(none.body)")
         }
     }
 
@@ -99,6 +103,10 @@ import Testing
             #expect(noBody["reason"]?.string?.contains("Selector") == true)
             let notObject = try await h.request(.POST, "/db/_changes?filter=_selector", body: #"{"selector":["type"]}"#)
             #expect(notObject.status == 400 && notObject["reason"] != nil)
+            // A bad pattern is refused with the request, not on the first row it meets.
+            _ = try await h.request(.POST, "/db", body: #"{"_id":"x","s":"text"}"#)
+            let pattern = try await h.request(.POST, "/db/_changes?feed=continuous&timeout=100&filter=_selector", body: #"{"selector":{"s":{"$regex":"("}}}"#)
+            #expect(pattern.status == 400 && pattern["reason"]?.string?.contains("regular expression") == true, "\(pattern.body)")
             let unknown = try await h.request(.POST, "/db/_changes?filter=_selector", body: #"{"selector":{"n":{"$near":1}}}"#)
             #expect(unknown.status == 400 && unknown["reason"]?.string?.contains("$near") == true)
             let design = try await h.request(.GET, "/db/_changes?filter=app/mine")
