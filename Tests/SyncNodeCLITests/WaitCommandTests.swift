@@ -47,3 +47,31 @@ import Testing
         #expect(try runCLI(["--dir", dir.url.path, "wait"]).status == 2)
     }
 }
+
+/// `serve --subscribe`, as a user scripts it: the subscriber holds only what it subscribes to,
+/// `wait --in-sync` returns on it, and bad entries are refused before the node starts.
+@Suite(.serialized) struct SubscribeCommandTests {
+    @Test func aSubscribedServePullsOnlyItsMatchesAndWaitSaysInSync() throws {
+        let options = ["--host", "127.0.0.1", "--no-advertise", "--no-browse"]
+        let a = try ServeProcess(arguments: options)
+        defer { _ = a.stop() }
+        for i in 0..<12 {
+            let body = i % 4 == 0 ? #"{"type":"order","i":\#(i)}"# : #"{"type":"note","i":\#(i)}"#
+            #expect(try runCLI(["--dir", a.directory.path, "put", "default", "d\(i)", body]).status == 0)
+        }
+        let invitation = try #require(a.url.string)
+        let b = try ServeProcess(arguments: options + ["--subscribe", #"default={"type":"order"}"#, "--pair", invitation])
+        defer { _ = b.stop() }
+        let waited = try runCLI(["--dir", b.directory.path, "wait", "--in-sync", "--peers", "1", "--timeout", "60s"])
+        #expect(waited.status == 0, "\(waited.stdout) \(waited.stderr)")
+        let held = try runCLI(["--dir", b.directory.path, "export", "default"]).stdout
+        let ids = held.split(separator: "\n").compactMap { try? DocumentValue(json: String($0)) }.compactMap { $0["_id"]?.stringValue }
+        #expect(ids.sorted() == ["d0", "d4", "d8"])
+
+        let dir = try TempDirectory()
+        for (bad, named) in [("default=order", "--subscribe"), (#"x.y={"a":1}"#, "--subscribe"), (#"default={"a":{"$near":1}}"#, "$near")] {
+            let refused = try runCLI(["--dir", dir.url.path, "serve", "--host", "127.0.0.1", "--no-advertise", "--no-browse", "--subscribe", bad])
+            #expect(refused.status != 0 && refused.stderr.contains(named), "\(bad): \(refused.stderr)")
+        }
+    }
+}

@@ -8,7 +8,7 @@ struct Wait: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Wait until the node running on --dir is in sync with its trusted peers.",
         discussion: """
-            In sync means, on every keyspace the node syncs with that peer: the node measured it in sync (nothing pending either way, the replicator idle, equal digests), and the node's digest of the keyspace equals the peer's now (GET /KEYSPACE/_digest, asked with the node's certificate). A replicator that looks idle while it is behind is never taken for in sync. The node's peers, keyspaces and their measured states come from the running node (GET /_node/peers, signed in with its own credential).
+            In sync means, on every keyspace the node syncs with that peer: the node measured it in sync (nothing pending either way, the replicator idle, equal digests), and the node's digest of the keyspace equals the peer's now (GET /KEYSPACE/_digest, asked with the node's certificate). A replicator that looks idle while it is behind is never taken for in sync. A keyspace the node subscribes to (serve --subscribe) counts on the node's measure alone (nothing matching pending either way): it holds a part of the peer's documents, so the digests differ by design. The node's peers, keyspaces and their measured states come from the running node (GET /_node/peers, signed in with its own credential).
 
             In sync: prints {"in_sync":true,"peers":N,"seconds":S} and exits 0. On timeout: prints {"peer","uuid","in_sync":false,"why"} per peer not in sync and exits 1.
 
