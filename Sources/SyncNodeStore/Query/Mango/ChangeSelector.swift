@@ -20,8 +20,7 @@ package struct ChangeSelector: Sendable, Equatable {
     ///   ``MangoQuery/query(on:includingDocuments:)`` does.
     package init(_ selector: DocumentValue, for collection: DocumentCollection) throws(StoreError) {
         var mango = MangoCompiler()
-        // Named so that no field can name it: a field called like the collection is a field.
-        let source = ExpressionCompiler.Source(name: "\u{0}doc", sqlAlias: "s0", collection: collection, isOuter: false)
+        let source = ExpressionCompiler.Source(name: MangoCompiler.documentSource, sqlAlias: "s0", collection: collection, isOuter: false)
         var expressions = ExpressionCompiler(sources: [source])
         if let condition = try mango.selector(selector, base: []) {
             self.condition = try expressions.compile(condition).asBoolean
@@ -30,8 +29,6 @@ package struct ChangeSelector: Sendable, Equatable {
         }
         self.selector = selector
     }
-
-    package static func == (a: ChangeSelector, b: ChangeSelector) -> Bool { a.selector == b.selector }
 }
 
 extension DocumentCollection {

@@ -133,8 +133,7 @@ public struct MangoQuery: Sendable, Equatable {
         let statement = SelectStatement(
             results: [.expression(.meta(source: nil, .id), alias: "id"), .expression(.meta(source: nil, .revisionID), alias: "rev")]
                 + (includingDocuments ? [.all(source: nil, alias: "doc")] : []),
-            // Named so that no field can name it: a field called like the collection is a field.
-            from: SourceSpec(collection: .collection(collection), alias: "\u{0}doc"),
+            from: SourceSpec(collection: .collection(collection), alias: MangoCompiler.documentSource),
             whereClause: condition, orderBy: order, limit: .literal(.int(Int64(limit))), offset: .literal(.int(Int64(skip))))
         return Query(database: collection.database, statement: statement)
     }
@@ -143,6 +142,10 @@ public struct MangoQuery: Sendable, Equatable {
 /// Turns a Mango selector into a query condition.
 struct MangoCompiler {
     private var variables = 0
+
+    /// The name a selector's document goes by: one no field can spell, so that a field called
+    /// like its collection (`tags` in `db.app.tags`) is a field, not the whole document.
+    static let documentSource = "\u{0}doc"
 
     static func path(_ field: String) -> [PathComponent] {
         MangoQuery.path(field).map(PathComponent.key)
