@@ -95,8 +95,7 @@ final class SyncAudit: Sendable {
             // A direction this replicator does not run is seen through the digests alone. A
             // subscription's sides differ by design: it is judged on what it pulls, and what the
             // peer pulls from here is the peer's own replication to judge.
-            let filtered = replicator.config.selector != nil || replicator.config.documentIDs != nil
-            let unverified = digestsMatch == nil && !filtered && (pending.push == nil || pending.pull == nil)
+            let unverified = digestsMatch == nil && !replicator.config.isFiltered && (pending.push == nil || pending.pull == nil)
             // Equal digests with nothing pending are in sync even while a pass runs: the passes a
             // continuous replicator makes when its long poll ends empty (every heartbeat) find
             // nothing, and must not make the node say, twice a minute, that it fell out of sync.

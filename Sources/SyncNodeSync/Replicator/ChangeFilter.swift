@@ -5,7 +5,8 @@ import SyncNodeStore
 enum ChangeFilter: Sendable, Equatable {
     case all
     case documentIDs([String])
-    case selector(DocumentValue)
+    /// Compiled once, for the local store's feed; sent as given to a peer's.
+    case selector(ChangeSelector)
 
     /// The filter `config` asks for.
     /// - Throws: ``SyncError/invalidConfiguration(_:)`` when it sets both `documentIDs` and
@@ -15,9 +16,7 @@ enum ChangeFilter: Sendable, Equatable {
         switch (config.documentIDs, config.selector) {
         case (nil, nil): self = .all
         case (let ids?, nil): self = .documentIDs(ids)
-        case (nil, let selector?):
-            _ = try ChangeSelector(selector, for: config.collection)
-            self = .selector(selector)
+        case (nil, let selector?): self = .selector(try ChangeSelector(selector, for: config.collection))
         case (_?, _?):
             throw SyncError.invalidConfiguration("documentIDs and selector exclude each other, as in CouchDB: give one of them")
         }
@@ -29,7 +28,7 @@ enum ChangeFilter: Sendable, Equatable {
         switch self {
         case .all: return nil
         case .documentIDs(let ids): return ("&filter=_doc_ids", DocumentValue.dictionary(["doc_ids": .array(ids.map { .string($0) })]).toJSON())
-        case .selector(let selector): return ("&filter=_selector", DocumentValue.dictionary(["selector": selector]).toJSON())
+        case .selector(let compiled): return ("&filter=_selector", DocumentValue.dictionary(["selector": compiled.selector]).toJSON())
         }
     }
 
@@ -40,7 +39,7 @@ enum ChangeFilter: Sendable, Equatable {
         switch self {
         case .all: return [""]
         case .documentIDs(let ids): return [ids.sorted().joined(separator: ",")]
-        case .selector(let selector): return ["", "selector:" + selector.toJSON()]
+        case .selector(let compiled): return ["", "selector:" + compiled.selector.toJSON()]
         }
     }
 }

@@ -13,7 +13,7 @@ struct LocalDatabase: ReplicationPeer {
         let start = Int64(since) ?? 0
         if case .selector(let selector) = filter {
             // SQLite tests the selector as it reads the sequence index: one read, however much it skips.
-            let found = try collection.changes(since: start, limit: limit, allLeaves: true, matching: ChangeSelector(selector, for: collection))
+            let found = try collection.changes(since: start, limit: limit, allLeaves: true, matching: selector)
             let rows = found.entries.map { PeerChange(seq: String($0.sequence), id: $0.id, revs: $0.leafRevs) }
             return PeerChanges(rows: rows, lastSeq: String(found.through), pending: rows.count < limit ? 0 : nil)
         }

@@ -29,6 +29,7 @@ struct ReplicationRun: Sendable {
 
     /// Runs until caught up; returns the revisions written and the source sequence reached.
     func run() async throws -> (written: Int, since: String) {
+        guard config.batchSize > 0 else { throw SyncError.invalidConfiguration("batchSize must be at least 1, not \(config.batchSize)") }
         var checkpointer = try await Checkpointer(replicator: replicator, source: source, target: target, id: id, reset: reset)
         var written = 0
         replicator.logger.debug("replicating", metadata: ["direction": "\(direction.rawValue)", "since": "\(checkpointer.since)"])
@@ -51,8 +52,7 @@ struct ReplicationRun: Sendable {
 
     /// The page of the source's changes after `since`; nil when the feed has nothing more.
     private func changes(since: String) async throws -> PeerChanges? {
-        guard config.batchSize > 0 else { throw SyncError.invalidConfiguration("batchSize must be at least 1, not \(config.batchSize)") }
-        let filter = try ChangeFilter(config)
+        let filter = try replicator.changeFilter()
         let changes = try await replicator.withRetries {
             try await source.changes(since: since, limit: config.batchSize, filter: filter)
         }

@@ -29,7 +29,7 @@ extension Replicator {
         // A push the peer refuses never runs: everything since the start is pending, not unknown.
         let pushed = state.withLock { $0.pushedUpTo ?? ($0.pushRefusal == nil ? nil : "0") }
         var pending = PendingChanges()
-        let filter = try ChangeFilter(config)
+        let filter = try changeFilter()
         if config.replicatorType != .push {
             guard let remote, let pulled else { throw SyncError.connectionFailed("the replicator has not finished a pass with the peer yet") }
             // A peer that does not count, or a filter, which counts would not heed: the rows
@@ -60,7 +60,7 @@ extension Replicator {
     /// - Throws: ``SyncError/connectionFailed(_:)`` when a continuous replicator is not connected,
     ///   and the peer's errors when it cannot be asked; `StoreError` when the local store fails.
     public func digestsMatch() async throws -> Bool? {
-        guard config.documentIDs == nil, config.selector == nil else { return nil }
+        guard !config.isFiltered else { return nil }
         guard let remote = state.withLock({ $0.connected }) else {
             throw SyncError.connectionFailed("the replicator is not connected to the peer")
         }
@@ -91,8 +91,9 @@ extension Replicator {
         let checkpoint = try await local.checkpoint(try replicationID(remoteID: remoteID ?? "", direction: .push))
         var since = checkpoint?.sourceLastSequence ?? "0"
         var pending = Set<String>()
+        let feedFilter = try changeFilter()
         while true {
-            let page = try await local.changes(since: since, limit: 1000, filter: ChangeFilter(config))
+            let page = try await local.changes(since: since, limit: 1000, filter: feedFilter)
             for row in page.rows {
                 if let filter = config.pushFilter, let revision = try config.collection.revision(id: row.id) {
                     let document = config.collection.document(revision)

@@ -102,6 +102,9 @@ public struct ReplicatorConfiguration: Sendable {
     /// deletion passes only when the selector matches the tombstone: add
     /// `{"$or": [{"_deleted": true}, ...]}` to carry deletions.
     public var selector: DocumentValue?
+
+    /// Whether ``documentIDs`` or ``selector`` leaves documents out: its two sides differ by design.
+    package var isFiltered: Bool { documentIDs != nil || selector != nil }
     /// Which local revisions are pushed (nil: all).
     public var pushFilter: ReplicationFilter?
     /// Which remote revisions are saved locally (nil: all).
