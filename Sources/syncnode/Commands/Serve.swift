@@ -119,7 +119,7 @@ struct Serve: AsyncParsableCommand {
             guard parts.count == 2, let keyspace = Keyspace(parts[0]) else {
                 throw ValidationError("--subscribe: '\(text)' is not KEYSPACE=SELECTOR, e.g. 'orders={\"store\":\"s1\"}'")
             }
-            guard let selector = try? DocumentValue(json: parts[1]), case .dictionary = selector else {
+            guard let selector = JSONArgument.selector(parts[1]) else {
                 throw ValidationError("--subscribe: the selector for \(keyspace) is not a JSON object (a Mango selector): \(parts[1])")
             }
             guard out.updateValue(selector, forKey: keyspace) == nil else { throw ValidationError("--subscribe: \(keyspace) is given twice") }

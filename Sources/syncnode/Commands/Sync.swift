@@ -35,7 +35,7 @@ struct Sync: AsyncParsableCommand {
     /// `--selector` as a JSON object.
     private func parsedSelector() throws -> DocumentValue? {
         guard let selector else { return nil }
-        guard let value = try? DocumentValue(json: selector), case .dictionary = value else {
+        guard let value = JSONArgument.selector(selector) else {
             throw ValidationError("--selector must be a JSON object, a Mango selector such as '{\"type\":\"order\"}'")
         }
         return value
