@@ -33,6 +33,7 @@ public final class Database: Sendable {
     let notifier = ChangeNotifier()
     let logger: Logger
     let expiry = ExpiryScheduler()
+    let tombstoneReaper = TombstoneReaper()
     let sequences = SequenceAllocator()
     /// What the current write transaction changes in the collections' digests.
     let digests = DigestLedger()
@@ -49,6 +50,7 @@ public final class Database: Sendable {
         var revsLimit: Int?
         /// ``withBulkWrites(_:)`` calls under way.
         var bulkWriters = 0
+        var tombstonePolicy: TombstonePolicy?
     }
 
     /// Counts collection and index creations and deletions in this process:
@@ -211,6 +213,7 @@ public final class Database: Sendable {
         }
         guard wasOpen else { return }
         expiry.stop()
+        tombstoneReaper.stop()
         externalChanges.stop()
         pointReader.close()
         // After the pool (whose writer asks it for passes), whether or not the pool closes cleanly.

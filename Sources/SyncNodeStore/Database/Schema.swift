@@ -11,11 +11,14 @@ import GRDB
 /// - per collection `c<id>_docs`: one row per document (winner revision's body,
 ///   revision tree, latest sequence, expiration); `c<id>_revs`: bodies of the
 ///   other revisions (conflicting leaves, and ancestors until compaction);
-///   `c<id>_local`: `_local` documents (checkpoints), never replicated;
+///   `c<id>_local`: `_local` documents (checkpoints), never replicated, with who wrote
+///   each and when (``TombstoneHorizon``s read them);
 ///   `c<id>_digest`: the ``CollectionDigest``'s 256 buckets (``DigestTable``, kept by ``DigestLedger``).
 /// - `indexes(id, collection_id, name, definition)`: value indexes
 ///   (`c<cid>_ix<id>`, SQLite expression indexes on the docs table) and
 ///   full-text indexes (`c<cid>_fts<id>`, FTS5 tables kept by triggers).
+/// - `tombstone_clock(collection_id, seq, at)`: when each collection's sequence was
+///   seen where (``TombstoneClock``), to tell a tombstone's age.
 enum Schema {
     static func migrate(_ pool: DatabasePool) throws -> String {
         var migrator = DatabaseMigrator()
@@ -60,6 +63,15 @@ enum Schema {
         migrator.registerMigration("v7-digest-log") { db in
             try db.execute(sql: "ALTER TABLE collections ADD COLUMN digest_log BLOB")
         }
+        migrator.registerMigration("v8-tombstone-clock") { db in
+            try TombstoneClock.createTable(db)
+            for id in try Int64.fetchAll(db, sql: "SELECT id FROM collections") {
+                let t = CollectionTables(id: id)
+                // Collections made by this version's createCollection have them already.
+                guard try !db.columns(in: t.local).contains(where: { $0.name == "writer" }) else { continue }
+                try db.execute(sql: "ALTER TABLE \(t.local) ADD COLUMN writer TEXT; ALTER TABLE \(t.local) ADD COLUMN written_at REAL")
+            }
+        }
         try migrator.migrate(pool)
         return try pool.read { db in
             guard let uuid = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'uuid'") else {
@@ -98,7 +110,9 @@ enum Schema {
             CREATE TABLE \(t.local)(
                 id TEXT PRIMARY KEY NOT NULL,
                 generation INTEGER NOT NULL,
-                body TEXT NOT NULL);
+                body TEXT NOT NULL,
+                writer TEXT,
+                written_at REAL);
             """)
         try createDeletedIndex(db, t)
         try DigestTable.create(db, t)
@@ -135,6 +149,7 @@ enum Schema {
         try IndexCatalog.deleteAll(db, collectionID: id)
         try db.execute(sql: "DROP TABLE \(t.docs); DROP TABLE \(t.revs); DROP TABLE \(t.local); DROP TABLE IF EXISTS \(t.digest);")
         try db.execute(sql: "DELETE FROM collections WHERE id = ?", arguments: [id])
+        try db.execute(sql: "DELETE FROM tombstone_clock WHERE collection_id = ?", arguments: [id])
     }
 
     static func collectionID(_ db: GRDB.Database, scope: String, name: String) throws -> Int64? {
