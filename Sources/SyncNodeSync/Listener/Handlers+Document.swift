@@ -286,13 +286,13 @@ extension Handlers {
         return HTTP.json(try localJSON(doc), headers: [.eTag: "\"\(doc.rev)\""])
     }
 
-    /// `PUT /{db}/_local/{id}`. Replicators overwrite their checkpoints; CouchDB does not check
-    /// `_local` revisions strictly either.
-    func putLocalDocument(_ id: String, _ request: Request, in c: DocumentCollection) async throws -> Response {
+    /// `PUT /{db}/_local/{id}`, by `writer`. Replicators overwrite their checkpoints; CouchDB does
+    /// not check `_local` revisions strictly either.
+    func putLocalDocument(_ id: String, _ request: Request, in c: DocumentCollection, writer: String?) async throws -> Response {
         var object = try await request.jsonObject(limit: bodyLimit)
         let rev = object.removeValue(forKey: "_rev")?.stringValue ?? QueryOptions(request.uri)["rev"]
         object["_id"] = nil
-        let saved = try c.putLocalDocument(id: id, json: DocumentValue.dictionary(object).toJSON(), rev: rev, force: true)
+        let saved = try c.putLocalDocument(id: id, json: DocumentValue.dictionary(object).toJSON(), rev: rev, force: true, writer: writer)
         return HTTP.json(["ok": true, "id": .string("_local/\(id)"), "rev": .string(saved.rev)], status: .created)
     }
 

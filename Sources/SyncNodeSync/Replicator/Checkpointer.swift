@@ -17,8 +17,10 @@ struct Checkpointer: Sendable {
     /// The source sequence to resume after.
     private(set) var since: String
 
-    /// Reads both sides' checkpoints (none with `reset`) and finds where to resume.
-    init(replicator: Replicator, source: any ReplicationPeer, target: any ReplicationPeer, id: String, reset: Bool) async throws {
+    /// Reads both sides' checkpoints (none with `reset`) and finds where to resume. `origin`
+    /// goes into each checkpoint written.
+    init(replicator: Replicator, source: any ReplicationPeer, target: any ReplicationPeer, id: String,
+         origin: ReplicationCheckpoint.Origin, reset: Bool) async throws {
         self.replicator = replicator
         self.source = source
         self.target = target
@@ -26,10 +28,11 @@ struct Checkpointer: Sendable {
         let sourceCheckpoint = reset ? nil : try await replicator.withRetries { try await source.checkpoint(id) }
         let targetCheckpoint = reset ? nil : try await replicator.withRetries { try await target.checkpoint(id) }
         since = ReplicationCheckpoint.agreedSequence(source: sourceCheckpoint, target: targetCheckpoint)
-        checkpoint = ReplicationCheckpoint(session: UUID().uuidString.lowercased(), sourceLastSequence: since, history: sourceCheckpoint?.history ?? [])
+        checkpoint = ReplicationCheckpoint(session: UUID().uuidString.lowercased(), sourceLastSequence: since,
+                                           history: sourceCheckpoint?.history ?? [], origin: origin)
         if sourceCheckpoint == nil, let targetCheckpoint {
             // A checkpoint at the start, agreeing with nothing: if the source takes it, this run starts over.
-            sourceIsReadOnly = try await !saveOnSource(ReplicationCheckpoint(session: checkpoint.session, sourceLastSequence: "0"))
+            sourceIsReadOnly = try await !saveOnSource(ReplicationCheckpoint(session: checkpoint.session, sourceLastSequence: "0", origin: origin))
             if sourceIsReadOnly { since = targetCheckpoint.sourceLastSequence }
         }
     }

@@ -4,11 +4,36 @@ import SyncNodeStore
 /// `_local/<replication ID>`: CouchDB's shape (`session_id`,
 /// `source_last_seq`, and a `history` of sessions with their `recorded_seq`),
 /// plus the `last_seq`, `replicator` and `version` members PouchDB-style peers
-/// require.
+/// require. Ours also say who wrote them (``Origin``), for the source's tombstone horizon.
 struct ReplicationCheckpoint: Sendable, Equatable {
     struct Session: Sendable, Equatable {
         let id: String
         let recordedSequence: String
+    }
+
+    /// The replicator that wrote a checkpoint: with it, the source can tell that a peer has
+    /// read its changes up to `source_last_seq` (``CheckpointHorizon``).
+    struct Origin: Sendable, Equatable {
+        /// The writing replicator's direction (`pull`: it read the other side's feed).
+        let direction: ReplicationDirection
+        /// The writer's remote, `<node uuid>/<database>`.
+        let remote: String
+        /// Whether a filter skipped changes: such a checkpoint says nothing of the rest.
+        let filtered: Bool
+
+        init(direction: ReplicationDirection, remote: String, filtered: Bool) {
+            (self.direction, self.remote, self.filtered) = (direction, remote, filtered)
+        }
+
+        init?(json: DocumentValue?) {
+            guard case .dictionary(let d)? = json, let direction = d["direction"]?.stringValue.flatMap(ReplicationDirection.init(rawValue:)),
+                  let remote = d["remote"]?.stringValue else { return nil }
+            self.init(direction: direction, remote: remote, filtered: d["filtered"] != .bool(false))
+        }
+
+        var json: DocumentValue {
+            ["direction": .string(direction.rawValue), "remote": .string(remote), "filtered": .bool(filtered)]
+        }
     }
 
     /// The run that wrote it.
@@ -17,17 +42,21 @@ struct ReplicationCheckpoint: Sendable, Equatable {
     var sourceLastSequence: String
     /// Recent sessions, newest first (at most 20).
     var history: [Session]
+    /// Who wrote it; nil for another replicator's.
+    var origin: Origin?
 
-    init(session: String, sourceLastSequence: String, history: [Session] = []) {
+    init(session: String, sourceLastSequence: String, history: [Session] = [], origin: Origin? = nil) {
         self.session = session
         self.sourceLastSequence = sourceLastSequence
         self.history = history
+        self.origin = origin
     }
 
     /// Reads a checkpoint written by us, CouchDB or PouchDB; sequences may be numbers or strings.
     init(json: [String: DocumentValue]) {
         session = json["session_id"]?.stringValue ?? ""
         sourceLastSequence = WireURL.sequenceText(json["source_last_seq"] ?? json["last_seq"])
+        origin = Origin(json: json["syncnode_origin"])
         guard case .array(let entries)? = json["history"] else {
             history = []
             return
@@ -40,11 +69,13 @@ struct ReplicationCheckpoint: Sendable, Equatable {
     }
 
     var json: [String: DocumentValue] {
-        [
+        var json: [String: DocumentValue] = [
             "session_id": .string(session), "source_last_seq": .string(sourceLastSequence),
             "history": .array(history.map { ["session_id": .string($0.id), "recorded_seq": .string($0.recordedSequence)] }),
             "last_seq": .string(sourceLastSequence), "replicator": "syncnode", "version": 1,
         ]
+        json["syncnode_origin"] = origin?.json
+        return json
     }
 
     /// This checkpoint after `session` reached `sequence`: one history entry per session.

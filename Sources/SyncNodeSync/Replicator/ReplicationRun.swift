@@ -15,6 +15,8 @@ struct ReplicationRun: Sendable {
     let target: any ReplicationPeer
     let direction: ReplicationDirection
     let id: String
+    /// The remote's identity, `<node uuid>/<database>`.
+    let remoteID: String
     let reset: Bool
 
     private var config: ReplicatorConfiguration { replicator.config }
@@ -30,7 +32,8 @@ struct ReplicationRun: Sendable {
     /// Runs until caught up; returns the revisions written and the source sequence reached.
     func run() async throws -> (written: Int, since: String) {
         guard config.batchSize > 0 else { throw SyncError.invalidConfiguration("batchSize must be at least 1, not \(config.batchSize)") }
-        var checkpointer = try await Checkpointer(replicator: replicator, source: source, target: target, id: id, reset: reset)
+        let origin = ReplicationCheckpoint.Origin(direction: direction, remote: remoteID, filtered: config.isFiltered)
+        var checkpointer = try await Checkpointer(replicator: replicator, source: source, target: target, id: id, origin: origin, reset: reset)
         var written = 0
         replicator.logger.debug("replicating", metadata: ["direction": "\(direction.rawValue)", "since": "\(checkpointer.since)"])
         let first = try await changes(since: checkpointer.since)

@@ -280,12 +280,12 @@ public final class Replicator: Sendable {
         var remoteSince: String?
         if config.replicatorType != .push {
             let run = ReplicationRun(replicator: self, source: remote, target: local, direction: .pull,
-                                     id: try replicationID(remoteID: remoteID, direction: .pull), reset: reset)
+                                     id: try replicationID(remoteID: remoteID, direction: .pull), remoteID: remoteID, reset: reset)
             (result.pulled, remoteSince) = try await run.run()
         }
         if config.replicatorType != .pull, state.withLock({ $0.pushRefusal == nil }) {
             let run = ReplicationRun(replicator: self, source: local, target: remote, direction: .push,
-                                     id: try replicationID(remoteID: remoteID, direction: .push), reset: reset)
+                                     id: try replicationID(remoteID: remoteID, direction: .push), remoteID: remoteID, reset: reset)
             do {
                 result.pushed = try await run.run().written
             } catch let refusal as CouchError where refusal.status == 403 && config.replicatorType == .pushAndPull {

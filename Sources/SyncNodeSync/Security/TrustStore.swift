@@ -71,6 +71,8 @@ public final class TrustStore: Sendable {
         public let name: String
         /// What it may reach.
         public let scope: PeerScope
+        /// Its node UUID, when recorded.
+        public let uuid: String?
     }
 
     /// A trust store reading `.node/trusted-peers` of `directory` (a missing file trusts no one but `trusted`).
@@ -131,8 +133,19 @@ public final class TrustStore: Sendable {
     /// The peer a client presenting this certificate signs in as, with its scope; nil when it is not trusted.
     public func peer(clientFingerprint fingerprint: String) -> TrustedPeer? {
         guard let known = try? current(), known.fingerprints.contains(fingerprint) else { return nil }
+        return Self.peer(fingerprint, in: known)
+    }
+
+    /// Every peer trusted now (revoked ones not), by name.
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the file cannot be read.
+    public func trustedPeers() throws -> [TrustedPeer] {
+        let known = try current()
+        return known.fingerprints.map { Self.peer($0, in: known) }.sorted { $0.name < $1.name }
+    }
+
+    private static func peer(_ fingerprint: String, in known: State) -> TrustedPeer {
         let uuid = known.byUUID.first { $0.value == fingerprint }?.key
-        return TrustedPeer(name: "peer:" + (uuid ?? String(fingerprint.prefix(12))), scope: known.scopes[fingerprint] ?? .everything)
+        return TrustedPeer(name: "peer:" + (uuid ?? String(fingerprint.prefix(12))), scope: known.scopes[fingerprint] ?? .everything, uuid: uuid)
     }
 
     /// The fingerprint trusted for the peer `uuid`, if one is.

@@ -43,7 +43,7 @@ import Testing
         Endpoint(method: .POST, path: "/db/_find", body: #"{"selector":{}}"#, needs: "reader"),
         Endpoint(method: .GET, path: "/db/_security", body: nil, needs: "reader"),
         Endpoint(method: .GET, path: "/db/_local/checkpoint", body: nil, needs: "reader"),
-        Endpoint(method: .PUT, path: "/db/_local/checkpoint", body: #"{"seq":1}"#, needs: "writer"),
+        Endpoint(method: .PUT, path: "/db/_local/checkpoint", body: #"{"seq":1}"#, needs: "reader"),
         Endpoint(method: .PUT, path: "/db/new", body: #"{"v":1}"#, needs: "writer"),
         Endpoint(method: .POST, path: "/db", body: #"{"v":2}"#, needs: "writer"),
         Endpoint(method: .POST, path: "/db/_bulk_docs", body: #"{"docs":[{"v":3}]}"#, needs: "writer"),

@@ -91,11 +91,14 @@ extension RouteTable {
         Route([.keyspace, "_security"],
               .get(.reader) { h, r in try h.security(of: r.keyspace) },
               .put(.databaseAdmin) { h, r in try await h.setSecurity(r.request, of: r.keyspace) }),
-        // Replication checkpoints: writes, as in CouchDB, yet kept on a read-only node too (a
-        // reader's replicator keeps its own; see ReplicationRun).
+        // Replication checkpoints, kept on a read-only node too. A reader may write them: a peer
+        // that only pulls says so how far it read, which the tombstone horizon counts on
+        // (CheckpointHorizon). Each is stored with who wrote it.
         Route([.keyspace, "_local", .rest(.localID)],
               .get(.reader) { h, r in try h.localDocument(r(.localID), in: h.collection(r.keyspace)) },
-              .put(.writer, writes: false) { h, r in try await h.putLocalDocument(r(.localID), r.request, in: h.collection(r.keyspace)) },
+              .put(.reader, writes: false) { h, r in
+                  try await h.putLocalDocument(r(.localID), r.request, in: h.collection(r.keyspace), writer: r.principal.name)
+              },
               .delete(.writer, writes: false) { h, r in try h.deleteLocalDocument(r(.localID), r.request, in: h.collection(r.keyspace)) }),
         Route([.keyspace, .name(.document)],
               .get(.reader) { h, r in try h.getDocument(r(.document), r.request, in: h.collection(r.keyspace)) },
