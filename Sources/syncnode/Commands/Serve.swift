@@ -62,6 +62,10 @@ struct Serve: AsyncParsableCommand {
     var idleTimeout: Int = 60
     @Option(name: .customLong("max-attachment-mb"), help: "The largest attachment, in MiB, taken by an upload or from a peer (413 or 502 beyond).")
     var maxAttachmentMB: Int = 16 << 10
+    @Option(name: .customLong("tombstone-ttl"), help: ArgumentHelp(
+        "Reap (purge) a deleted document's tombstone once it is older than this (90s, 15m, 2h, 30d) and every trusted peer whose scope covers its keyspace has checkpointed past it; a peer away longer holds reaping back until it returns or is untrusted. Peers known only by URL are not waited for. Default: keep tombstones forever.",
+        valueName: "duration"))
+    var tombstoneTTL: DurationArgument?
     @Option(help: "How to draw the pairing QR code on stdout: light-on-dark (dark terminals), dark-on-light, or none. Never drawn when stdout is not a terminal.")
     var qr: QRStyle = .lightOnDark
 
@@ -143,6 +147,8 @@ struct Serve: AsyncParsableCommand {
         // Files that can be wrong are read before the node says it is listening.
         let trust: TrustStore
         do { trust = try directory.trustedPeers(adding: trusted, trustOnFirstUse: trustOnFirstUse) } catch { throw CLIError.user("\(error)") }
+        // Nil too, so `info` stops reporting on a policy no longer in force.
+        directory.tombstonePolicy = tombstoneTTL.map { TombstonePolicy(timeToLive: $0.duration, horizon: CheckpointHorizon(trust: trust)) }
         let identity = try importedIdentity()
         if !noTls && identity == nil { _ = try directory.tlsIdentity() }
         let listening = ListenerConfiguration(
