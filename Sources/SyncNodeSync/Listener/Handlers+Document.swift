@@ -296,6 +296,17 @@ extension Handlers {
         return HTTP.json(["ok": true, "id": .string("_local/\(id)"), "rev": .string(saved.rev)], status: .created)
     }
 
+    /// Who a `_local` write is recorded as: the trusted peer whose certificate the client
+    /// presents, even when it also signed in with a password (mesh peers send both), so the
+    /// tombstone horizon can tell whose checkpoint it is; else the principal.
+    func checkpointWriter(_ r: RoutedRequest) async -> String? {
+        if let trust = config.trustedPeers, let fingerprint = await r.context.clientFingerprint(),
+           let peer = trust.peer(clientFingerprint: fingerprint) {
+            return peer.name
+        }
+        return r.principal.name
+    }
+
     /// `DELETE /{db}/_local/{id}`.
     func deleteLocalDocument(_ id: String, _ request: Request, in c: DocumentCollection) throws -> Response {
         try c.deleteLocalDocument(id: id, rev: QueryOptions(request.uri)["rev"])

@@ -8,9 +8,12 @@ import Testing
 /// certificates.
 @Suite struct TombstoneHorizonTests {
     /// The peer pulls from the harness's node with its certificate (`selector`: filtered).
+    /// With `password`, it signs in with a password too, as mesh peers configured with one do.
     private static func pull(_ h: ListenerHarness, into collection: DocumentCollection, as identity: TLSIdentity,
-                             selector: DocumentValue? = nil) async throws {
-        let url = try #require(URL(string: "\(h.base)/db?fp=\(try h.node.tlsIdentity().fingerprint)"))
+                             selector: DocumentValue? = nil, password: Bool = false) async throws {
+        var components = try #require(URLComponents(string: "\(h.base)/db?fp=\(try h.node.tlsIdentity().fingerprint)"))
+        if password { (components.user, components.password) = (ListenerHarness.user, ListenerHarness.password) }
+        let url = try #require(components.url)
         var config = ReplicatorConfiguration(collection: collection, target: .url(url))
         config.clientIdentity = identity
         config.replicatorType = .pull
@@ -43,8 +46,9 @@ import Testing
             try await Self.pull(h, into: local, as: identity, selector: ["v": 2])
             #expect(try db.reapTombstones(now: start.addingTimeInterval(3602)).first?.reaped == 0)
 
-            // A full pull leaves its checkpoint here, written by the peer's certificate: the tombstone goes.
-            try await Self.pull(h, into: local, as: identity)
+            // A full pull leaves its checkpoint here, recorded as the certificate's peer even when a
+            // password signed it in: the tombstone goes.
+            try await Self.pull(h, into: local, as: identity, password: true)
             #expect(try local.document(id: "a") == nil && local.document(id: "b") != nil && local.deletedCount() == 1)
             let written = try source.localDocuments().filter { $0.writer == "peer:" + identity.fingerprint.prefix(12) }
             #expect(!written.isEmpty)

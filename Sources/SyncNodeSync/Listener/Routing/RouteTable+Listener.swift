@@ -97,7 +97,7 @@ extension RouteTable {
         Route([.keyspace, "_local", .rest(.localID)],
               .get(.reader) { h, r in try h.localDocument(r(.localID), in: h.collection(r.keyspace)) },
               .put(.reader, writes: false) { h, r in
-                  try await h.putLocalDocument(r(.localID), r.request, in: h.collection(r.keyspace), writer: r.principal.name)
+                  try await h.putLocalDocument(r(.localID), r.request, in: h.collection(r.keyspace), writer: await h.checkpointWriter(r))
               },
               .delete(.writer, writes: false) { h, r in try h.deleteLocalDocument(r(.localID), r.request, in: h.collection(r.keyspace)) }),
         Route([.keyspace, .name(.document)],
