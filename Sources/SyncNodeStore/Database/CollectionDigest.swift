@@ -4,9 +4,14 @@ import Foundation
 /// A summary of a collection's content that two nodes compare to know whether they hold the
 /// same documents, without sending them.
 ///
-/// It covers each document's ID, winning revision and whether that revision is a deletion,
-/// and nothing else: bodies are named by their revision IDs, and local (`_local`) documents
-/// are not replicated, so they are left out. The order of writes does not matter, only the
+/// It covers each live document's ID and winning revision, and nothing else: bodies are named
+/// by their revision IDs, and local (`_local`) documents are not replicated, so they are left
+/// out. Tombstones are left out too: a node that has reaped a deletion's tombstone
+/// (``TombstonePolicy``) and one that keeps it hold the same documents, and a document deleted
+/// on one side and live on the other still differs.
+///
+/// Earlier versions counted tombstones in; their digests differ from this one's wherever a
+/// collection holds any, until both sides run this version. The order of writes does not matter, only the
 /// result. Documents fall into ``bucketCount`` buckets by a hash of their ID; two collections
 /// that differ somewhere differ in the buckets that hold the differing documents, so a
 /// comparison drills down to those buckets' entries (``DocumentCollection/digestEntries(inBucket:)``)
@@ -24,9 +29,10 @@ public struct CollectionDigest: Sendable, Equatable {
 
     /// One bucket: how many documents it holds and the combination of their entries' hashes.
     public struct Bucket: Sendable, Equatable {
-        /// Documents in this bucket, deleted ones included.
+        /// Documents in this bucket.
         public let count: Int
-        /// Deleted documents (tombstones) in this bucket.
+        /// Deleted documents (tombstones) in this bucket: 0, since tombstones are left out (a
+        /// node of an earlier version may send others).
         public let deleted: Int
         /// The exclusive or of its entries' ``Entry/hash``es, as 32 lowercase hex digits
         /// (zeros when the bucket is empty).
@@ -110,9 +116,9 @@ public struct CollectionDigest: Sendable, Equatable {
         }
     }
 
-    /// Documents, deleted ones included.
+    /// Live documents.
     public var count: Int { buckets.reduce(0) { $0 + $1.count } }
-    /// Deleted documents (tombstones).
+    /// Tombstones counted in: 0, unless an earlier version's node computed it.
     public var deletedCount: Int { buckets.reduce(0) { $0 + $1.deleted } }
     /// The whole digest as 64 lowercase hex digits: the SHA-256 of every bucket's count, deleted
     /// count (each 8 bytes, big-endian) and hash, in bucket order. Equal roots mean equal content.
@@ -136,10 +142,11 @@ public struct CollectionDigest: Sendable, Equatable {
     }
 
     /// The digest of these entries, computed from scratch (for a peer that keeps none, such as
-    /// CouchDB, and to check the one the store keeps). Each ID must appear once.
+    /// CouchDB, and to check the one the store keeps). Each ID must appear once; deleted ones
+    /// are left out.
     public init<S: Sequence>(entries: S) where S.Element == Entry {
         var sums = [Accumulator](repeating: Accumulator(), count: Self.bucketCount)
-        for entry in entries { sums[Self.bucket(of: entry.id)].add(entry.words, deleted: entry.isDeleted) }
+        for entry in entries where !entry.isDeleted { sums[Self.bucket(of: entry.id)].add(entry.words, deleted: false) }
         // Every hash is 32 hex digits and there are bucketCount buckets: it cannot fail.
         self.init(buckets: sums.map(\.bucket))!
     }
@@ -159,10 +166,10 @@ public struct CollectionDigest: Sendable, Equatable {
     }
 
     /// A bucket's entries summed into ``bucketCount`` sub-buckets by ``subBucket(of:)``, each as
-    /// a ``Bucket`` (count, deleted count, hash).
+    /// a ``Bucket`` (count, deleted count, hash). Deleted entries are left out.
     public static func subBuckets<S: Sequence>(of entries: S) -> [Bucket] where S.Element == Entry {
         var sums = [Accumulator](repeating: Accumulator(), count: bucketCount)
-        for entry in entries { sums[subBucket(of: entry.id)].add(entry.words, deleted: entry.isDeleted) }
+        for entry in entries where !entry.isDeleted { sums[subBucket(of: entry.id)].add(entry.words, deleted: false) }
         return sums.map(\.bucket)
     }
 

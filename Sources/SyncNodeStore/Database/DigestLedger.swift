@@ -35,8 +35,10 @@ final class DigestLedger: Sendable {
         changes.withLock { $0.removeAll(keepingCapacity: true) }
     }
 
-    /// A document row of collection `collectionID` went from `old` to `new` (nil: no row).
+    /// A document row of collection `collectionID` went from `old` to `new` (nil: no row). A
+    /// tombstone counts as no row: digests leave tombstones out.
     func record(collectionID: Int64, id: String, old: (rev: String, deleted: Bool)?, new: (rev: String, deleted: Bool)?) {
+        let old = old?.deleted == true ? nil : old, new = new?.deleted == true ? nil : new
         guard old?.rev != new?.rev || old?.deleted != new?.deleted, enabled.load(ordering: .relaxed) else { return }
         var id = id
         id.withUTF8 { utf8 in

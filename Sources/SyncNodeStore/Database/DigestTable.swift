@@ -34,7 +34,7 @@ enum DigestTable {
         guard try !db.tableExists(t.digest) else { return }
         try create(db, t)
         var sums = [CollectionDigest.Accumulator](repeating: .init(), count: CollectionDigest.bucketCount)
-        let rows = try Row.fetchCursor(db, sql: "SELECT id, rev, deleted FROM \(t.docs)")
+        let rows = try Row.fetchCursor(db, sql: "SELECT id, rev, deleted FROM \(t.docs) WHERE deleted = 0")
         while let row = try rows.next() {
             let entry = CollectionDigest.Entry(id: row[0], revisionID: row[1], isDeleted: row[2])
             sums[CollectionDigest.bucket(of: entry.id)].add(entry.words, deleted: entry.isDeleted)
@@ -89,11 +89,11 @@ enum DigestTable {
         return digest
     }
 
-    /// The entries of one bucket, by ID. It computes each ID's bucket (a scan of the ID index:
+    /// The live entries of one bucket, by ID. It computes each ID's bucket (a scan of the ID index:
     /// about 0.4 s per million documents); comparisons ask only for the buckets that differ.
     static func entries(_ db: GRDB.Database, _ t: CollectionTables, bucket: Int) throws -> [CollectionDigest.Entry] {
         try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT id, rev, deleted FROM \(t.docs) WHERE id IN (SELECT id FROM \(t.docs) WHERE sn_digest_bucket(id) = ?) ORDER BY id
+            SELECT id, rev, deleted FROM \(t.docs) WHERE id IN (SELECT id FROM \(t.docs) WHERE sn_digest_bucket(id) = ?) AND deleted = 0 ORDER BY id
             """), arguments: [bucket]).map { CollectionDigest.Entry(id: $0[0], revisionID: $0[1], isDeleted: $0[2]) }
     }
 }

@@ -72,6 +72,15 @@ enum Schema {
                 try db.execute(sql: "ALTER TABLE \(t.local) ADD COLUMN writer TEXT; ALTER TABLE \(t.local) ADD COLUMN written_at REAL")
             }
         }
+        migrator.registerMigration("v9-live-digests") { db in
+            // Digests leave tombstones out from this version on: counted again without them.
+            for id in try Int64.fetchAll(db, sql: "SELECT id FROM collections") {
+                let t = CollectionTables(id: id)
+                try db.execute(sql: "DROP TABLE IF EXISTS \(t.digest)")
+                try db.execute(sql: "UPDATE collections SET digest_log = NULL WHERE id = ?", arguments: [id])
+                try DigestTable.build(db, t)
+            }
+        }
         try migrator.migrate(pool)
         return try pool.read { db in
             guard let uuid = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'uuid'") else {

@@ -90,8 +90,9 @@ public actor RemoteDigest: DigestSource {
 
     private static func entries(of body: DocumentValue, _ root: String) throws -> [CollectionDigest.Entry] {
         guard case .array(let rows)? = body["entries"] else { throw failure(200, body, root) }
+        // A node of an earlier version lists its tombstones too: left out, as digests leave them.
         return rows.compactMap { row in
-            guard case .string(let id)? = row["id"], case .string(let rev)? = row["rev"] else { return nil }
+            guard case .string(let id)? = row["id"], case .string(let rev)? = row["rev"], row["deleted"] != .bool(true) else { return nil }
             return CollectionDigest.Entry(id: id, revisionID: rev, isDeleted: row["deleted"] == .bool(true))
         }
     }
@@ -118,8 +119,9 @@ public actor RemoteDigest: DigestSource {
             .filter { CollectionDigest.subBucket(of: $0.id) == subBucket }
     }
 
-    /// Every document's winning revision, from `_changes` a page at a time (deleted ones
-    /// included; a document listed twice, as a cluster's shards may, keeps its last entry).
+    /// Every live document's winning revision, from `_changes` a page at a time (a document
+    /// listed twice, as a cluster's shards may, keeps its last entry; deleted ones are left out
+    /// at the end, as digests leave them).
     private func changesFeed() async throws -> [CollectionDigest.Entry] {
         var latest: [String: CollectionDigest.Entry] = [:]
         var since = "0"
@@ -139,7 +141,7 @@ public actor RemoteDigest: DigestSource {
             guard next != since else { throw CouchError(status: 502, error: "bad_gateway", reason: "\(root): its _changes feed repeats since \(since)") }
             since = next
         }
-        return Array(latest.values)
+        return latest.values.filter { !$0.isDeleted }
     }
 
     private func get(_ target: String) async throws -> (Int, DocumentValue) {

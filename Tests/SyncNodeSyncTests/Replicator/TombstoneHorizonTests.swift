@@ -55,6 +55,8 @@ import Testing
             report = try #require(try db.reapTombstones(now: start.addingTimeInterval(3603)).first)
             #expect(report.reaped == 1 && report.holders.isEmpty)
             #expect(try source.deletedCount() == 0)
+            // The peer keeps its tombstone; the digests, which leave tombstones out, still agree.
+            #expect(try source.digest() == local.digest())
 
             // A second trusted peer that never comes holds the next tombstone back...
             let (other, otherDir) = try PeerCertificateTests.identity()
