@@ -79,6 +79,12 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         components.path.split(separator: "/").first.map(String.init)
     }
 
+    /// Creates the database unless it exists (`PUT /db`; 412 means it does).
+    func createDatabase() async throws {
+        let (status, text) = try await transport.text(.PUT, db)
+        guard PeerStatus.success.contains(status) || status == 412 else { throw PeerStatus.error(status, answer: text) }
+    }
+
     func identity() async throws -> String {
         // The node and the database, however learnt: a pairing URL's uuid and the peer's own
         // `GET /` name the same checkpoints, and two databases of one peer never share one.

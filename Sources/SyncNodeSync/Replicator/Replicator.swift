@@ -254,6 +254,12 @@ public final class Replicator: Sendable {
             let trusted = state.withLock { $0.serverFingerprint }
             let (connected, pinned) = try await HTTPRemote.connect(config, url: url, trusted: trusted)
             if let pinned { state.withLock { $0.serverFingerprint = pinned } }
+            if config.createTarget {
+                do { try await connected.createDatabase() } catch {
+                    await connected.shutdown()
+                    throw error
+                }
+            }
             return (connected, connected)
         case .collection(let other):
             let author = config.localAuthor ?? WriteAuthor(origin: .replication(peer: "\(config.collection.database.uuid)/\(config.collection.fullName)"))

@@ -86,6 +86,9 @@ public struct ReplicatorConfiguration: Sendable {
     /// then pin the one seen for every later connection of this replicator
     /// (read it from ``Replicator/serverCertificateFingerprint``).
     public var acceptOnlySelfSignedServerCertificate = false
+    /// Whether to create the peer's database when it has none (`PUT /db`, as CouchDB's
+    /// `create_target`); the credentials must allow it (a CouchDB server admin).
+    public var createTarget = false
     /// The peer node's identity for checkpoints (with the database's name after it); default: the
     /// URL's `uuid`, else what `GET /` reports, else the URL.
     public var remoteUUID: String?
