@@ -70,6 +70,16 @@ public struct MeshConfiguration: Sendable {
             if let db = try directory.database(keyspace.database) { _ = try ChangeSelector(selector, for: try db.defaultCollection()) }
         }
     }
+    /// A hub beyond the LAN: the members of one Apache CouchDB cluster (or one URL in front of
+    /// them), each `http(s)://USER:PASSWORD@HOST:PORT` with a server admin's credentials (the
+    /// hub's databases are made as needed). Every shared keyspace is replicated with the hub
+    /// continuously, both ways, through one member at a time, into the database
+    /// ``hubDatabase(for:)`` names. When the member in use fails for ``hubFailover``, the next
+    /// one takes over; the members share the cluster's UUID, on which checkpoints are keyed, so
+    /// it resumes where the last one stopped. Empty (the default): no hub.
+    public var hubs: [URL] = []
+    /// How long the hub member in use may fail (unreachable, erroring) before the next is used.
+    public var hubFailover: Duration = .seconds(3)
     /// Whom the node replicates with and who may sign in by certificate: fingerprints, the
     /// trusted-peers file, trust on first use (see `TrustStore`).
     public var trust: TrustStore

@@ -173,6 +173,7 @@ public final class MeshNode: Sendable {
     /// Starts the listener (with `startListener`), advertising, browsing and the replications; what runs.
     private func launch(startingListener startListener: () async throws -> Void) async throws -> Running {
         try configuration.checkSubscriptions()
+        try configuration.checkHubs()
         for keyspace in configuration.shared ?? [] {
             guard let db = try configuration.directory.database(keyspace.database, create: true) else { continue }
             if let collection = keyspace.collection { _ = try db.createCollection(name: collection, scope: keyspace.scope) }
@@ -231,6 +232,7 @@ public final class MeshNode: Sendable {
                 await Self.syncPaired(url, fingerprint: fingerprint, with: replications)
             }
             var advertised = shared
+            await replications.syncHubs(shared)
             let names = configuration.directory.databaseNameUpdates()
             await withTaskGroup(of: Void.self) { group in
                 let (ticks, tick) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -265,6 +267,7 @@ public final class MeshNode: Sendable {
                     advertised = now
                     advertiser?.update(keyspaces: now)
                     await replications.keyspacesChanged()
+                    await replications.syncHubs(now)
                 }
                 group.cancelAll()
             }

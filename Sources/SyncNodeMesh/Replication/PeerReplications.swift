@@ -14,6 +14,8 @@ actor PeerReplications {
     private var syncs: [String: (peer: Peer, replications: [Keyspace: PeerReplication])] = [:]
     /// Replications with URLs the app named (any CouchDB-compatible peer).
     private var explicit: [PeerReplication] = []
+    /// Per shared keyspace, its replication with the hub (``MeshConfiguration/hubs``).
+    private(set) var hubs: [Keyspace: HubReplication] = [:]
     /// The probe that asks a peer for its keyspaces (`GET /_node/keyspaces`), for the peers
     /// whose DNS-SD record does not list them all: those paired by URL, and those whose record
     /// says `more=1`.
@@ -255,7 +257,23 @@ actor PeerReplications {
         })
     }
 
+    /// Replicates each of `keyspaces` not yet replicated with the hub, when there is one.
+    func syncHubs(_ keyspaces: [Keyspace]) {
+        guard !configuration.hubs.isEmpty else { return }
+        for keyspace in keyspaces where hubs[keyspace] == nil {
+            do {
+                guard let db = try configuration.directory.database(keyspace.database) else { continue }
+                let collection = try keyspace.collection.map { try db.createCollection(name: $0, scope: keyspace.scope) } ?? db.defaultCollection()
+                hubs[keyspace] = try HubReplication(keyspace: keyspace, collection: collection, configuration: configuration, tasks: tasks)
+            } catch {
+                configuration.logger.warning("cannot sync a keyspace with the hub", metadata: ["keyspace": "\(keyspace)", "error": "\(error)"])
+            }
+        }
+    }
+
     func stopAll() async {
+        for hub in hubs.values { await hub.stop() }
+        hubs = [:]
         for uuid in Array(syncs.keys) { await stop(uuid) }
         for probe in asking.values { await probe.shutdown() }
         asking = [:]

@@ -62,6 +62,10 @@ struct Serve: AsyncParsableCommand {
     var idleTimeout: Int = 60
     @Option(name: .customLong("max-attachment-mb"), help: "The largest attachment, in MiB, taken by an upload or from a peer (413 or 502 beyond).")
     var maxAttachmentMB: Int = 16 << 10
+    @Option(name: .customLong("hub"), help: ArgumentHelp(
+        "Also sync every shared keyspace, both ways and continuously, with a CouchDB cluster beyond the LAN: one member's URL, http(s)://ADMIN:PASSWORD@HOST:PORT (repeatable: each member, tried in turn when the one in use fails). Keyspace db goes to database db, db.scope.collection to db$scope$collection.",
+        valueName: "url"))
+    var hubs: [String] = []
     @Option(name: .customLong("tombstone-ttl"), help: ArgumentHelp(
         "Reap (purge) a deleted document's tombstone once it is older than this (90s, 15m, 2h, 30d) and every trusted peer whose scope covers its keyspace has checkpointed past it; a peer away longer holds reaping back until it returns or is untrusted. Peers known only by URL are not waited for. Default: keep tombstones forever.",
         valueName: "duration"))
@@ -110,8 +114,20 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError("--cors-origin: '\(origin)' is not an origin like https://app.example:8443 (scheme, host, optional port; no path)")
             }
         }
+        _ = try hubURLs()
         for fingerprint in trusted where !TLSIdentity.isFingerprint(fingerprint) {
             throw ValidationError("--trust: not a certificate fingerprint (base64url SHA-256, as `syncnode identity` prints): \(fingerprint)")
+        }
+    }
+
+    /// `--hub` URLs.
+    private func hubURLs() throws -> [URL] {
+        try hubs.map { text in
+            guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false,
+                  url.path.isEmpty || url.path == "/" else {
+                throw ValidationError("--hub: '\(text)' is not a CouchDB server URL like http://admin:secret@10.0.0.5:5984 (no database)")
+            }
+            return url
         }
     }
 
@@ -166,6 +182,7 @@ struct Serve: AsyncParsableCommand {
         config.pairingKeyspace = .database(served[0])
         config.conflictResolver = conflicts.resolver
         config.subscriptions = try subscriptions()
+        config.hubs = try hubURLs()
         config.onEvent = MeshEventPrinter(directory: directory.url).print
         let mesh = MeshNode(configuration: config)
         // Who was invited, admitted, refused or untrusted: one line each.

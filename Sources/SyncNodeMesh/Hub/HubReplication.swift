@@ -1,0 +1,121 @@
+import Foundation
+import Synchronization
+import SyncNodeStore
+import SyncNodeSync
+
+/// One keyspace kept in sync with the hub (``MeshConfiguration/hubs``), continuously and both
+/// ways, through one member at a time.
+///
+/// A watch looks at the replication twice a second. Once it has been offline or failing for
+/// ``MeshConfiguration/hubFailover``, the replication stops (its checkpoint saved) and starts
+/// again with the next member. The members of a cluster share its UUID, and checkpoints are keyed
+/// on it: the next member resumes from the checkpoint, so at most the batch in flight crosses
+/// again.
+final class HubReplication: Sendable {
+    private struct State {
+        var member = 0
+        var replication: PeerReplication?
+        var failingSince: ContinuousClock.Instant?
+        var failovers = 0
+        var stopped = false
+    }
+
+    let keyspace: Keyspace
+    /// The hub database (``MeshConfiguration/hubDatabase(for:)``).
+    let database: String
+    private let collection: DocumentCollection
+    private let configuration: MeshConfiguration
+    private let tasks: ReplicationTasks
+    private let state = Mutex(State())
+    private let watch = Mutex<Task<Void, Never>?>(nil)
+
+    /// Starts replicating `collection` with the first hub member.
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the keyspace has no valid hub
+    ///   database name, and the errors of making a replicator (the node's client identity).
+    init(keyspace: Keyspace, collection: DocumentCollection, configuration: MeshConfiguration, tasks: ReplicationTasks) throws {
+        self.keyspace = keyspace
+        self.database = try MeshConfiguration.hubDatabase(for: keyspace)
+        self.collection = collection
+        self.configuration = configuration
+        self.tasks = tasks
+        try connect(member: 0)
+        guard configuration.hubs.count > 1 else { return }
+        let task = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(500))
+                guard let self else { return }
+                if self.isFailing { await self.failOver() }
+            }
+        }
+        watch.withLock { $0 = task }
+    }
+
+    /// How many times the replication moved to another member.
+    var failovers: Int { state.withLock { $0.failovers } }
+
+    /// The member in use, without its credentials: `HOST:PORT`.
+    var member: String { state.withLock { Self.hostAndPort(configuration.hubs[$0.member]) } }
+
+    private var isFailing: Bool {
+        state.withLock { s in s.failingSince.map { ContinuousClock.now - $0 >= configuration.hubFailover } ?? false }
+    }
+
+    private static func hostAndPort(_ url: URL) -> String { "\(url.host ?? "?"):\(url.port.map(String.init) ?? "")" }
+
+    private func connect(member index: Int) throws {
+        let url = configuration.hubs[index].appendingPathComponent(database)
+        let label = "hub \(Self.hostAndPort(url))/\(database)"
+        let replication = try PeerReplication(
+            collection: collection, url: url, configuration: configuration, tasks: tasks, type: .pushAndPull,
+            trustOnFirstUse: false, createTarget: true
+        ) { [weak self, configuration] status in
+            self?.note(status, member: index)
+            configuration.onEvent?(.replication(label: label, status: status))
+        }
+        let kept = state.withLock { s -> Bool in
+            guard !s.stopped else { return false }
+            (s.member, s.replication, s.failingSince) = (index, replication, nil)
+            return true
+        }
+        if !kept { Task { await replication.stop() } }
+    }
+
+    /// Notes when the replication with `member` started failing, or that it no longer does.
+    private func note(_ status: ReplicatorStatus, member: Int) {
+        let failing = status.activity == .offline || (status.activity == .stopped && status.error != nil)
+        state.withLock { s in
+            guard s.member == member else { return }
+            if !failing { s.failingSince = nil } else if s.failingSince == nil { s.failingSince = .now }
+        }
+    }
+
+    private func failOver() async {
+        guard let (old, from) = state.withLock({ s -> (PeerReplication?, Int)? in
+            guard !s.stopped else { return nil }
+            defer { s.replication = nil }
+            return (s.replication, s.member)
+        }) else { return }
+        let next = (from + 1) % configuration.hubs.count
+        configuration.logger.warning("hub member failing: moving to the next", metadata: [
+            "keyspace": "\(keyspace)", "from": "\(Self.hostAndPort(configuration.hubs[from]))", "to": "\(Self.hostAndPort(configuration.hubs[next]))",
+        ])
+        await old?.stop()
+        state.withLock { $0.failovers += 1 }
+        do {
+            try connect(member: next)
+        } catch {
+            configuration.logger.error("cannot replicate with the hub", metadata: ["keyspace": "\(keyspace)", "error": "\(error)"])
+        }
+    }
+
+    /// Stops for good, after the batch in flight (its checkpoint saved).
+    func stop() async {
+        watch.withLock { $0?.cancel() }
+        let replication = state.withLock { s -> PeerReplication? in
+            s.stopped = true
+            defer { s.replication = nil }
+            return s.replication
+        }
+        await replication?.stop()
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+@testable import SyncNodeMesh
+import SyncNodeStore
+@testable import SyncNodeSync
+import SyncNodeTestSupport
+
+/// `MeshConfiguration.hubs` against a real 3-member Apache CouchDB cluster: both ways through a
+/// member, and on to another member when the one in use is killed, resuming from the checkpoint
+/// the members share.
+@Suite(.serialized, .enabled(if: CouchCluster.configured != nil,
+                             "SYNCNODE_COUCHDB_CLUSTER is not set: the hub is not tested against a CouchDB cluster (.ci/run starts one beside the reference peers)"))
+struct HubTests {
+    typealias Node = MeshNodeTests.Node
+
+    /// curl against a cluster member (`path` after its URL), off the cooperative threads.
+    static func couch(_ member: URL, _ path: String, _ extra: [String] = []) async throws -> DocumentValue {
+        let text = try await ChildProcess.runDetached(URL(fileURLWithPath: "/usr/bin/curl"), ["-s", "-m", "10"] + extra + [member.absoluteString + path]).stdout
+        return (try? DocumentValue(json: text)) ?? .null
+    }
+
+    static func ids(in member: URL, _ db: String) async throws -> Set<String> {
+        guard case .array(let rows)? = try await couch(member, "/\(db)/_all_docs")["rows"] else { return [] }
+        return Set(rows.compactMap { $0["id"]?.stringValue })
+    }
+
+    @Test func aNodeSyncsThroughTheClusterAndMovesToAnotherMemberWhenItsOwnDies() async throws {
+        let cluster = try #require(CouchCluster.configured)
+        let db = "hubtest-\(UUID().uuidString.prefix(8).lowercased())"
+        let node = try Node(name: "hubbed", shared: [db]) {
+            $0.hubs = cluster.members
+            $0.hubFailover = .seconds(2)
+        }
+        try await node.mesh.start()
+        let killed = cluster.members[0]
+        func cleanUp() async {
+            await node.mesh.stop()
+            // Through Python, which closes every other descriptor in its child: a member started
+            // by the script would otherwise keep the one Foundation watches for the child's exit.
+            _ = try? await ChildProcess.runDetached(URL(fileURLWithPath: "/usr/bin/python3"), [
+                "-c", "import subprocess, sys; subprocess.run(sys.argv[1], shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)",
+                cluster.restart,
+            ])
+            _ = try? await Self.couch(cluster.members[1], "/\(db)", ["-X", "DELETE"])
+        }
+        do {
+            let local = try #require(try node.directory.database(db)).defaultCollection()
+            for i in 0..<30 { try local.save(try MutableDocument(id: "n\(i)", data: ["i": i])) }
+            // Through the first member, read back through another.
+            var arrived = false
+            for _ in 0..<300 where !arrived {
+                arrived = try await Self.ids(in: cluster.members[1], db).count == 30
+                if !arrived { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(arrived, "the node's writes did not reach the cluster")
+
+            // A write in the cluster comes back.
+            _ = try await Self.couch(cluster.members[2], "/\(db)/from-cluster", ["-X", "PUT", "-d", #"{"v":1}"#])
+            #expect(try await MeshNodeTests().eventually { try local.document(id: "from-cluster") != nil })
+
+            // The member in use is killed; the next takes over, and the writes made meanwhile arrive.
+            let hub = try #require(await node.mesh.replications.hubs[.database(db)])
+            #expect(hub.member == "\(killed.host ?? ""):\(killed.port ?? 0)")
+            let pid = try String(contentsOfFile: "\(cluster.directory)/member-1/couchdb.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            _ = try await ChildProcess.runDetached(URL(fileURLWithPath: "/bin/kill"), ["-9", pid])
+            let start = ContinuousClock.now
+            for i in 30..<40 { try local.save(try MutableDocument(id: "n\(i)", data: ["i": i])) }
+            var moved = false
+            for _ in 0..<600 where !moved {
+                let count = try await Self.ids(in: cluster.members[1], db).count
+                moved = hub.failovers >= 1 && count == 41
+                if !moved { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            let failover = ContinuousClock.now - start
+            #expect(moved, "after killing \(killed.port ?? 0): failovers \(hub.failovers), member \(hub.member)")
+            #expect(hub.member != "\(killed.host ?? ""):\(killed.port ?? 0)")
+            print("hub failover: writes made after the kill were in the cluster \(failover) later")
+
+            // The members share the cluster's UUID, so both used one checkpoint per direction:
+            // the second resumed from it rather than starting again.
+            let checkpoints = try local.localDocuments().compactMap { doc -> ReplicationCheckpoint.Origin? in
+                guard case .dictionary(let json) = try DocumentValue(json: doc.body) else { return nil }
+                return ReplicationCheckpoint(json: json).origin
+            }
+            #expect(checkpoints.filter { $0.direction == .push }.count == 1, "\(checkpoints)")
+            #expect(checkpoints.filter { $0.direction == .pull }.count == 1, "\(checkpoints)")
+        } catch {
+            await cleanUp()
+            throw error
+        }
+        await cleanUp()
+    }
+}
+
+/// The cluster `.ci/run` starts beside the reference peers: its member URLs, its directory (each
+/// member's pid file) and the command that restarts a killed member.
+struct CouchCluster {
+    let members: [URL]
+    let directory: String
+    let restart: String
+
+    static let configured: CouchCluster? = {
+        let env = ProcessInfo.processInfo.environment
+        let members = (env["SYNCNODE_COUCHDB_CLUSTER"] ?? "").split(separator: " ").compactMap { URL(string: String($0)) }
+        guard members.count >= 2, let directory = env["SYNCNODE_COUCHDB_CLUSTER_DIR"], let restart = env["SYNCNODE_COUCHDB_CLUSTER_RESTART"] else { return nil }
+        return CouchCluster(members: members, directory: directory, restart: restart)
+    }()
+}
