@@ -1,39 +1,27 @@
-import Dispatch
 import Foundation
 import GRDB
-import Synchronization
 
 /// Purges expired documents: once when the database opens (catching up on
 /// the time it was closed), then with a timer set for the next expiration.
 final class ExpiryScheduler: Sendable {
-    private struct State {
-        weak var database: Database?
-        var timer: DispatchSourceTimer?
-    }
-
-    private let queue = DispatchQueue(label: "syncnode.expiry")
-    private let state = Mutex(State())
+    private let timer = DatabaseTimer(label: "syncnode.expiry")
 
     func start(database: Database) {
-        state.withLock { $0.database = database }
+        timer.attach(database)
         reschedule()
     }
 
     /// Purges what is due and sets the timer for the next expiration.
     func reschedule() {
-        queue.async { [self] in run() }
+        timer.async { [self] in run() }
     }
 
     func stop() {
-        state.withLock { s in
-            s.timer?.cancel()
-            s.timer = nil
-            s.database = nil
-        }
+        timer.stop()
     }
 
     private func run() {
-        guard let database = state.withLock({ $0.database }) else { return }
+        guard let database = timer.database else { return }
         let next: Date?
         do {
             next = try database.purgeExpired(now: Date())
@@ -45,17 +33,8 @@ final class ExpiryScheduler: Sendable {
             database.logger.error("purging expired documents failed; retrying in a minute: \(error)")
             next = Date().addingTimeInterval(60)
         }
-        state.withLock { s in
-            s.timer?.cancel()
-            s.timer = nil
-            guard let next, s.database != nil else { return }
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            let delay = max(0, next.timeIntervalSinceNow)
-            timer.schedule(deadline: .now() + delay, leeway: .milliseconds(5))
-            timer.setEventHandler { [self] in run() }
-            timer.resume()
-            s.timer = timer
-        }
+        guard let next else { return timer.cancel() }
+        timer.schedule(after: next.timeIntervalSinceNow, leeway: .milliseconds(5)) { [self] in run() }
     }
 }
 
