@@ -30,6 +30,7 @@ struct HubTests {
         let node = try Node(name: "hubbed", shared: [db]) {
             $0.hubs = cluster.members
             $0.hubFailover = .seconds(2)
+            $0.syncCheckInterval = .milliseconds(200)
         }
         try await node.mesh.start()
         let killed = cluster.members[0]
@@ -57,6 +58,19 @@ struct HubTests {
             // A write in the cluster comes back.
             _ = try await Self.couch(cluster.members[2], "/\(db)/from-cluster", ["-X", "PUT", "-d", #"{"v":1}"#])
             #expect(try await MeshNodeTests().eventually { try local.document(id: "from-cluster") != nil })
+
+            // The hub is on the status pages as a peer, measured in sync.
+            func hubRow() async throws -> DocumentValue? {
+                guard case .array(let rows)? = try DocumentValue(json: try await node.curl("/_node/sync-status"))["peers"] else { return nil }
+                return rows.first { $0["peer"] == "hub" && $0["keyspace"] == .string(db) }
+            }
+            var inSync = false
+            for _ in 0..<150 where !inSync {
+                inSync = try await hubRow()?["state"] == "in_sync"
+                if !inSync { try await Task.sleep(for: .milliseconds(200)) }
+            }
+            let row = try await hubRow()
+            #expect(inSync, "sync-status: \(String(describing: row))")
 
             // The member in use is killed; the next takes over, and the writes made meanwhile arrive.
             let hub = try #require(await node.mesh.replications.hubs[.database(db)])

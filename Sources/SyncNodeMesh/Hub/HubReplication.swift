@@ -11,7 +11,13 @@ import SyncNodeSync
 /// again with the next member. The members of a cluster share its UUID, and checkpoints are keyed
 /// on it: the next member resumes from the checkpoint, so at most the batch in flight crosses
 /// again.
+///
+/// The hub shows on the presence board as the peer ``boardID`` (`GET /_node/peers`,
+/// `/_node/sync-status`, the dashboard), at the member in use, measured in sync as LAN peers are.
 final class HubReplication: Sendable {
+    /// The hub's entry on the presence board: one for the whole cluster, whichever member is used.
+    static let boardID = "hub"
+
     private struct State {
         var member = 0
         var replication: PeerReplication?
@@ -26,18 +32,21 @@ final class HubReplication: Sendable {
     private let collection: DocumentCollection
     private let configuration: MeshConfiguration
     private let tasks: ReplicationTasks
+    private let board: PresenceBoard
     private let state = Mutex(State())
     private let watch = Mutex<Task<Void, Never>?>(nil)
 
     /// Starts replicating `collection` with the first hub member.
     /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the keyspace has no valid hub
     ///   database name, and the errors of making a replicator (the node's client identity).
-    init(keyspace: Keyspace, collection: DocumentCollection, configuration: MeshConfiguration, tasks: ReplicationTasks) throws {
+    init(keyspace: Keyspace, collection: DocumentCollection, configuration: MeshConfiguration, tasks: ReplicationTasks,
+         board: PresenceBoard) throws {
         self.keyspace = keyspace
         self.database = try MeshConfiguration.hubDatabase(for: keyspace)
         self.collection = collection
         self.configuration = configuration
         self.tasks = tasks
+        self.board = board
         try connect(member: 0)
         guard configuration.hubs.count > 1 else { return }
         let task = Task { [weak self] in
@@ -65,12 +74,26 @@ final class HubReplication: Sendable {
     private func connect(member index: Int) throws {
         let url = configuration.hubs[index].appendingPathComponent(database)
         let label = "hub \(Self.hostAndPort(url))/\(database)"
+        let member = configuration.hubs[index]
+        board.update(Self.boardID, make: {
+            MeshPeer(uuid: Self.boardID, name: "hub", host: "", port: 0, addresses: configuration.hubs.compactMap(\.host),
+                     fingerprint: nil, trusted: true, discovered: false, collections: [:])
+        }) { peer in
+            peer?.host = member.host ?? ""
+            peer?.port = member.port ?? (member.scheme == "https" ? 443 : 80)
+        }
         let replication = try PeerReplication(
             collection: collection, url: url, configuration: configuration, tasks: tasks, type: .pushAndPull,
             trustOnFirstUse: false, createTarget: true
-        ) { [weak self, configuration] status in
+        ) { [weak self, board, keyspace, configuration] status in
             self?.note(status, member: index)
+            board.record(status, peer: Self.boardID, keyspace: keyspace)
             configuration.onEvent?(.replication(label: label, status: status))
+        } judged: { [board, keyspace, configuration] judgement, crossed in
+            guard let sync = board.record(judgement, peer: Self.boardID, keyspace: keyspace),
+                  (sync.state == .inSync) == (judgement.state == .inSync) else { return false }
+            if crossed { configuration.onEvent?(.syncState(peer: "hub", keyspace: keyspace, sync: sync)) }
+            return true
         }
         let kept = state.withLock { s -> Bool in
             guard !s.stopped else { return false }

@@ -264,7 +264,7 @@ actor PeerReplications {
             do {
                 guard let db = try configuration.directory.database(keyspace.database) else { continue }
                 let collection = try keyspace.collection.map { try db.createCollection(name: $0, scope: keyspace.scope) } ?? db.defaultCollection()
-                hubs[keyspace] = try HubReplication(keyspace: keyspace, collection: collection, configuration: configuration, tasks: tasks)
+                hubs[keyspace] = try HubReplication(keyspace: keyspace, collection: collection, configuration: configuration, tasks: tasks, board: board)
             } catch {
                 configuration.logger.warning("cannot sync a keyspace with the hub", metadata: ["keyspace": "\(keyspace)", "error": "\(error)"])
             }
@@ -273,6 +273,7 @@ actor PeerReplications {
 
     func stopAll() async {
         for hub in hubs.values { await hub.stop() }
+        if !hubs.isEmpty { board.update(HubReplication.boardID, make: { nil }) { $0 = nil } }
         hubs = [:]
         for uuid in Array(syncs.keys) { await stop(uuid) }
         for probe in asking.values { await probe.shutdown() }
