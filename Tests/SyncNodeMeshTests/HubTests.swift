@@ -104,6 +104,70 @@ struct HubTests {
         }
         await cleanUp()
     }
+
+    /// Two nodes that cannot see each other (two LANs) meet through the hub: each one's writes
+    /// reach the other, nothing comes back to its writer, and a conflict made on both sides ends
+    /// with one winner everywhere, in the cluster too.
+    @Test func twoLANsMeetThroughTheHubAndAgreeOnConflicts() async throws {
+        let cluster = try #require(CouchCluster.configured)
+        let db = "hubtest-\(UUID().uuidString.prefix(8).lowercased())"
+        // Each uses another member, as two sites near different members would.
+        let a = try Node(name: "lan1", shared: [db]) { $0.hubs = cluster.members }
+        let b = try Node(name: "lan2", shared: [db]) { $0.hubs = Array(cluster.members.reversed()) }
+        try await a.mesh.start()
+        try await b.mesh.start()
+        func cleanUp() async {
+            await a.mesh.stop()
+            await b.mesh.stop()
+            _ = try? await Self.couch(cluster.members[1], "/\(db)", ["-X", "DELETE"])
+        }
+        do {
+            let left = try #require(try a.directory.database(db)).defaultCollection()
+            let right = try #require(try b.directory.database(db)).defaultCollection()
+            var latencies: [Double] = []
+            for i in 0..<10 {
+                let (writer, reader) = i % 2 == 0 ? (left, right) : (right, left)
+                let start = ContinuousClock.now
+                try writer.save(try MutableDocument(id: "w\(i)", data: ["i": i]))
+                var seen = false
+                for _ in 0..<3000 where !seen {
+                    seen = try reader.document(id: "w\(i)") != nil
+                    if !seen { try await Task.sleep(for: .milliseconds(10)) }
+                }
+                #expect(seen, "w\(i) did not cross")
+                let elapsed = ContinuousClock.now - start
+                latencies.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            }
+            let sorted = latencies.sorted()
+            print("hub: write to the other LAN p50 \(sorted[sorted.count / 2]) s, p95 \(sorted[sorted.count * 95 / 100]) s over \(sorted.count) writes")
+
+            // The same document made on both sides before either hears of the other's: a conflict.
+            try left.save(try MutableDocument(id: "both", data: ["side": "lan1"]))
+            try right.save(try MutableDocument(id: "both", data: ["side": "lan2"]))
+            func winner(_ c: DocumentCollection) throws -> String? { try c.document(id: "both")?.revisionID }
+            func clusterWinner() async throws -> String? { try await Self.couch(cluster.members[0], "/\(db)/both")["_rev"]?.stringValue }
+            var agreed = false
+            for _ in 0..<300 where !agreed {
+                let there = try await clusterWinner()
+                let conflicts = try await Self.couch(cluster.members[0], "/\(db)/both?conflicts=true")["_conflicts"]
+                agreed = try there != nil && winner(left) == there && winner(right) == there && conflicts == nil
+                    && !left.conflictedDocumentIDs().contains("both") && !right.conflictedDocumentIDs().contains("both")
+                if !agreed { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            let there = try await clusterWinner(), here = try (winner(left), winner(right))
+            #expect(agreed, "lan1 \(String(describing: here.0)), lan2 \(String(describing: here.1)), cluster \(String(describing: there))")
+
+            // Nothing came back to its writer: each pulled the other's 5 writes and the conflict's
+            // revisions (the other side's, and the tombstone one resolver wrote), never its own.
+            let pulledByA = a.mesh.peers.first { $0.uuid == "hub" }?.collections[.database(db)]?.pulled ?? -1
+            let pulledByB = b.mesh.peers.first { $0.uuid == "hub" }?.collections[.database(db)]?.pulled ?? -1
+            #expect((5...7).contains(pulledByA) && (5...7).contains(pulledByB), "lan1 pulled \(pulledByA), lan2 \(pulledByB)")
+        } catch {
+            await cleanUp()
+            throw error
+        }
+        await cleanUp()
+    }
 }
 
 /// The cluster `.ci/run` starts beside the reference peers: its member URLs, its directory (each
