@@ -66,6 +66,10 @@ struct Serve: AsyncParsableCommand {
         "Also sync every shared keyspace, both ways and continuously, with a CouchDB cluster beyond the LAN: one member's URL, http(s)://ADMIN:PASSWORD@HOST:PORT (repeatable: each member, tried in turn when the one in use fails). Keyspace db goes to database db, db.scope.collection to db$scope$collection.",
         valueName: "url"))
     var hubs: [String] = []
+    @Option(name: .customLong("hub-credentials"), help: ArgumentHelp(
+        "A file whose first line is USER:PASSWORD, the CouchDB admin for --hub URLs that carry none (keep it chmod 600; for a service, out of the unit file and ps).",
+        valueName: "file"))
+    var hubCredentials: String?
     @Option(name: .customLong("tombstone-ttl"), help: ArgumentHelp(
         "Reap (purge) a deleted document's tombstone once it is older than this (90s, 15m, 2h, 30d) and every trusted peer whose scope covers its keyspace has checkpointed past it; a peer away longer holds reaping back until it returns or is untrusted. Peers known only by URL are not waited for. Default: keep tombstones forever.",
         valueName: "duration"))
@@ -120,15 +124,34 @@ struct Serve: AsyncParsableCommand {
         }
     }
 
-    /// `--hub` URLs.
+    /// `--hub` URLs, with `--hub-credentials` in those that carry none.
     private func hubURLs() throws -> [URL] {
-        try hubs.map { text in
-            guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false,
+        let credentials = try hubCredentials.map(Self.readHubCredentials)
+        return try hubs.map { text in
+            guard var url = URLComponents(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false,
                   url.path.isEmpty || url.path == "/" else {
                 throw ValidationError("--hub: '\(text)' is not a CouchDB server URL like http://admin:secret@10.0.0.5:5984 (no database)")
             }
-            return url
+            if url.user == nil, let credentials { (url.user, url.password) = credentials }
+            guard let built = url.url else { throw ValidationError("--hub: '\(text)' is not a URL") }
+            return built
         }
+    }
+
+    /// The `USER:PASSWORD` on the first line of `path`.
+    private static func readHubCredentials(_ path: String) throws -> (String, String) {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw ValidationError("--hub-credentials: cannot read \(path)")
+        }
+        let line = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
+            throw ValidationError("--hub-credentials: the first line of \(path) is not USER:PASSWORD")
+        }
+        let mode = ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber)?.intValue ?? 0
+        if mode & 0o077 != 0 {
+            Output.error("warning: --hub-credentials \(path) can be read by other users (chmod 600 \(path))")
+        }
+        return (String(line[..<colon]), String(line[line.index(after: colon)...]))
     }
 
     /// `--subscribe KEYSPACE=JSON` entries, by keyspace.
