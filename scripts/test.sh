@@ -10,6 +10,9 @@ bash scripts/setup.sh --tests
 if [ -z "${SYNCNODE_COUCHDB_URL:-}" ]; then
   echo "test: ******** SYNCNODE_COUCHDB_URL is not set: the CouchDB interoperability tests are SKIPPED (set it to an admin URL of a CouchDB 3.x, e.g. http://admin:secret@127.0.0.1:5984; .ci/run starts one) ********" >&2
 fi
+if [ -z "${SYNCNODE_COUCHDB_CLUSTER:-}" ]; then
+  echo "test: ******** SYNCNODE_COUCHDB_CLUSTER is not set: the CouchDB-cluster hub tests are SKIPPED (.ci/run starts a 3-member cluster) ********" >&2
+fi
 if [ -z "${SYNCNODE_POUCHDB_DIR:-}" ]; then
   echo "test: ******** SYNCNODE_POUCHDB_DIR is not set: the PouchDB interoperability tests are SKIPPED (set it to a folder with load-pouchdb.js and PouchDB bundles per version) ********" >&2
 fi
