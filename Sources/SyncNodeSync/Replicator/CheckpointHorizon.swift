@@ -9,6 +9,8 @@ import SyncNodeStore
 ///   certificate), or
 /// - this node pushed them: our replicator's own checkpoint for that peer says so.
 ///
+/// Only checkpoints of the same keyspace on both sides count (the mesh replicates `shop` with
+/// `shop`): a peer's copy of this keyspace into another database says nothing of its own.
 /// Of each kind, the checkpoint written last counts, never the highest: a peer that lost its
 /// database starts a new one from 0. Checkpoints of filtered replications (a selector, document
 /// IDs) do not count, since the changes they skipped never reached the peer. Every trusted,
@@ -43,9 +45,11 @@ public struct CheckpointHorizon: TombstoneHorizon {
             return Reading(writer: doc.writer, at: at, origin: origin, sequence: sequence)
         }
         return TombstoneHold(peers: peers.map { peer in
-            let pulled = readings.filter { $0.writer == peer.name && $0.origin.direction == .pull }.max { $0.at < $1.at }
+            let pulled = readings.filter { $0.writer == peer.name && $0.origin.direction == .pull && $0.origin.local == keyspace.name }
+                .max { $0.at < $1.at }
             let pushed = peer.uuid.flatMap { uuid in
-                readings.filter { $0.writer == nil && $0.origin.direction == .push && $0.origin.remote.hasPrefix(uuid + "/") }.max { $0.at < $1.at }
+                readings.filter { $0.writer == nil && $0.origin.direction == .push && $0.origin.remote == "\(uuid)/\(keyspace.name)" }
+                    .max { $0.at < $1.at }
             }
             guard let latest = [pulled, pushed].compactMap({ $0 }).max(by: { $0.sequence < $1.sequence }) else {
                 return TombstoneHold.Peer(name: peer.name, sequence: 0, note: "has never checkpointed \(keyspace) here")

@@ -18,21 +18,23 @@ struct ReplicationCheckpoint: Sendable, Equatable {
         let direction: ReplicationDirection
         /// The writer's remote, `<node uuid>/<database>`.
         let remote: String
+        /// The writer's own keyspace, the one it replicates with the remote.
+        let local: String
         /// Whether a filter skipped changes: such a checkpoint says nothing of the rest.
         let filtered: Bool
 
-        init(direction: ReplicationDirection, remote: String, filtered: Bool) {
-            (self.direction, self.remote, self.filtered) = (direction, remote, filtered)
+        init(direction: ReplicationDirection, remote: String, local: String, filtered: Bool) {
+            (self.direction, self.remote, self.local, self.filtered) = (direction, remote, local, filtered)
         }
 
         init?(json: DocumentValue?) {
             guard case .dictionary(let d)? = json, let direction = d["direction"]?.stringValue.flatMap(ReplicationDirection.init(rawValue:)),
-                  let remote = d["remote"]?.stringValue else { return nil }
-            self.init(direction: direction, remote: remote, filtered: d["filtered"] != .bool(false))
+                  let remote = d["remote"]?.stringValue, let local = d["local"]?.stringValue else { return nil }
+            self.init(direction: direction, remote: remote, local: local, filtered: d["filtered"] != .bool(false))
         }
 
         var json: DocumentValue {
-            ["direction": .string(direction.rawValue), "remote": .string(remote), "filtered": .bool(filtered)]
+            ["direction": .string(direction.rawValue), "remote": .string(remote), "local": .string(local), "filtered": .bool(filtered)]
         }
     }
 

@@ -32,7 +32,9 @@ struct ReplicationRun: Sendable {
     /// Runs until caught up; returns the revisions written and the source sequence reached.
     func run() async throws -> (written: Int, since: String) {
         guard config.batchSize > 0 else { throw SyncError.invalidConfiguration("batchSize must be at least 1, not \(config.batchSize)") }
-        let origin = ReplicationCheckpoint.Origin(direction: direction, remote: remoteID, filtered: config.isFiltered)
+        // A push or pull filter skips changes too: such a checkpoint vouches for nothing it skipped.
+        let filtered = config.isFiltered || (direction == .push ? config.pushFilter != nil : config.pullFilter != nil)
+        let origin = ReplicationCheckpoint.Origin(direction: direction, remote: remoteID, local: Keyspace(config.collection).name, filtered: filtered)
         var checkpointer = try await Checkpointer(replicator: replicator, source: source, target: target, id: id, origin: origin, reset: reset)
         var written = 0
         replicator.logger.debug("replicating", metadata: ["direction": "\(direction.rawValue)", "since": "\(checkpointer.since)"])

@@ -46,6 +46,12 @@ import Testing
             try await Self.pull(h, into: local, as: identity, selector: ["v": 2])
             #expect(try db.reapTombstones(now: start.addingTimeInterval(3602)).first?.reaped == 0)
 
+            // A copy into another of the peer's databases says nothing of its own `db`.
+            let scratch = try #require(try peer.database("scratch", create: true)).defaultCollection()
+            try await Self.pull(h, into: scratch, as: identity)
+            #expect(try scratch.document(id: "b") != nil)
+            #expect(try db.reapTombstones(now: start.addingTimeInterval(3602)).first?.reaped == 0)
+
             // A full pull leaves its checkpoint here, recorded as the certificate's peer even when a
             // password signed it in: the tombstone goes.
             try await Self.pull(h, into: local, as: identity, password: true)
@@ -77,12 +83,12 @@ import Testing
 
     /// Checkpoints say who wrote them, in a member other replicators ignore.
     @Test func checkpointsCarryTheirOrigin() throws {
-        let origin = ReplicationCheckpoint.Origin(direction: .pull, remote: "u/db", filtered: false)
+        let origin = ReplicationCheckpoint.Origin(direction: .pull, remote: "u/db", local: "db", filtered: false)
         let checkpoint = ReplicationCheckpoint(session: "s", sourceLastSequence: "7", origin: origin)
         #expect(ReplicationCheckpoint(json: checkpoint.json).origin == origin)
         // CouchDB's and PouchDB's have none; one that does not say whether it was filtered counts as filtered.
         #expect(ReplicationCheckpoint(json: ["source_last_seq": "3"]).origin == nil)
-        let unsure = ReplicationCheckpoint(json: ["syncnode_origin": ["direction": "pull", "remote": "u/db"]])
+        let unsure = ReplicationCheckpoint(json: ["syncnode_origin": ["direction": "pull", "remote": "u/db", "local": "db"]])
         #expect(unsure.origin?.filtered == true)
     }
 }
