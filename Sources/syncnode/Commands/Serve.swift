@@ -119,6 +119,10 @@ struct Serve: AsyncParsableCommand {
             }
         }
         _ = try hubURLs()
+        if !hubs.isEmpty, tombstoneTTL != nil {
+            // The horizon waits for trusted peers only: a hub away longer than the TTL would bring deleted documents back.
+            throw ValidationError("--tombstone-ttl cannot be used with --hub yet: tombstones would be reaped without waiting for the hub")
+        }
         for fingerprint in trusted where !TLSIdentity.isFingerprint(fingerprint) {
             throw ValidationError("--trust: not a certificate fingerprint (base64url SHA-256, as `syncnode identity` prints): \(fingerprint)")
         }
