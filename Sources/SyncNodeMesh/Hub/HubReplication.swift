@@ -72,6 +72,8 @@ final class HubReplication: Sendable {
     private static func hostAndPort(_ url: URL) -> String { "\(url.host ?? "?"):\(url.port.map(String.init) ?? "")" }
 
     private func connect(member index: Int) throws {
+        // Stopped meanwhile (a failover under way when the node stopped): nothing new starts.
+        guard !state.withLock({ $0.stopped }) else { return }
         let url = configuration.hubs[index].appendingPathComponent(database)
         let label = "hub \(Self.hostAndPort(url))/\(database)"
         let member = configuration.hubs[index]
@@ -103,12 +105,14 @@ final class HubReplication: Sendable {
         if !kept { Task { await replication.stop() } }
     }
 
-    /// Notes when the replication with `member` started failing, or that it no longer does.
+    /// Notes when the replication with `member` started failing, or that it works again (idle or
+    /// busy: connecting between retries is neither).
     private func note(_ status: ReplicatorStatus, member: Int) {
         let failing = status.activity == .offline || (status.activity == .stopped && status.error != nil)
+        let working = status.activity == .idle || status.activity == .busy
         state.withLock { s in
             guard s.member == member else { return }
-            if !failing { s.failingSince = nil } else if s.failingSince == nil { s.failingSince = .now }
+            if working { s.failingSince = nil } else if failing, s.failingSince == nil { s.failingSince = .now }
         }
     }
 
@@ -123,7 +127,12 @@ final class HubReplication: Sendable {
             "keyspace": "\(keyspace)", "from": "\(Self.hostAndPort(configuration.hubs[from]))", "to": "\(Self.hostAndPort(configuration.hubs[next]))",
         ])
         await old?.stop()
-        state.withLock { $0.failovers += 1 }
+        // The next member is the one in use from now on, even if it cannot be started: the
+        // following failover moves past it.
+        state.withLock { s in
+            s.failovers += 1
+            (s.member, s.failingSince) = (next, .now)
+        }
         do {
             try connect(member: next)
         } catch {
@@ -133,7 +142,12 @@ final class HubReplication: Sendable {
 
     /// Stops for good, after the batch in flight (its checkpoint saved).
     func stop() async {
-        watch.withLock { $0?.cancel() }
+        let watching = watch.withLock { $0 }
+        watching?.cancel()
+        // A failover under way finishes first: it starts nothing once stopped is set below, but
+        // the replication it stops must be stopped before this returns.
+        state.withLock { $0.stopped = true }
+        await watching?.value
         let replication = state.withLock { s -> PeerReplication? in
             s.stopped = true
             defer { s.replication = nil }
