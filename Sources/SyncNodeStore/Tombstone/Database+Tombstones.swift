@@ -43,12 +43,23 @@ extension Database {
     ///
     /// Reaped tombstones leave the changes feed and the digest, as purged documents do;
     /// ``compact()`` then gives their space back.
-    /// - Returns: a report per collection; empty without a policy.
-    /// - Throws: ``StoreError`` when the store fails, or what the horizon throws.
+    /// - Returns: a report per collection; empty without a policy. A collection that fails (its
+    ///   horizon cannot be read, it was deleted meanwhile) is logged and left out.
+    /// - Throws: ``StoreError`` when the database is closed or its collections cannot be listed.
     @discardableResult
     public func reapTombstones(now: Date = Date()) throws -> [TombstoneReport] {
         guard let policy = tombstonePolicy else { return [] }
-        return try allCollections().map { try $0.tombstones(under: policy, now: now, reap: true) }
+        return try allCollections().compactMap { collection in
+            do {
+                return try collection.tombstones(under: policy, now: now, reap: true)
+            } catch StoreError.databaseClosed(let name) {
+                throw StoreError.databaseClosed(name)
+            } catch {
+                // One collection (deleted meanwhile, a horizon that cannot be read) holds no other back.
+                logger.error("reaping tombstones failed", metadata: ["collection": "\(collection.fullName)", "error": "\(error)"])
+                return nil
+            }
+        }
     }
 
     /// What ``reapTombstones(now:)`` would find under `policy`, without reaping or writing.

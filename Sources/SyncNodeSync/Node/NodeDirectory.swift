@@ -20,12 +20,13 @@ public final class NodeDirectory: Sendable {
     /// deletion must not make the database again, empty, under the deleted name.
     private let lifecycle = NSLock()
     private let watchers = Mutex<[UUID: AsyncStream<[String]>.Continuation]>([:])
-    private let tombstones = Mutex<TombstonePolicy?>(nil)
+    /// The policy, once set (nil inside: set to none, which databases opened later also get).
+    private let tombstones = Mutex<TombstonePolicy??>(nil)
 
     /// The tombstone policy of every database served from here, those open now and those
     /// opened later (`serve --tombstone-ttl`); nil, the default, keeps tombstones forever.
     public var tombstonePolicy: TombstonePolicy? {
-        get { tombstones.withLock { $0 } }
+        get { tombstones.withLock { $0 ?? nil } }
         set {
             tombstones.withLock { $0 = newValue }
             for db in open.withLock({ Array($0.values) }) { db.tombstonePolicy = newValue }
@@ -201,7 +202,7 @@ public final class NodeDirectory: Sendable {
             o[name] = db
             return db
         }
-        if result === db, let policy = tombstonePolicy { db.tombstonePolicy = policy }
+        if result === db, let policy = tombstones.withLock({ $0 }) { db.tombstonePolicy = policy }
         if !existed { databasesChanged() }
         return result
     }
