@@ -71,9 +71,11 @@ final class HubReplication: Sendable {
 
     private static func hostAndPort(_ url: URL) -> String { "\(url.host ?? "?"):\(url.port.map(String.init) ?? "")" }
 
-    private func connect(member index: Int) throws {
-        // Stopped meanwhile (a failover under way when the node stopped): nothing new starts.
-        guard !state.withLock({ $0.stopped }) else { return }
+    /// Starts the replication with member `index`; returns it when the hub stopped meanwhile, for
+    /// the caller to stop (a failover under way when the node stopped).
+    @discardableResult
+    private func connect(member index: Int) throws -> PeerReplication? {
+        guard !state.withLock({ $0.stopped }) else { return nil }
         let url = configuration.hubs[index].appendingPathComponent(database)
         let label = "hub \(Self.hostAndPort(url))/\(database)"
         let member = configuration.hubs[index]
@@ -92,17 +94,14 @@ final class HubReplication: Sendable {
             board.record(status, peer: Self.boardID, keyspace: keyspace)
             configuration.onEvent?(.replication(label: label, status: status))
         } judged: { [board, keyspace, configuration] judgement, crossed in
-            guard let sync = board.record(judgement, peer: Self.boardID, keyspace: keyspace),
-                  (sync.state == .inSync) == (judgement.state == .inSync) else { return false }
-            if crossed { configuration.onEvent?(.syncState(peer: "hub", keyspace: keyspace, sync: sync)) }
-            return true
+            board.settle(judgement, crossed: crossed, peer: Self.boardID, name: "hub", keyspace: keyspace, onEvent: configuration.onEvent)
         }
         let kept = state.withLock { s -> Bool in
             guard !s.stopped else { return false }
             (s.member, s.replication, s.failingSince) = (index, replication, nil)
             return true
         }
-        if !kept { Task { await replication.stop() } }
+        return kept ? nil : replication
     }
 
     /// Notes when the replication with `member` started failing, or that it works again (idle or
@@ -134,7 +133,7 @@ final class HubReplication: Sendable {
             (s.member, s.failingSince) = (next, .now)
         }
         do {
-            try connect(member: next)
+            await (try connect(member: next))?.stop()
         } catch {
             configuration.logger.error("cannot replicate with the hub", metadata: ["keyspace": "\(keyspace)", "error": "\(error)"])
         }
@@ -144,12 +143,11 @@ final class HubReplication: Sendable {
     func stop() async {
         let watching = watch.withLock { $0 }
         watching?.cancel()
-        // A failover under way finishes first: it starts nothing once stopped is set below, but
-        // the replication it stops must be stopped before this returns.
+        // A failover under way finishes first (it keeps nothing once stopped is set): what it
+        // stops and starts must be stopped before this returns.
         state.withLock { $0.stopped = true }
         await watching?.value
         let replication = state.withLock { s -> PeerReplication? in
-            s.stopped = true
             defer { s.replication = nil }
             return s.replication
         }

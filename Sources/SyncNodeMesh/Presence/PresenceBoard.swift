@@ -80,6 +80,18 @@ final class PresenceBoard: Sendable {
         return recorded
     }
 
+    /// Records an audit's judgement of `keyspace` with the peer `uuid` (shown as `name`) and, when
+    /// it `crossed` into or out of in sync and stands, tells `onEvent`. Returns whether it stands:
+    /// the board may already hold a newer status's demotion (a pass running), and a later
+    /// judgement says it then. What a replication's `judged` hook does.
+    func settle(_ judgement: SyncAudit.Judgement, crossed: Bool, peer uuid: String, name: String, keyspace: Keyspace,
+                onEvent: (@Sendable (MeshEvent) -> Void)?) -> Bool {
+        guard let sync = record(judgement, peer: uuid, keyspace: keyspace),
+              (sync.state == .inSync) == (judgement.state == .inSync) else { return false }
+        if crossed { onEvent?(.syncState(peer: name, keyspace: keyspace, sync: sync)) }
+        return true
+    }
+
     /// Snapshots from now on, the current one first; only the newest waits for a slow reader.
     func updates() -> AsyncStream<[MeshPeer]> {
         let (stream, continuation) = AsyncStream.makeStream(of: [MeshPeer].self, bufferingPolicy: .bufferingNewest(1))

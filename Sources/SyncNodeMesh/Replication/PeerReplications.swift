@@ -186,12 +186,7 @@ actor PeerReplications {
                     board.record(status, peer: peer.uuid, keyspace: keyspace, subscription: subscription)
                     configuration.onEvent?(.replication(label: label, status: status))
                 } judged: { [board, configuration] judgement, crossed in
-                    // Said once per crossing, when the judgement stands: the board may already hold a
-                    // newer status's demotion (a pass running), and a later judgement says it then.
-                    guard let sync = board.record(judgement, peer: peer.uuid, keyspace: keyspace),
-                          (sync.state == .inSync) == (judgement.state == .inSync) else { return false }
-                    if crossed { configuration.onEvent?(.syncState(peer: peer.name, keyspace: keyspace, sync: sync)) }
-                    return true
+                    board.settle(judgement, crossed: crossed, peer: peer.uuid, name: peer.name, keyspace: keyspace, onEvent: configuration.onEvent)
                 }
             } catch {
                 configuration.logger.warning("cannot sync a keyspace", metadata: ["peer": "\(peer.name)", "keyspace": "\(keyspace)", "error": "\(error)"])
