@@ -17,13 +17,18 @@ extension MeshConfiguration {
         return name
     }
 
-    /// Refuses hub URLs that name no server (`http(s)://host[:port]`, no database in the path).
-    func checkHubs() throws {
-        for url in hubs {
-            guard let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host?.isEmpty == false,
-                  url.path.isEmpty || url.path == "/" else {
-                throw SyncError.invalidConfiguration("a hub is a CouchDB server URL, http(s)://USER:PASSWORD@HOST:PORT with no database: \(WireURL.redacted(url))")
-            }
+    /// Refuses a hub URL that names no server (`http(s)://host[:port]`, no database in the path).
+    /// - Throws: ``SyncError/invalidConfiguration(_:)`` saying what a hub URL looks like.
+    public static func checkHub(_ url: URL) throws {
+        guard let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host?.isEmpty == false,
+              url.path.isEmpty || url.path == "/" else {
+            throw SyncError.invalidConfiguration(
+                "'\(WireURL.redacted(url))' is not a CouchDB server URL like http://admin:secret@10.0.0.5:5984 (no database)")
         }
+    }
+
+    /// ``checkHub(_:)`` for each of ``hubs``.
+    func checkHubs() throws {
+        for url in hubs { try Self.checkHub(url) }
     }
 }

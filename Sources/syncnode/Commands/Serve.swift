@@ -132,13 +132,12 @@ struct Serve: AsyncParsableCommand {
     private func hubURLs() throws -> [URL] {
         let credentials = try hubCredentials.map(Self.readHubCredentials)
         return try hubs.map { text in
-            guard var url = URLComponents(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false,
-                  url.path.isEmpty || url.path == "/" else {
-                throw ValidationError("--hub: '\(text)' is not a CouchDB server URL like http://admin:secret@10.0.0.5:5984 (no database)")
+            guard var url = URLComponents(string: text), let plain = url.url else { throw ValidationError("--hub: '\(text)' is not a URL") }
+            do { try MeshConfiguration.checkHub(plain) } catch SyncError.invalidConfiguration(let reason) {
+                throw ValidationError("--hub: \(reason)")
             }
             if url.user == nil, let credentials { (url.user, url.password) = credentials }
-            guard let built = url.url else { throw ValidationError("--hub: '\(text)' is not a URL") }
-            return built
+            return url.url ?? plain
         }
     }
 
@@ -150,10 +149,6 @@ struct Serve: AsyncParsableCommand {
         let line = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
         guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
             throw ValidationError("--hub-credentials: the first line of \(path) is not USER:PASSWORD")
-        }
-        let mode = ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber)?.intValue ?? 0
-        if mode & 0o077 != 0 {
-            Output.error("warning: --hub-credentials \(path) can be read by other users (chmod 600 \(path))")
         }
         return (String(line[..<colon]), String(line[line.index(after: colon)...]))
     }
@@ -210,6 +205,11 @@ struct Serve: AsyncParsableCommand {
         config.conflictResolver = conflicts.resolver
         config.subscriptions = try subscriptions()
         config.hubs = try hubURLs()
+        // Here, not in hubURLs(), which validate() runs too: said once.
+        if let path = hubCredentials,
+           (((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber)?.intValue ?? 0) & 0o077 != 0 {
+            Output.error("warning: --hub-credentials \(path) can be read by other users (chmod 600 \(path))")
+        }
         config.onEvent = MeshEventPrinter(directory: directory.url).print
         let mesh = MeshNode(configuration: config)
         // Who was invited, admitted, refused or untrusted: one line each.
