@@ -22,6 +22,8 @@ final class HubReplication: Sendable {
         var member = 0
         var replication: PeerReplication?
         var failingSince: ContinuousClock.Instant?
+        /// Changes the member's replication had examined in its pass at its last status.
+        var examined = 0
         var failovers = 0
         var stopped = false
     }
@@ -98,19 +100,22 @@ final class HubReplication: Sendable {
         }
         let kept = state.withLock { s -> Bool in
             guard !s.stopped else { return false }
-            (s.member, s.replication, s.failingSince) = (index, replication, nil)
+            (s.member, s.replication, s.failingSince, s.examined) = (index, replication, nil, 0)
             return true
         }
         return kept ? nil : replication
     }
 
-    /// Notes when the replication with `member` started failing, or that it works again (idle or
-    /// busy: connecting between retries is neither).
+    /// Notes when the replication with `member` started failing, or that it works again: idle, or
+    /// busy and either error-free or examining changes. A retry is busy again after its wait with
+    /// the error still set, and must not restart the clock; connecting between retries is neither.
     private func note(_ status: ReplicatorStatus, member: Int) {
         let failing = status.activity == .offline || (status.activity == .stopped && status.error != nil)
-        let working = status.activity == .idle || status.activity == .busy
         state.withLock { s in
             guard s.member == member else { return }
+            let progressed = status.progress.completed > s.examined
+            s.examined = status.progress.completed
+            let working = status.activity == .idle || (status.activity == .busy && (status.error == nil || progressed))
             if working { s.failingSince = nil } else if failing, s.failingSince == nil { s.failingSince = .now }
         }
     }
