@@ -3,7 +3,13 @@
 # network namespace on a shared bridge (10.77.0.I/24 on its eth0) with its own
 # /run, host name, dbus-daemon and avahi-daemon. Needs root.
 #
-#   scripts/lab.sh up N                start hosts 1..N (replaces a running lab)
+#   scripts/lab.sh up N [--lans 1,2/3,4]
+#                                      start hosts 1..N (replaces a running lab); with --lans, each
+#                                      group is a LAN of its own (the Kth on bridge snlabK, 10.(77+K).0.I/24;
+#                                      unnamed hosts in the first): no multicast and no route between them
+#   scripts/lab.sh forward PORT...     every LAN reaches this machine's 127.0.0.1:PORT at its address .254
+#                                      (10.77.0.254:PORT, 10.78.0.254:PORT...), through a gateway namespace
+#                                      that forwards over Unix sockets: nothing listens on the machine's interfaces
 #   scripts/lab.sh exec I CMD...       run CMD on host I (working directory kept)
 #   scripts/lab.sh link I up|down      plug or unplug host I's cable
 #   scripts/lab.sh avahi I stop|start  stop or start host I's avahi-daemon
@@ -12,7 +18,7 @@
 #                                      dbus and avahi-daemon started again, its cable plugged in
 #   scripts/lab.sh partition 1,2/3,4   split the LAN: hosts in different groups reach each other no
 #                                      more (neither unicast nor multicast); unnamed hosts stay in the first
-#   scripts/lab.sh heal                one LAN again
+#   scripts/lab.sh heal                every host back on its LAN
 #   scripts/lab.sh status              hosts, addresses, daemons
 #   scripts/lab.sh down                stop everything, remove the hosts
 #
@@ -21,7 +27,7 @@ set -euo pipefail
 
 LAB=${SYNCNODE_LAB:-/tmp/syncnode-lab}
 BRIDGE=snlab0
-PREFIX=10.77.0
+GATEWAY=snlab-gw
 
 die() { echo "lab: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, mounts)"
@@ -32,6 +38,10 @@ done
 ns() { echo "snlab-$1"; }
 hostdir() { echo "$LAB/host-$1"; }
 hosts() { ls -d "$LAB"/host-* 2>/dev/null | sed 's/.*host-//' | sort -n; }
+lan_of() { cat "$(hostdir "$1")/lan" 2>/dev/null || echo 0; }
+lans() { ls "$LAB"/lan-* 2>/dev/null | sed 's/.*lan-//' | sort -n; }
+bridge_of_lan() { echo "snlab$1"; }
+prefix_of_lan() { echo "10.$((77 + $1)).0"; }
 
 # A process is alive unless gone or a zombie (PID 1 here may not reap promptly).
 alive() {
@@ -75,13 +85,14 @@ stop_avahi() {
   rm -f "$d/avahi.pid" "$d/run/avahi-daemon/pid"
 }
 
-host_up() {
-  local i=$1 d; d=$(hostdir "$i")
+host_up() {  # I LAN
+  local i=$1 lan=$2 d; d=$(hostdir "$i")
   mkdir -p "$d/run/dbus" "$d/services"
+  echo "$lan" > "$d/lan"
   ip netns add "$(ns "$i")"
   ip link add "snveth$i" type veth peer name eth0 netns "$(ns "$i")"
-  ip link set "snveth$i" master "$BRIDGE" up
-  ip netns exec "$(ns "$i")" ip addr add "$PREFIX.$i/24" dev eth0
+  ip link set "snveth$i" master "$(bridge_of_lan "$lan")" up
+  ip netns exec "$(ns "$i")" ip addr add "$(prefix_of_lan "$lan").$i/24" dev eth0
   ip netns exec "$(ns "$i")" ip link set eth0 up multicast on
   ip netns exec "$(ns "$i")" ip link set lo up
 
@@ -159,23 +170,88 @@ host_down() {
 lab_down() {
   heal
   for i in $(hosts); do host_down "$i"; done
+  gateway_down
+  for lan in $(lans); do ip link del "$(bridge_of_lan "$lan")" 2>/dev/null || true; done
   ip link del "$BRIDGE" 2>/dev/null || true
   if mountpoint -q "$LAB"; then umount "$LAB" 2>/dev/null || umount -l "$LAB" || true; fi
 }
 
-lab_up() {
-  local n=$1
+add_bridge() {
+  ip link add "$1" type bridge
+  echo 0 > "/sys/class/net/$1/bridge/multicast_snooping"
+  ip link set "$1" up
+}
+
+lab_up() {  # N [--lans SPEC]
+  local n=$1 spec=${3:-} lan i
   [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 200 ] || die "up N: N must be 1..200"
+  case "${2:-}" in
+    "") ;;
+    --lans) [[ "$spec" =~ ^[0-9]+(,[0-9]+)*(/[0-9]+(,[0-9]+)*)*$ ]] || die "up N --lans: write LANs as 1,2/3,4" ;;
+    *) die "up N [--lans 1,2/3,4]" ;;
+  esac
   lab_down
   mkdir -p "$LAB"
   # unshare --mount=FILE needs FILE on a private mount.
   mount --bind "$LAB" "$LAB"
   mount --make-private "$LAB"
-  ip link add "$BRIDGE" type bridge
-  echo 0 > "/sys/class/net/$BRIDGE/bridge/multicast_snooping"
-  ip link set "$BRIDGE" up
-  for i in $(seq "$n"); do host_up "$i"; done
-  echo "lab: $n hosts up ($PREFIX.1-$PREFIX.$n); enter one with: scripts/lab.sh exec I CMD" >&2
+  declare -A host_lan=()
+  IFS=/ read -r -a groups <<< "$spec"
+  for lan in "${!groups[@]}"; do
+    IFS=, read -r -a hosts_in <<< "${groups[$lan]}"
+    for i in "${hosts_in[@]}"; do
+      [ "$i" -ge 1 ] && [ "$i" -le "$n" ] || die "up $n --lans: there is no host $i"
+      host_lan[$i]=$lan
+    done
+  done
+  for lan in $(seq 0 $(( ${#groups[@]} > 1 ? ${#groups[@]} - 1 : 0 ))); do
+    touch "$LAB/lan-$lan"
+    add_bridge "$(bridge_of_lan "$lan")"
+  done
+  for i in $(seq "$n"); do host_up "$i" "${host_lan[$i]:-0}"; done
+  echo "lab: $n hosts up on $(lans | wc -l) LAN(s); enter one with: scripts/lab.sh exec I CMD" >&2
+}
+
+# The gateway: a namespace on every LAN at .254. Each forwarded port is a socat there that
+# hands connections over a Unix socket to a socat on the machine, which connects to 127.0.0.1.
+gateway_up() {
+  ip netns list | grep -qw "$GATEWAY" && return 0
+  ip netns add "$GATEWAY"
+  ip netns exec "$GATEWAY" ip link set lo up
+  local lan
+  for lan in $(lans); do
+    ip link add "snlabgw$lan" type veth peer name "lan$lan" netns "$GATEWAY"
+    ip link set "snlabgw$lan" master "$(bridge_of_lan "$lan")" up
+    ip netns exec "$GATEWAY" ip addr add "$(prefix_of_lan "$lan").254/24" dev "lan$lan"
+    ip netns exec "$GATEWAY" ip link set "lan$lan" up
+  done
+  mkdir -p "$LAB/gateway"
+}
+
+gateway_down() {
+  local f lan
+  # Each socat leads its own session: its children (one per open connection) go with it.
+  for f in "$LAB"/gateway/*.pid; do [ -f "$f" ] && kill -9 -- "-$(cat "$f")" 2>/dev/null || true; done
+  for lan in $(lans); do ip link del "snlabgw$lan" 2>/dev/null || true; done
+  ip netns del "$GATEWAY" 2>/dev/null || true
+  rm -rf "$LAB/gateway"
+}
+
+forward() {  # PORT...
+  [ -n "$(hosts)" ] || die "forward: no lab (scripts/lab.sh up N first)"
+  command -v socat >/dev/null || die "socat is missing: run scripts/setup.sh --tests"
+  gateway_up
+  local port g=$LAB/gateway
+  for port in "$@"; do
+    [[ "$port" =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || die "forward: $port is not a port"
+    [ -f "$g/$port.out.pid" ] && alive "$(cat "$g/$port.out.pid")" && continue
+    rm -f "$g/$port.sock"
+    setsid socat "UNIX-LISTEN:$g/$port.sock,fork" "TCP:127.0.0.1:$port" </dev/null >>"$g/socat.log" 2>&1 &
+    echo $! > "$g/$port.out.pid"
+    setsid ip netns exec "$GATEWAY" socat "TCP-LISTEN:$port,fork,reuseaddr" "UNIX-CONNECT:$g/$port.sock" </dev/null >>"$g/socat.log" 2>&1 &
+    echo $! > "$g/$port.in.pid"
+  done
+  echo "lab: $* forwarded to each LAN's .254 address" >&2
 }
 
 # Each group of a partition is its own bridge: snlab0 for the first (and unnamed hosts), snlabpN after.
@@ -188,9 +264,7 @@ partition() {
     local bridge=$BRIDGE
     if [ "$group" -gt 0 ]; then
       bridge="snlabp$group"
-      ip link add "$bridge" type bridge
-      echo 0 > "/sys/class/net/$bridge/bridge/multicast_snooping"
-      ip link set "$bridge" up
+      add_bridge "$bridge"
     fi
     IFS=, read -r -a hosts_in <<< "$members"
     for i in "${hosts_in[@]}"; do
@@ -203,7 +277,7 @@ partition() {
 
 heal() {
   local i bridge
-  for i in $(hosts); do ip link set "snveth$i" master "$BRIDGE" 2>/dev/null || true; done
+  for i in $(hosts); do ip link set "snveth$i" master "$(bridge_of_lan "$(lan_of "$i")")" 2>/dev/null || true; done
   for bridge in $(ip -o link show type bridge | awk -F': ' '{print $2}' | grep '^snlabp' || true); do ip link del "$bridge"; done
 }
 
@@ -215,14 +289,15 @@ status() {
     link=$(cat "/sys/class/net/snveth$i/operstate" 2>/dev/null || echo missing)
     avahi=down; [ -f "$d/avahi.pid" ] && alive "$(cat "$d/avahi.pid")" && avahi=up
     dbus=down; [ -f "$d/dbus.pid" ] && alive "$(cat "$d/dbus.pid")" && dbus=up
-    echo "host-$i $PREFIX.$i link=$link dbus=$dbus avahi=$avahi"
+    echo "host-$i $(prefix_of_lan "$(lan_of "$i")").$i link=$link dbus=$dbus avahi=$avahi"
   done
 }
 
 cmd=${1:-}
 shift || true
 case "$cmd" in
-  up) lab_up "${1:?up N}" ;;
+  up) lab_up "${1:?up N}" "${2:-}" "${3:-}" ;;
+  forward) [ $# -gt 0 ] || die "forward PORT..."; forward "$@" ;;
   down) lab_down ;;
   # exec: the command replaces this script, so `$!` of a backgrounded `lab.sh exec` is the command's PID.
   exec) i=${1:?exec I CMD...}; shift; [ $# -gt 0 ] || die "exec I CMD..."; EXEC=exec enter "$i" "$@" ;;
@@ -248,5 +323,5 @@ case "$cmd" in
     ip link set "snveth$i" down
     for pid in $(ip netns pids "$(ns "$i")"); do kill -9 "$pid" 2>/dev/null || true; done ;;
   status) status ;;
-  *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

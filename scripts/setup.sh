@@ -19,8 +19,8 @@ fi
 if [ "${1:-}" = "--tests" ]; then
   tests=true
   # zbar-tools: the QR tests' scanner; nodejs, chromium: PouchDB in Node.js and in a browser page;
-  # python3-venv: the Python clients below.
-  packages+=(python3-venv zbar-tools nodejs chromium)
+  # python3-venv: the Python clients below; socat: the lab's gateway to the CouchDB cluster (lab.sh forward).
+  packages+=(python3-venv zbar-tools nodejs chromium socat)
 fi
 
 missing=()
