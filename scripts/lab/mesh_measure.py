@@ -35,8 +35,10 @@ CONTEXT.verify_mode = ssl.CERT_NONE   # the lab's nodes are self-signed; this me
 
 
 class Node:
-    def __init__(self, spec):
+    def __init__(self, spec, db="default", tls=True):
         self.spec = spec
+        self.db = db
+        self.tls = tls
         self.host, port, user, password = spec.split(":", 3)
         self.port = int(port)
         self.auth = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
@@ -46,11 +48,12 @@ class Node:
         for attempt in (0, 1):
             try:
                 if self.conn is None:
-                    self.conn = http.client.HTTPSConnection(self.host, self.port, context=CONTEXT)
+                    self.conn = http.client.HTTPSConnection(self.host, self.port, context=CONTEXT) if self.tls \
+                        else http.client.HTTPConnection(self.host, self.port)
                 self.conn.timeout = timeout
                 if self.conn.sock is not None:
                     self.conn.sock.settimeout(timeout)
-                headers = {"Authorization": self.auth, "Content-Type": "application/json"}
+                headers = {"Authorization": self.auth, "Content-Type": "application/json", "Accept": "application/json"}
                 self.conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
                 response = self.conn.getresponse()
                 data = response.read()
@@ -65,12 +68,12 @@ class Node:
 
     def has(self, doc_id):
         try:
-            return self.request("GET", f"/default/{doc_id}")[0] == 200
+            return self.request("GET", f"/{self.db}/{doc_id}")[0] == 200
         except (OSError, http.client.HTTPException):
             return False
 
     def state(self):
-        status, answer = self.request("GET", "/default/_all_docs")
+        status, answer = self.request("GET", f"/{self.db}/_all_docs")
         return {(row["id"], row["value"]["rev"]) for row in answer["rows"]} if status == 200 else None
 
 
