@@ -24,6 +24,9 @@ final class HubReplication: Sendable {
         var failingSince: ContinuousClock.Instant?
         /// Changes the member's replication had examined in its pass at its last status.
         var examined = 0
+        /// What the replications with earlier members moved, and the one with the current member.
+        var movedBefore = ReplicationResult()
+        var moved = ReplicationResult()
         var failovers = 0
         var stopped = false
     }
@@ -63,6 +66,12 @@ final class HubReplication: Sendable {
 
     /// How many times the replication moved to another member.
     var failovers: Int { state.withLock { $0.failovers } }
+
+    /// The revisions written each way with every member used so far: what crossed again after a
+    /// failover shows as more than the documents needed.
+    var moved: ReplicationResult {
+        state.withLock { $0.movedBefore + $0.moved }
+    }
 
     /// The member in use, without its credentials: `HOST:PORT`.
     var member: String { state.withLock { Self.hostAndPort(configuration.hubs[$0.member]) } }
@@ -115,6 +124,7 @@ final class HubReplication: Sendable {
             guard s.member == member else { return }
             let progressed = status.progress.completed > s.examined
             s.examined = status.progress.completed
+            s.moved = status.result
             let working = status.activity == .idle || (status.activity == .busy && (status.error == nil || progressed))
             if working { s.failingSince = nil } else if failing, s.failingSince == nil { s.failingSince = .now }
         }
@@ -135,7 +145,8 @@ final class HubReplication: Sendable {
         // following failover moves past it.
         state.withLock { s in
             s.failovers += 1
-            (s.member, s.failingSince) = (next, .now)
+            s.movedBefore = s.movedBefore + s.moved
+            (s.member, s.failingSince, s.moved) = (next, .now, ReplicationResult())
         }
         do {
             await (try connect(member: next))?.stop()
@@ -157,5 +168,11 @@ final class HubReplication: Sendable {
             return s.replication
         }
         await replication?.stop()
+    }
+}
+
+private extension ReplicationResult {
+    static func + (a: Self, b: Self) -> Self {
+        Self(pushed: a.pushed + b.pushed, pulled: a.pulled + b.pulled, failed: a.failed + b.failed)
     }
 }
