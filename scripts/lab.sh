@@ -171,7 +171,7 @@ lab_down() {
   heal
   for i in $(hosts); do host_down "$i"; done
   gateway_down
-  for lan in $(lans); do ip link del "$(bridge_of_lan "$lan")" 2>/dev/null || true; done
+  for lan in $(lans); do ip link del "$(bridge_of_lan "$lan")" 2>/dev/null || true; rm -f "$LAB/lan-$lan"; done
   ip link del "$BRIDGE" 2>/dev/null || true
   if mountpoint -q "$LAB"; then umount "$LAB" 2>/dev/null || umount -l "$LAB" || true; fi
 }
