@@ -267,6 +267,10 @@ public final class Replicator: Sendable {
         }
     }
 
+    /// The remote as checkpoints name it, `<server uuid>/<database>`, once a pass has reached
+    /// it; nil before. The members of a CouchDB cluster share one.
+    public var remoteIdentity: String? { state.withLock { $0.remoteIdentity } }
+
     func identity(of remote: any ReplicationPeer) async throws -> String {
         let id = try await remote.identity()
         state.withLock { $0.remoteIdentity = id }
