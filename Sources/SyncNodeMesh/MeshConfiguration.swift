@@ -76,8 +76,8 @@ public struct MeshConfiguration: Sendable {
     /// continuously, both ways, through one member at a time, into the database
     /// ``hubDatabase(for:)`` names. When the member in use fails for ``hubFailover``, the next
     /// one takes over; the members share the cluster's UUID, on which checkpoints are keyed, so
-    /// it resumes where the last one stopped. Empty (the default): no hub. A tombstone policy's
-    /// `CheckpointHorizon` does not wait for the hub: `serve` refuses both together.
+    /// it resumes where the last one stopped. Empty (the default): no hub. With a tombstone
+    /// policy, use ``MeshNode/tombstoneHorizon``, which waits for the hub too.
     public var hubs: [URL] = []
     /// How long the hub member in use may fail (unreachable, erroring) before the next is used.
     public var hubFailover: Duration = .seconds(3)

@@ -53,7 +53,7 @@ struct HubTests {
             try await node.mesh.start()
             var started: HubReplication?
             for _ in 0..<200 where started == nil {
-                started = await node.mesh.replications.hubs[.database(db)]
+                started = node.mesh.replications.hubs.withLock { $0[.database(db)] }
                 if started == nil { try await Task.sleep(for: .milliseconds(50)) }
             }
             let hub = try #require(started, "the hub replication did not start")
@@ -179,6 +179,48 @@ struct HubTests {
             let pulledByA = a.mesh.peers.first { $0.uuid == "hub" }?.collections[.database(db)]?.pulled ?? -1
             let pulledByB = b.mesh.peers.first { $0.uuid == "hub" }?.collections[.database(db)]?.pulled ?? -1
             #expect((5...7).contains(pulledByA) && (5...7).contains(pulledByB), "lan1 pulled \(pulledByA), lan2 \(pulledByB)")
+        } catch {
+            await cleanUp()
+            throw error
+        }
+        await cleanUp()
+    }
+
+    /// With a tombstone policy on `MeshNode.tombstoneHorizon`, a tombstone waits for the hub:
+    /// held while no member has been reached, reaped once this node's push checkpoint in the
+    /// cluster is past it, and the cluster keeps the deletion.
+    @Test func aTombstoneWaitsUntilTheHubHasIt() async throws {
+        let cluster = try #require(CouchCluster.configured)
+        let db = "hubreap-\(UUID().uuidString.prefix(8).lowercased())"
+        let node = try Node(name: "reaper", shared: [db]) { $0.hubs = Array(cluster.members.dropFirst()) }
+        func cleanUp() async {
+            await node.mesh.stop()
+            _ = try? await Self.couch(cluster.members[1], "/\(db)", ["-X", "DELETE"])
+        }
+        do {
+            let database = try #require(try node.directory.database(db, create: true))
+            let local = try database.defaultCollection()
+            for id in ["gone", "kept"] { try local.save(try MutableDocument(id: id, data: ["v": 1])) }
+            try local.delete(id: "gone")
+            database.tombstonePolicy = TombstonePolicy(timeToLive: .seconds(3600), horizon: node.mesh.tombstoneHorizon)
+            let start = Date()
+            _ = try database.reapTombstones(now: start)
+
+            // Old enough, but no member has been reached: held by the hub.
+            let held = try #require(try database.reapTombstones(now: start.addingTimeInterval(3601)).first)
+            #expect(held.reaped == 0 && held.waiting == 1, "\(held)")
+            #expect(held.holders == ["hub has not been reached yet"], "\(held)")
+
+            // Once pushed, it goes; the cluster has the deletion.
+            try await node.mesh.start()
+            var reaped = 0
+            for k in 0..<300 where reaped == 0 {
+                reaped = try database.reapTombstones(now: start.addingTimeInterval(3602 + Double(k))).first?.reaped ?? 0
+                if reaped == 0 { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(reaped == 1)
+            #expect(try await Self.couch(cluster.members[1], "/\(db)/gone")["reason"] == "deleted")
+            #expect(try await Self.ids(in: cluster.members[1], db) == ["kept"])
         } catch {
             await cleanUp()
             throw error

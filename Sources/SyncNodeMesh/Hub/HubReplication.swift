@@ -27,6 +27,8 @@ final class HubReplication: Sendable {
         /// What the replications with earlier members moved, and the one with the current member.
         var movedBefore = ReplicationResult()
         var moved = ReplicationResult()
+        /// The cluster as checkpoints name it, once a member has been reached.
+        var identity: String?
         var failovers = 0
         var stopped = false
     }
@@ -71,6 +73,16 @@ final class HubReplication: Sendable {
     /// failover shows as more than the documents needed.
     var moved: ReplicationResult {
         state.withLock { $0.movedBefore + $0.moved }
+    }
+
+    /// The hub as this node's checkpoints name it, `<cluster uuid>/<database>` (every member
+    /// shares it), once a member has been reached; nil before.
+    var remoteIdentity: String? {
+        let current = state.withLock { $0.replication }?.replicator.remoteIdentity
+        return state.withLock { s in
+            if let current { s.identity = current }
+            return s.identity
+        }
     }
 
     /// The member in use, without its credentials: `HOST:PORT`.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SyncNodeDiscovery
 import SyncNodeStore
 import SyncNodeSync
@@ -14,8 +15,9 @@ actor PeerReplications {
     private var syncs: [String: (peer: Peer, replications: [Keyspace: PeerReplication])] = [:]
     /// Replications with URLs the app named (any CouchDB-compatible peer).
     private var explicit: [PeerReplication] = []
-    /// Per shared keyspace, its replication with the hub (``MeshConfiguration/hubs``).
-    private(set) var hubs: [Keyspace: HubReplication] = [:]
+    /// Per shared keyspace, its replication with the hub (``MeshConfiguration/hubs``); read
+    /// without waiting for the actor by the tombstone horizon (``MeshNode/tombstoneHorizon``).
+    nonisolated let hubs = Mutex<[Keyspace: HubReplication]>([:])
     /// The probe that asks a peer for its keyspaces (`GET /_node/keyspaces`), for the peers
     /// whose DNS-SD record does not list them all: those paired by URL, and those whose record
     /// says `more=1`.
@@ -255,11 +257,12 @@ actor PeerReplications {
     /// Replicates each of `keyspaces` not yet replicated with the hub, when there is one.
     func syncHubs(_ keyspaces: [Keyspace]) {
         guard !configuration.hubs.isEmpty else { return }
-        for keyspace in keyspaces where hubs[keyspace] == nil {
+        for keyspace in keyspaces where hubs.withLock({ $0[keyspace] }) == nil {
             do {
                 guard let db = try configuration.directory.database(keyspace.database) else { continue }
                 let collection = try keyspace.collection.map { try db.createCollection(name: $0, scope: keyspace.scope) } ?? db.defaultCollection()
-                hubs[keyspace] = try HubReplication(keyspace: keyspace, collection: collection, configuration: configuration, tasks: tasks, board: board)
+                let hub = try HubReplication(keyspace: keyspace, collection: collection, configuration: configuration, tasks: tasks, board: board)
+                hubs.withLock { $0[keyspace] = hub }
             } catch {
                 configuration.logger.warning("cannot sync a keyspace with the hub", metadata: ["keyspace": "\(keyspace)", "error": "\(error)"])
             }
@@ -267,9 +270,12 @@ actor PeerReplications {
     }
 
     func stopAll() async {
-        for hub in hubs.values { await hub.stop() }
-        if !hubs.isEmpty { board.update(HubReplication.boardID, make: { nil }) { $0 = nil } }
-        hubs = [:]
+        let stopping = hubs.withLock { hubs in
+            defer { hubs = [:] }
+            return Array(hubs.values)
+        }
+        for hub in stopping { await hub.stop() }
+        if !stopping.isEmpty { board.update(HubReplication.boardID, make: { nil }) { $0 = nil } }
         for uuid in Array(syncs.keys) { await stop(uuid) }
         for probe in asking.values { await probe.shutdown() }
         asking = [:]
