@@ -14,7 +14,6 @@ import Testing
         for (arguments, says) in [
             (["--hub", "http://127.0.0.1:5984/somedb"], "no database"),
             (["--hub", "ftp://127.0.0.1"], "not a CouchDB server URL"),
-            (["--hub", "http://127.0.0.1:5984", "--tombstone-ttl", "30d"], "cannot be used with --hub"),
             (["--hub", "http://127.0.0.1:5984", "--hub-credentials", "/nonexistent"], "cannot read"),
             (["--hub", "http://127.0.0.1:5984", "--hub-credentials", file.path], "not USER:PASSWORD"),
         ] {

@@ -71,7 +71,7 @@ struct Serve: AsyncParsableCommand {
         valueName: "file"))
     var hubCredentials: String?
     @Option(name: .customLong("tombstone-ttl"), help: ArgumentHelp(
-        "Reap (purge) a deleted document's tombstone once it is older than this (90s, 15m, 2h, 30d) and every trusted peer whose scope covers its keyspace has checkpointed past it; a peer away longer holds reaping back until it returns or is untrusted. Peers known only by URL are not waited for. Default: keep tombstones forever.",
+        "Reap (purge) a deleted document's tombstone once it is older than this (90s, 15m, 2h, 30d) and every trusted peer whose scope covers its keyspace has checkpointed past it (and, with --hub, once it was pushed to the hub); a peer away longer holds reaping back until it returns or is untrusted. Peers known only by URL are not waited for. Default: keep tombstones forever.",
         valueName: "duration"))
     var tombstoneTTL: DurationArgument?
     @Option(help: "How to draw the pairing QR code on stdout: light-on-dark (dark terminals), dark-on-light, or none. Never drawn when stdout is not a terminal.")
@@ -119,10 +119,6 @@ struct Serve: AsyncParsableCommand {
             }
         }
         _ = try hubURLs()
-        if !hubs.isEmpty, tombstoneTTL != nil {
-            // The horizon waits for trusted peers only: a hub away longer than the TTL would bring deleted documents back.
-            throw ValidationError("--tombstone-ttl cannot be used with --hub yet: tombstones would be reaped without waiting for the hub")
-        }
         for fingerprint in trusted where !TLSIdentity.isFingerprint(fingerprint) {
             throw ValidationError("--trust: not a certificate fingerprint (base64url SHA-256, as `syncnode identity` prints): \(fingerprint)")
         }
@@ -185,8 +181,6 @@ struct Serve: AsyncParsableCommand {
         // Files that can be wrong are read before the node says it is listening.
         let trust: TrustStore
         do { trust = try directory.trustedPeers(adding: trusted, trustOnFirstUse: trustOnFirstUse) } catch { throw CLIError.user("\(error)") }
-        // Nil too, so `info` stops reporting on a policy no longer in force.
-        directory.tombstonePolicy = tombstoneTTL.map { TombstonePolicy(timeToLive: $0.duration, horizon: CheckpointHorizon(trust: trust)) }
         let identity = try importedIdentity()
         if !noTls && identity == nil { _ = try directory.tlsIdentity() }
         let listening = ListenerConfiguration(
@@ -212,6 +206,8 @@ struct Serve: AsyncParsableCommand {
         }
         config.onEvent = MeshEventPrinter(directory: directory.url).print
         let mesh = MeshNode(configuration: config)
+        // Nil too, so `info` stops reporting on a policy no longer in force.
+        directory.tombstonePolicy = tombstoneTTL.map { TombstonePolicy(timeToLive: $0.duration, horizon: mesh.tombstoneHorizon) }
         // Who was invited, admitted, refused or untrusted: one line each.
         mesh.listener.environment.auditLog.onEvent { Output.progress("syncnode: \($0.message)") }
         let explicit = try syncWith.map { text in
