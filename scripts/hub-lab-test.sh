@@ -77,6 +77,7 @@ start_node() {  # I LAN
   $LAB exec "$i" env -u SWIFT_DETERMINISTIC_HASHING "$BIN" --dir "$WORK/n$i" serve --db "$DB" --name "node-$i" --auto-sync \
     --qr none $(hubs_for "$lan") --hub-credentials "$WORK/hub-credentials" > "$WORK/out$i" 2> "$WORK/err$i" &
   PID[$i]=$!
+  disown "${PID[$i]}"   # killed at the end without a "Killed" line from bash
   wait_until 20 grep -qs "listening on" "$WORK/out$i" || fail "node $i did not start: $(tail -3 "$WORK/err$i")"
   PORT[$i]=$(sed -n 's/.*listening on https:\/\/[^/]*:\([0-9][0-9]*\)\/.*/\1/p' "$WORK/out$i" | tail -1)
   INVITE[$i]=$(sed -n 's/.*listening on \(https:.*\)/\1/p' "$WORK/out$i" | tail -1)
