@@ -33,7 +33,7 @@ struct ReplicationRun: Sendable {
     func run() async throws -> (written: Int, since: String) {
         guard config.batchSize > 0 else { throw SyncError.invalidConfiguration("batchSize must be at least 1, not \(config.batchSize)") }
         // A push or pull filter skips changes too: such a checkpoint vouches for nothing it skipped.
-        let filtered = config.isFiltered || (direction == .push ? config.pushFilter != nil : config.pullFilter != nil)
+        let filtered = try replicator.changeFilter(direction) != .all || (direction == .push ? config.pushFilter != nil : config.pullFilter != nil)
         let origin = ReplicationCheckpoint.Origin(direction: direction, remote: remoteID, local: Keyspace(config.collection).name, filtered: filtered)
         var checkpointer = try await Checkpointer(replicator: replicator, source: source, target: target, id: id, origin: origin, reset: reset)
         var written = 0
@@ -57,7 +57,7 @@ struct ReplicationRun: Sendable {
 
     /// The page of the source's changes after `since`; nil when the feed has nothing more.
     private func changes(since: String) async throws -> PeerChanges? {
-        let filter = try replicator.changeFilter()
+        let filter = try replicator.changeFilter(direction)
         let changes = try await replicator.withRetries {
             try await source.changes(since: since, limit: config.batchSize, filter: filter)
         }

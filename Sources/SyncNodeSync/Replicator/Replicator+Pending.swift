@@ -29,8 +29,8 @@ extension Replicator {
         // A push the peer refuses never runs: everything since the start is pending, not unknown.
         let pushed = state.withLock { $0.pushedUpTo ?? ($0.pushRefusal == nil ? nil : "0") }
         var pending = PendingChanges()
-        let filter = try changeFilter()
         if config.replicatorType != .push {
+            let filter = try changeFilter(.pull)
             guard let remote, let pulled else { throw SyncError.connectionFailed("the replicator has not finished a pass with the peer yet") }
             // A peer that does not count, or a filter, which counts would not heed: the rows
             // themselves, one page's worth.
@@ -42,6 +42,7 @@ extension Replicator {
         }
         if config.replicatorType != .pull {
             guard let pushed else { throw SyncError.connectionFailed("the replicator has not finished a pass with the peer yet") }
+            let filter = try changeFilter(.push)
             if filter == .all {
                 pending.push = try config.collection.changeCount(since: Int64(pushed) ?? 0)
             } else {
@@ -91,7 +92,7 @@ extension Replicator {
         let checkpoint = try await local.checkpoint(try replicationID(remoteID: remoteID ?? "", direction: .push))
         var since = checkpoint?.sourceLastSequence ?? "0"
         var pending = Set<String>()
-        let feedFilter = try changeFilter()
+        let feedFilter = try changeFilter(.push)
         while true {
             let page = try await local.changes(since: since, limit: 1000, filter: feedFilter)
             for row in page.rows {

@@ -23,7 +23,7 @@ import SyncNodeStore
 public final class Replicator: Sendable {
     /// The configuration it was made with.
     public let config: ReplicatorConfiguration
-    /// The configuration's filter, compiled once (see ``changeFilter()``).
+    /// The configuration's filter, compiled once (see ``changeFilter(_:)``).
     private let filter: Swift.Result<ChangeFilter, any Error>
     let logger: Logger
     /// Guarded state (Replicator+Pending.swift reads the run's connection and sequences).
@@ -54,10 +54,13 @@ public final class Replicator: Sendable {
         filter = Swift.Result { try ChangeFilter(config) }
     }
 
-    /// Which changes this replication passes.
+    /// Which changes this replication passes in `direction` (see
+    /// ``ReplicatorConfiguration/filtersPushes``).
     /// - Throws: what ``ChangeFilter/init(_:)`` throws for the configuration: both `documentIDs`
     ///   and `selector`, or a selector that does not compile.
-    func changeFilter() throws -> ChangeFilter { try filter.get() }
+    func changeFilter(_ direction: ReplicationDirection) throws -> ChangeFilter {
+        direction == .push && !config.filtersPushes ? .all : try filter.get()
+    }
 
     // MARK: - Status
 
@@ -311,7 +314,7 @@ public final class Replicator: Sendable {
     /// pushing) or a remote one (when pulling, by long poll), or after a minute.
     private func waitForWork(remote: any ReplicationPeer, remoteSince: String?, localSignal: ChangeSignal) async throws {
         let pushing = config.replicatorType != .pull && state.withLock { $0.pushRefusal == nil }
-        let filter = try changeFilter()
+        let filter = try changeFilter(.pull)
         // The long poll must answer before the read timeout gives up on a silent peer.
         let heartbeat = max(.seconds(1), min(config.heartbeat, config.readTimeout - .seconds(5)))
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -331,7 +334,7 @@ public final class Replicator: Sendable {
     /// identity, the direction and the filter (``ChangeFilter/identityParts``).
     func replicationID(remoteID: String, direction: ReplicationDirection) throws -> String {
         Self.hexDigest([config.collection.database.uuid, config.collection.fullName, remoteID, direction.rawValue]
-                       + (try changeFilter()).identityParts)
+                       + (try changeFilter(direction)).identityParts)
     }
 
     /// Hex SHA-1 of `parts` joined by NUL: the shape of replication IDs.

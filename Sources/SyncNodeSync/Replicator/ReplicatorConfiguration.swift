@@ -105,6 +105,11 @@ public struct ReplicatorConfiguration: Sendable {
     /// deletion passes only when the selector matches the tombstone: add
     /// `{"$or": [{"_deleted": true}, ...]}` to carry deletions.
     public var selector: DocumentValue?
+    /// Whether ``documentIDs`` and ``selector`` also choose what a push-and-pull replication
+    /// pushes (the default, as they do for a push alone). False: they choose only what is
+    /// pulled, and every local change is pushed, as a node that subscribes to part of a hub
+    /// still gives the hub all of its own.
+    public var filtersPushes = true
 
     /// Whether ``documentIDs`` or ``selector`` leaves documents out: its two sides differ by design.
     package var isFiltered: Bool { documentIDs != nil || selector != nil }
