@@ -38,8 +38,9 @@ public struct MeshConfiguration: Sendable {
     }
 
     /// What the node pulls, per keyspace: a Mango selector, for example
-    /// `[Keyspace("orders")!: ["store": "s1"]]`. From every peer, only the documents it matches
-    /// are pulled (the peer's feed filters them). A database's name applies to all its
+    /// `[Keyspace("orders")!: ["store": "s1"]]`. From every peer, and from the hub (``hubs``),
+    /// only the documents it matches are pulled (the peer's feed filters them); the hub still
+    /// receives every change of this node's. A database's name applies to all its
     /// collections; a keyspace `db.scope.collection` to that one, before its database's entry.
     /// Keyspaces without one pull everything.
     ///

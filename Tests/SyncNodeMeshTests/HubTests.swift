@@ -227,4 +227,49 @@ struct HubTests {
         }
         await cleanUp()
     }
+
+    /// A subscription chooses what comes from the hub, not what goes to it: a site pulls its own
+    /// part of the cluster and still gives the cluster everything it writes.
+    @Test func aSubscribedNodePullsItsPartOfTheHubAndPushesAll() async throws {
+        let cluster = try #require(CouchCluster.configured)
+        let db = "hubsub-\(UUID().uuidString.prefix(8).lowercased())"
+        let member = cluster.members[1]
+        _ = try await Self.couch(member, "/\(db)", ["-X", "PUT"])
+        for (id, site) in [("a1", "a"), ("b1", "b")] {
+            _ = try await Self.couch(member, "/\(db)/\(id)", ["-X", "PUT", "-d", #"{"site":"\#(site)"}"#])
+        }
+        let node = try Node(name: "site-a", shared: [db]) {
+            $0.hubs = [member]
+            $0.subscriptions = [.database(db): ["site": "a"]]
+        }
+        func cleanUp() async {
+            await node.mesh.stop()
+            _ = try? await Self.couch(member, "/\(db)", ["-X", "DELETE"])
+        }
+        do {
+            let local = try #require(try node.directory.database(db, create: true)).defaultCollection()
+            try local.save(try MutableDocument(id: "mine", data: ["site": "b"]))
+            try await node.mesh.start()
+            #expect(try await MeshNodeTests().eventually { try local.document(id: "a1") != nil })
+            var pushed = false
+            for _ in 0..<300 where !pushed {
+                pushed = try await Self.ids(in: member, db).contains("mine")
+                if !pushed { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(pushed, "the node's own document, outside its subscription, did not reach the hub")
+
+            // Later writes in the cluster: only the subscribed part arrives. "a2" is written last,
+            // so once it is here the feed has passed "b2".
+            for (id, site) in [("b2", "b"), ("a2", "a")] {
+                _ = try await Self.couch(member, "/\(db)/\(id)", ["-X", "PUT", "-d", #"{"site":"\#(site)"}"#])
+            }
+            #expect(try await MeshNodeTests().eventually { try local.document(id: "a2") != nil })
+            #expect(try local.document(id: "b1") == nil && local.document(id: "b2") == nil)
+            #expect(try local.count == 3, "a1, a2 and mine")
+        } catch {
+            await cleanUp()
+            throw error
+        }
+        await cleanUp()
+    }
 }

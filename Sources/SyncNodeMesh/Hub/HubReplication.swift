@@ -109,12 +109,14 @@ final class HubReplication: Sendable {
             peer?.host = member.host ?? ""
             peer?.port = member.port ?? (member.scheme == "https" ? 443 : 80)
         }
+        // A subscription chooses what comes from the hub; the node's own changes all go to it.
+        let subscription = configuration.subscription(for: keyspace)
         let replication = try PeerReplication(
             collection: collection, url: url, configuration: configuration, tasks: tasks, type: .pushAndPull,
-            trustOnFirstUse: false, createTarget: true
+            trustOnFirstUse: false, selector: subscription, filtersPushes: false, createTarget: true
         ) { [weak self, board, keyspace, configuration] status in
             self?.note(status, member: index)
-            board.record(status, peer: Self.boardID, keyspace: keyspace)
+            board.record(status, peer: Self.boardID, keyspace: keyspace, subscription: subscription)
             configuration.onEvent?(.replication(label: label, status: status))
         } judged: { [board, keyspace, configuration] judgement, crossed in
             board.settle(judgement, crossed: crossed, peer: Self.boardID, name: "hub", keyspace: keyspace, onEvent: configuration.onEvent)

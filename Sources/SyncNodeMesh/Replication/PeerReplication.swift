@@ -21,12 +21,13 @@ final class PeerReplication: Sendable {
 
     init(
         collection: DocumentCollection, url: URL, configuration: MeshConfiguration, tasks: ReplicationTasks, type: ReplicatorType,
-        trustOnFirstUse: Bool, selector: DocumentValue? = nil, createTarget: Bool = false,
+        trustOnFirstUse: Bool, selector: DocumentValue? = nil, filtersPushes: Bool = true, createTarget: Bool = false,
         report: @escaping @Sendable (ReplicatorStatus) -> Void, judged: (@Sendable (SyncAudit.Judgement, _ crossed: Bool) -> Bool)? = nil
     ) throws {
         var config = ReplicatorConfiguration(collection: collection, target: .url(url))
         config.replicatorType = type
         config.selector = selector
+        config.filtersPushes = filtersPushes
         config.createTarget = createTarget
         // The node signs in with its certificate too: a peer that trusts it needs no password.
         config.clientIdentity = try configuration.clientIdentity()

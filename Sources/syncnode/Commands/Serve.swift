@@ -46,7 +46,7 @@ struct Serve: AsyncParsableCommand {
     @Flag(name: .customLong("auto-sync"), help: "Keep every keyspace both nodes share pulled from every discovered peer that is trusted.")
     var autoSync = false
     @Option(name: .customLong("subscribe"), help: ArgumentHelp(
-        "Pull only what a Mango selector matches in a keyspace, from every peer (repeatable), e.g. 'orders={\"store\":\"s1\"}'. Documents that stop matching stay and stop updating; --sync-with URLs are not filtered.",
+        "Pull only what a Mango selector matches in a keyspace, from every peer and the hub (repeatable), e.g. 'orders={\"store\":\"s1\"}'. Documents that stop matching stay and stop updating; --sync-with URLs are not filtered.",
         valueName: "keyspace=json"))
     var subscribe: [String] = []
     @Option(name: .customLong("trust"), help: "Trust a peer's certificate fingerprint (repeatable; see also `syncnode trust`): --auto-sync syncs with it, and it signs in with that certificate, without a password.")
