@@ -262,10 +262,14 @@ public final class MeshNode: Sendable {
                     await replications.refreshAsked()
                     // `syncnode trust remove` edits the file under a running node.
                     await replications.recheckTrust()
+                    // A database deleted (and perhaps made again) between two looks leaves the names unchanged.
+                    let dropped = await replications.dropDeleted()
                     let now = Self.keyspaces(configuration)
-                    guard now != advertised else { continue }
-                    advertised = now
-                    advertiser?.update(keyspaces: now)
+                    guard now != advertised || dropped else { continue }
+                    if now != advertised {
+                        advertised = now
+                        advertiser?.update(keyspaces: now)
+                    }
                     await replications.keyspacesChanged()
                     await replications.syncHubs(now)
                 }

@@ -272,4 +272,37 @@ struct HubTests {
         }
         await cleanUp()
     }
+
+    /// A database deleted and made again under a running node is replicated with the hub again:
+    /// the replication of the old one stops, and one of the new one starts.
+    @Test func aDatabaseMadeAgainIsSyncedWithTheHubAgain() async throws {
+        let cluster = try #require(CouchCluster.configured)
+        let db = "hubagain-\(UUID().uuidString.prefix(8).lowercased())"
+        let member = cluster.members[1]
+        let node = try Node(name: "again", shared: [db]) { $0.hubs = [member] }
+        func cleanUp() async {
+            await node.mesh.stop()
+            _ = try? await Self.couch(member, "/\(db)", ["-X", "DELETE"])
+        }
+        func inCluster(_ id: String) async throws -> Bool {
+            for _ in 0..<300 {
+                if try await Self.ids(in: member, db).contains(id) { return true }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            return false
+        }
+        do {
+            try #require(try node.directory.database(db, create: true)).defaultCollection().save(try MutableDocument(id: "before", data: [:]))
+            try await node.mesh.start()
+            #expect(try await inCluster("before"))
+            try node.directory.deleteDatabase(db)
+            try await Task.sleep(for: .milliseconds(500))
+            try #require(try node.directory.database(db, create: true)).defaultCollection().save(try MutableDocument(id: "after", data: [:]))
+            #expect(try await inCluster("after"), "the database made again was not synced with the hub")
+        } catch {
+            await cleanUp()
+            throw error
+        }
+        await cleanUp()
+    }
 }

@@ -3,6 +3,7 @@ import Logging
 import ServiceLifecycle
 import Testing
 @testable import SyncNodeMesh
+import SyncNodeStore
 import SyncNodeSync
 
 /// A mesh node's start that fails after its listener bound leaves nothing serving, whether
@@ -45,5 +46,29 @@ import SyncNodeSync
         try await running.value
         #expect(a.mesh.listener.port == nil && a.mesh.pairingURL == nil)
         #expect(RunningNode.read(directory: a.directory) == nil, "a stopped node still reads as running")
+    }
+
+    /// A database deleted and made again under running nodes is synced again: the replications
+    /// of the old one stop, and new ones start, both ways.
+    @Test func aDatabaseMadeAgainIsSyncedAgain() async throws {
+        typealias Node = MeshNodeTests.Node
+        let a = try Node(name: "a", shared: ["notes"]), b = try Node(name: "b", shared: ["notes"])
+        func notes(_ node: Node) throws -> DocumentCollection { try #require(try node.directory.database("notes", create: true)).defaultCollection() }
+        try notes(a).save(try MutableDocument(id: "before", data: [:]))
+        _ = try notes(b)
+        try await a.mesh.start()
+        try await b.mesh.start()
+        try await b.mesh.pair(with: try #require(a.mesh.pairingURL))
+        try await a.mesh.pair(with: try #require(b.mesh.pairingURL))
+        let check = MeshNodeTests()
+        #expect(try await check.eventually { try notes(b).document(id: "before") != nil })
+
+        try b.directory.deleteDatabase("notes")
+        try notes(b).save(try MutableDocument(id: "b-after", data: [:]))
+        try notes(a).save(try MutableDocument(id: "a-after", data: [:]))
+        #expect(try await check.eventually { try notes(b).document(id: "a-after") != nil && notes(b).document(id: "before") != nil })
+        #expect(try await check.eventually { try notes(a).document(id: "b-after") != nil })
+        await b.mesh.stop()
+        await a.mesh.stop()
     }
 }

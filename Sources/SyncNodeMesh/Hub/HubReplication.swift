@@ -66,6 +66,9 @@ final class HubReplication: Sendable {
         watch.withLock { $0 = task }
     }
 
+    /// The local database it replicates.
+    var localDatabase: Database { collection.database }
+
     /// How many times the replication moved to another member.
     var failovers: Int { state.withLock { $0.failovers } }
 

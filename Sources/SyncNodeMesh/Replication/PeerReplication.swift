@@ -70,6 +70,9 @@ final class PeerReplication: Sendable {
     }
 
     /// Stops after the batch in flight (its checkpoint is saved), for good.
+    /// The local database it replicates.
+    var localDatabase: Database { replicator.config.collection.database }
+
     func stop() async {
         stopped.set()
         audit?.stop()
