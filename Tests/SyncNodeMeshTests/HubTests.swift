@@ -305,4 +305,34 @@ struct HubTests {
         }
         await cleanUp()
     }
+
+    /// Members that refuse the node's credentials are not failed over from (the next would
+    /// refuse too); the status says why it does not sync.
+    @Test func refusedCredentialsAreReportedNotFailedOver() async throws {
+        let cluster = try #require(CouchCluster.configured)
+        let wrong = try cluster.members.dropFirst().map { member in
+            var parts = try #require(URLComponents(url: member, resolvingAgainstBaseURL: false))
+            // A user nobody has: CouchDB locks a name out after a few failures from one address,
+            // and the other tests sign in as the admin from this one.
+            parts.user = "nobody-\(UUID().uuidString.prefix(8).lowercased())"
+            return try #require(parts.url)
+        }
+        let node = try Node(name: "refused", shared: ["default"]) {
+            $0.hubs = wrong
+            $0.hubFailover = .milliseconds(500)
+        }
+        try await node.mesh.start()
+        var row: DocumentValue?
+        for _ in 0..<100 where row?["last_error"]?.stringValue == nil {
+            guard case .array(let rows)? = try DocumentValue(json: try await node.curl("/_node/sync-status"))["peers"] else { continue }
+            row = rows.first { $0["peer"] == "hub" }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await Task.sleep(for: .seconds(2))
+        let hub = try #require(node.mesh.replications.hubs.withLock { $0[.database("default")] })
+        #expect(hub.failovers == 0)
+        let error = row?["last_error"]?.stringValue ?? ""
+        #expect(error.contains("401") || error.contains("403"), "\(String(describing: row))")
+        await node.mesh.stop()
+    }
 }

@@ -135,8 +135,11 @@ final class HubReplication: Sendable {
     /// Notes when the replication with `member` started failing, or that it works again: idle, or
     /// busy and either error-free or examining changes. A retry is busy again after its wait with
     /// the error still set, and must not restart the clock; connecting between retries is neither.
+    /// A member that answers and refuses this node (401, 403) is not failing: the members share
+    /// their users, so the next one would refuse it too.
     private func note(_ status: ReplicatorStatus, member: Int) {
-        let failing = status.activity == .offline || (status.activity == .stopped && status.error != nil)
+        let refused = (status.error as? CouchError).map { [401, 403].contains($0.status) } ?? false
+        let failing = !refused && (status.activity == .offline || (status.activity == .stopped && status.error != nil))
         state.withLock { s in
             guard s.member == member else { return }
             let progressed = status.progress.completed > s.examined
