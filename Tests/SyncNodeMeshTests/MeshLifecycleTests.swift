@@ -48,8 +48,8 @@ import SyncNodeSync
         #expect(RunningNode.read(directory: a.directory) == nil, "a stopped node still reads as running")
     }
 
-    /// A database deleted and made again under running nodes is synced again: the replications
-    /// of the old one stop, and new ones start, both ways.
+    /// A database, or a collection, deleted and made again under running nodes is synced again:
+    /// the replications of the old one stop, and new ones start, both ways.
     @Test func aDatabaseMadeAgainIsSyncedAgain() async throws {
         typealias Node = MeshNodeTests.Node
         let a = try Node(name: "a", shared: ["notes"]), b = try Node(name: "b", shared: ["notes"])
@@ -68,6 +68,16 @@ import SyncNodeSync
         try notes(a).save(try MutableDocument(id: "a-after", data: [:]))
         #expect(try await check.eventually { try notes(b).document(id: "a-after") != nil && notes(b).document(id: "before") != nil })
         #expect(try await check.eventually { try notes(a).document(id: "b-after") != nil })
+
+        // A collection deleted and made again in a database that stays.
+        func tasks(_ node: Node) throws -> DocumentCollection {
+            try #require(try node.directory.database("notes")).createCollection(name: "tasks", scope: "app")
+        }
+        try tasks(a).save(try MutableDocument(id: "t1", data: [:]))
+        #expect(try await check.eventually { try tasks(b).document(id: "t1") != nil })
+        try #require(try b.directory.database("notes")).deleteCollection(name: "tasks", scope: "app")
+        try tasks(a).save(try MutableDocument(id: "t2", data: [:]))
+        #expect(try await check.eventually { try tasks(b).document(id: "t2") != nil && tasks(b).document(id: "t1") != nil })
         await b.mesh.stop()
         await a.mesh.stop()
     }

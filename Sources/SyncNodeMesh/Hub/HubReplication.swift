@@ -36,7 +36,8 @@ final class HubReplication: Sendable {
     let keyspace: Keyspace
     /// The hub database (``MeshConfiguration/hubDatabase(for:)``).
     let database: String
-    private let collection: DocumentCollection
+    /// The local collection it replicates.
+    let collection: DocumentCollection
     private let configuration: MeshConfiguration
     private let tasks: ReplicationTasks
     private let board: PresenceBoard
@@ -65,9 +66,6 @@ final class HubReplication: Sendable {
         }
         watch.withLock { $0 = task }
     }
-
-    /// The local database it replicates.
-    var localDatabase: Database { collection.database }
 
     /// How many times the replication moved to another member.
     var failovers: Int { state.withLock { $0.failovers } }

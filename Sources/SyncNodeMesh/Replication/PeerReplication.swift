@@ -69,10 +69,10 @@ final class PeerReplication: Sendable {
         replicator.start()
     }
 
-    /// Stops after the batch in flight (its checkpoint is saved), for good.
-    /// The local database it replicates.
-    var localDatabase: Database { replicator.config.collection.database }
+    /// The local collection it replicates.
+    var collection: DocumentCollection { replicator.config.collection }
 
+    /// Stops after the batch in flight (its checkpoint is saved), for good.
     func stop() async {
         stopped.set()
         audit?.stop()

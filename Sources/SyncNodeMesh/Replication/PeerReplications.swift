@@ -254,29 +254,36 @@ actor PeerReplications {
         })
     }
 
-    /// Stops the replications, with peers and the hub, of databases that are no longer the ones
-    /// the directory serves under their names: deleted, or deleted and made again (a new
-    /// database, which ``keyspacesChanged()`` and ``syncHubs(_:)`` then start afresh). Returns
-    /// whether it stopped any.
+    /// Stops the replications, with peers and the hub, of collections that are no longer the ones
+    /// the directory serves under their names: their database or they were deleted, or deleted
+    /// and made again (new ones, which ``keyspacesChanged()`` and ``syncHubs(_:)`` then start
+    /// afresh). Returns whether it stopped any.
     func dropDeleted() async -> Bool {
         let directory = configuration.directory
-        let open = Set(directory.openDatabaseNames())
-        func gone(_ database: Database) -> Bool { !open.contains(database.name) || (try? directory.database(database.name)) !== database }
+        // A directory that cannot be read now says nothing: the next look decides.
+        func gone(_ collection: DocumentCollection) -> Bool {
+            do {
+                guard let db = try directory.database(collection.database.name), db === collection.database else { return true }
+                return try db.collection(name: collection.name, scope: collection.scopeName) !== collection
+            } catch {
+                return false
+            }
+        }
         var dropped: [(peer: String, keyspace: Keyspace, stop: () async -> Void)] = []
         for (uuid, running) in syncs {
-            for (keyspace, sync) in running.replications where gone(sync.localDatabase) {
+            for (keyspace, sync) in running.replications where gone(sync.collection) {
                 syncs[uuid]?.replications[keyspace] = nil
                 dropped.append((uuid, keyspace, sync.stop))
             }
         }
         let hubsGone = hubs.withLock { hubs in
-            let stale = hubs.filter { gone($0.value.localDatabase) }
+            let stale = hubs.filter { gone($0.value.collection) }
             for keyspace in stale.keys { hubs[keyspace] = nil }
             return stale
         }
         for (keyspace, hub) in hubsGone { dropped.append((HubReplication.boardID, keyspace, hub.stop)) }
         for (peer, keyspace, stop) in dropped {
-            configuration.logger.notice("a database was deleted: its replication stops", metadata: ["peer": "\(peer)", "keyspace": "\(keyspace)"])
+            configuration.logger.notice("a collection was deleted (or made again): its replication stops", metadata: ["peer": "\(peer)", "keyspace": "\(keyspace)"])
             await stop()
             board.update(peer, make: { nil }) { $0?.collections[keyspace] = nil }
         }
