@@ -144,7 +144,7 @@ final class HubReplication: Sendable {
             s.examined = status.progress.completed
             s.moved = status.result
             let working = status.activity == .idle || (status.activity == .busy && (status.error == nil || progressed))
-            if working { s.failingSince = nil } else if failing, s.failingSince == nil { s.failingSince = .now }
+            if working || refused { s.failingSince = nil } else if failing, s.failingSince == nil { s.failingSince = .now }
         }
     }
 
