@@ -85,7 +85,7 @@ public final class MeshNode: Sendable {
     /// `db.scope.collection` for its other collections.
     public var sharedKeyspaces: [Keyspace] { Self.keyspaces(configuration) }
 
-    private static func keyspaces(_ configuration: MeshConfiguration) -> [Keyspace] {
+    static func keyspaces(_ configuration: MeshConfiguration) -> [Keyspace] {
         var out: [Keyspace] = []
         for name in configuration.directory.openDatabaseNames() {
             var all = [Keyspace.database(name)]

@@ -14,7 +14,8 @@ extension MeshNode {
     /// Until a hub member has been reached, tombstones of shared keyspaces are held back.
     public var tombstoneHorizon: CheckpointHorizon {
         CheckpointHorizon(trust: configuration.trust) { [configuration, replications] keyspace in
-            guard !configuration.hubs.isEmpty, configuration.shares(keyspace) else { return [] }
+            // The keyspaces the hub replicates: shared, in a database everyone may read.
+            guard !configuration.hubs.isEmpty, Self.keyspaces(configuration).contains(keyspace) else { return [] }
             let hub = replications.hubs.withLock { $0[keyspace] }
             return [CheckpointHorizon.Remote(name: HubReplication.boardID, identity: hub?.remoteIdentity)]
         }
