@@ -61,7 +61,8 @@ wait_until() {  # SECONDS COMMAND...
 
 # Member URLs as the lab sees them: each LAN reaches 127.0.0.1:PORT at its gateway, .254.
 ports=(); for url in "${MEMBERS[@]}"; do ports+=("${url##*:}"); done
-credentials=$(sed -E 's#^https?://([^@]*)@.*#\1#' <<< "${MEMBERS[0]}")
+credentials=$(sed -nE 's#^https?://([^@/]+:[^@/]*)@.*#\1#p' <<< "${MEMBERS[0]}")
+[ -n "$credentials" ] || { say "SYNCNODE_COUCHDB_CLUSTER's members need a server admin's USER:PASSWORD in their URLs"; exit 1; }
 umask 077; echo "$credentials" > "$WORK/hub-credentials"; umask 022
 hubs_for() {  # LAN number: --hub options, the members in the order every node uses them
   local p; for p in "${ports[@]}"; do printf -- '--hub http://10.%d.0.254:%s ' $((77 + $1 - 1)) "$p"; done

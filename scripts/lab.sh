@@ -5,8 +5,9 @@
 #
 #   scripts/lab.sh up N [--lans 1,2/3,4]
 #                                      start hosts 1..N (replaces a running lab); with --lans, each
-#                                      group is a LAN of its own (the Kth on bridge snlabK, 10.(77+K).0.I/24;
-#                                      unnamed hosts in the first): no multicast and no route between them
+#                                      group is a LAN of its own: the first on bridge snlab0 and 10.77.0.I/24,
+#                                      the second on snlab1 and 10.78.0.I/24, and so on (unnamed hosts in the
+#                                      first); no multicast and no route between them
 #   scripts/lab.sh forward PORT...     every LAN reaches this machine's 127.0.0.1:PORT at its address .254
 #                                      (10.77.0.254:PORT, 10.78.0.254:PORT...), through a gateway namespace
 #                                      that forwards over Unix sockets: nothing listens on the machine's interfaces
@@ -190,11 +191,6 @@ lab_up() {  # N [--lans SPEC]
     --lans) [[ "$spec" =~ ^[0-9]+(,[0-9]+)*(/[0-9]+(,[0-9]+)*)*$ ]] || die "up N --lans: write LANs as 1,2/3,4" ;;
     *) die "up N [--lans 1,2/3,4]" ;;
   esac
-  lab_down
-  mkdir -p "$LAB"
-  # unshare --mount=FILE needs FILE on a private mount.
-  mount --bind "$LAB" "$LAB"
-  mount --make-private "$LAB"
   declare -A host_lan=()
   IFS=/ read -r -a groups <<< "$spec"
   for lan in "${!groups[@]}"; do
@@ -204,6 +200,11 @@ lab_up() {  # N [--lans SPEC]
       host_lan[$i]=$lan
     done
   done
+  lab_down
+  mkdir -p "$LAB"
+  # unshare --mount=FILE needs FILE on a private mount.
+  mount --bind "$LAB" "$LAB"
+  mount --make-private "$LAB"
   for lan in $(seq 0 $(( ${#groups[@]} > 1 ? ${#groups[@]} - 1 : 0 ))); do
     touch "$LAB/lan-$lan"
     add_bridge "$(bridge_of_lan "$lan")"
@@ -232,6 +233,9 @@ gateway_down() {
   local f lan
   # Each socat leads its own session: its children (one per open connection) go with it.
   for f in "$LAB"/gateway/*.pid; do [ -f "$f" ] && kill -9 -- "-$(cat "$f")" 2>/dev/null || true; done
+  if ip netns list | grep -qw "$GATEWAY"; then
+    for f in $(ip netns pids "$GATEWAY" 2>/dev/null); do kill -9 "$f" 2>/dev/null || true; done
+  fi
   for lan in $(lans); do ip link del "snlabgw$lan" 2>/dev/null || true; done
   ip netns del "$GATEWAY" 2>/dev/null || true
   rm -rf "$LAB/gateway"
@@ -244,7 +248,10 @@ forward() {  # PORT...
   local port g=$LAB/gateway
   for port in "$@"; do
     [[ "$port" =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || die "forward: $port is not a port"
-    [ -f "$g/$port.out.pid" ] && alive "$(cat "$g/$port.out.pid")" && continue
+    if [ -f "$g/$port.out.pid" ] && alive "$(cat "$g/$port.out.pid")" && [ -f "$g/$port.in.pid" ] && alive "$(cat "$g/$port.in.pid")"; then
+      continue
+    fi
+    local side; for side in in out; do [ -f "$g/$port.$side.pid" ] && kill -9 -- "-$(cat "$g/$port.$side.pid")" 2>/dev/null || true; done
     rm -f "$g/$port.sock"
     setsid socat "UNIX-LISTEN:$g/$port.sock,fork" "TCP:127.0.0.1:$port" </dev/null >>"$g/socat.log" 2>&1 &
     echo $! > "$g/$port.out.pid"
@@ -258,6 +265,7 @@ forward() {  # PORT...
 partition() {
   local spec=$1 group=0 i
   [[ "$spec" =~ ^[0-9]+(,[0-9]+)*(/[0-9]+(,[0-9]+)*)+$ ]] || die "partition: write groups as 1,2/3,4"
+  [ "$(lans | wc -l)" -le 1 ] || die "partition: this lab has several LANs (up --lans); unplug hosts with 'link I down' instead"
   heal
   IFS=/ read -r -a groups <<< "$spec"
   for members in "${groups[@]}"; do
@@ -323,5 +331,5 @@ case "$cmd" in
     ip link set "snveth$i" down
     for pid in $(ip netns pids "$(ns "$i")"); do kill -9 "$pid" 2>/dev/null || true; done ;;
   status) status ;;
-  *) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
