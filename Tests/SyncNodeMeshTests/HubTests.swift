@@ -19,6 +19,20 @@ struct HubTests {
         return (try? DocumentValue(json: text)) ?? .null
     }
 
+    /// A database name for one test: `prefix-` and 8 random characters.
+    static func freshDatabase(_ prefix: String) -> String { "\(prefix)-\(UUID().uuidString.prefix(8).lowercased())" }
+
+    /// Runs `body`, then `cleanUp`, also when `body` throws.
+    static func cleaningUp(_ cleanUp: () async -> Void, _ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch {
+            await cleanUp()
+            throw error
+        }
+        await cleanUp()
+    }
+
     static func ids(in member: URL, _ db: String) async throws -> Set<String> {
         guard case .array(let rows)? = try await couch(member, "/\(db)/_all_docs")["rows"] else { return [] }
         return Set(rows.compactMap { $0["id"]?.stringValue })
@@ -26,7 +40,7 @@ struct HubTests {
 
     @Test func aNodeSyncsThroughTheClusterAndMovesToAnotherMemberWhenItsOwnDies() async throws {
         let cluster = try #require(CouchCluster.configured)
-        let db = "hubtest-\(UUID().uuidString.prefix(8).lowercased())"
+        let db = Self.freshDatabase("hubtest")
         let node = try Node(name: "hubbed", shared: [db]) {
             $0.hubs = cluster.members
             $0.hubFailover = .seconds(2)
@@ -43,7 +57,7 @@ struct HubTests {
             ])
             _ = try? await Self.couch(cluster.members[1], "/\(db)", ["-X", "DELETE"])
         }
-        do {
+        try await Self.cleaningUp(cleanUp) {
             // More than a batch (2000), so the member dies mid-replication.
             let local = try #require(try node.directory.database(db, create: true)).defaultCollection()
             let count = 3000
@@ -115,11 +129,7 @@ struct HubTests {
             }
             #expect(checkpoints.filter { $0.direction == .push }.count == 1, "\(checkpoints)")
             #expect(checkpoints.filter { $0.direction == .pull }.count == 1, "\(checkpoints)")
-        } catch {
-            await cleanUp()
-            throw error
         }
-        await cleanUp()
     }
 
     /// Two nodes that cannot see each other (two LANs) meet through the hub: each one's writes
@@ -127,7 +137,7 @@ struct HubTests {
     /// with one winner everywhere, in the cluster too.
     @Test func twoLANsMeetThroughTheHubAndAgreeOnConflicts() async throws {
         let cluster = try #require(CouchCluster.configured)
-        let db = "hubtest-\(UUID().uuidString.prefix(8).lowercased())"
+        let db = Self.freshDatabase("hubtest")
         // Each uses another member, as two sites near different members would.
         let a = try Node(name: "lan1", shared: [db]) { $0.hubs = cluster.members }
         let b = try Node(name: "lan2", shared: [db]) { $0.hubs = Array(cluster.members.reversed()) }
@@ -138,7 +148,7 @@ struct HubTests {
             await b.mesh.stop()
             _ = try? await Self.couch(cluster.members[1], "/\(db)", ["-X", "DELETE"])
         }
-        do {
+        try await Self.cleaningUp(cleanUp) {
             let left = try #require(try a.directory.database(db)).defaultCollection()
             let right = try #require(try b.directory.database(db)).defaultCollection()
             var latencies: [Double] = []
@@ -179,11 +189,7 @@ struct HubTests {
             let pulledByA = a.mesh.peers.first { $0.uuid == "hub" }?.collections[.database(db)]?.pulled ?? -1
             let pulledByB = b.mesh.peers.first { $0.uuid == "hub" }?.collections[.database(db)]?.pulled ?? -1
             #expect((5...7).contains(pulledByA) && (5...7).contains(pulledByB), "lan1 pulled \(pulledByA), lan2 \(pulledByB)")
-        } catch {
-            await cleanUp()
-            throw error
         }
-        await cleanUp()
     }
 
     /// With a tombstone policy on `MeshNode.tombstoneHorizon`, a tombstone waits for the hub:
@@ -191,13 +197,13 @@ struct HubTests {
     /// cluster is past it, and the cluster keeps the deletion.
     @Test func aTombstoneWaitsUntilTheHubHasIt() async throws {
         let cluster = try #require(CouchCluster.configured)
-        let db = "hubreap-\(UUID().uuidString.prefix(8).lowercased())"
+        let db = Self.freshDatabase("hubreap")
         let node = try Node(name: "reaper", shared: [db]) { $0.hubs = Array(cluster.members.dropFirst()) }
         func cleanUp() async {
             await node.mesh.stop()
             _ = try? await Self.couch(cluster.members[1], "/\(db)", ["-X", "DELETE"])
         }
-        do {
+        try await Self.cleaningUp(cleanUp) {
             let database = try #require(try node.directory.database(db, create: true))
             let local = try database.defaultCollection()
             for id in ["gone", "kept"] { try local.save(try MutableDocument(id: id, data: ["v": 1])) }
@@ -221,18 +227,14 @@ struct HubTests {
             #expect(reaped == 1)
             #expect(try await Self.couch(cluster.members[1], "/\(db)/gone")["reason"] == "deleted")
             #expect(try await Self.ids(in: cluster.members[1], db) == ["kept"])
-        } catch {
-            await cleanUp()
-            throw error
         }
-        await cleanUp()
     }
 
     /// A subscription chooses what comes from the hub, not what goes to it: a site pulls its own
     /// part of the cluster and still gives the cluster everything it writes.
     @Test func aSubscribedNodePullsItsPartOfTheHubAndPushesAll() async throws {
         let cluster = try #require(CouchCluster.configured)
-        let db = "hubsub-\(UUID().uuidString.prefix(8).lowercased())"
+        let db = Self.freshDatabase("hubsub")
         let member = cluster.members[1]
         _ = try await Self.couch(member, "/\(db)", ["-X", "PUT"])
         for (id, site) in [("a1", "a"), ("b1", "b")] {
@@ -246,7 +248,7 @@ struct HubTests {
             await node.mesh.stop()
             _ = try? await Self.couch(member, "/\(db)", ["-X", "DELETE"])
         }
-        do {
+        try await Self.cleaningUp(cleanUp) {
             let local = try #require(try node.directory.database(db, create: true)).defaultCollection()
             try local.save(try MutableDocument(id: "mine", data: ["site": "b"]))
             try await node.mesh.start()
@@ -266,18 +268,14 @@ struct HubTests {
             #expect(try await MeshNodeTests().eventually { try local.document(id: "a2") != nil })
             #expect(try local.document(id: "b1") == nil && local.document(id: "b2") == nil)
             #expect(try local.count == 3, "a1, a2 and mine")
-        } catch {
-            await cleanUp()
-            throw error
         }
-        await cleanUp()
     }
 
     /// A database deleted and made again under a running node is replicated with the hub again:
     /// the replication of the old one stops, and one of the new one starts.
     @Test func aDatabaseMadeAgainIsSyncedWithTheHubAgain() async throws {
         let cluster = try #require(CouchCluster.configured)
-        let db = "hubagain-\(UUID().uuidString.prefix(8).lowercased())"
+        let db = Self.freshDatabase("hubagain")
         let member = cluster.members[1]
         let node = try Node(name: "again", shared: [db]) { $0.hubs = [member] }
         func cleanUp() async {
@@ -291,7 +289,7 @@ struct HubTests {
             }
             return false
         }
-        do {
+        try await Self.cleaningUp(cleanUp) {
             try #require(try node.directory.database(db, create: true)).defaultCollection().save(try MutableDocument(id: "before", data: [:]))
             try await node.mesh.start()
             #expect(try await inCluster("before"))
@@ -299,11 +297,7 @@ struct HubTests {
             try await Task.sleep(for: .milliseconds(500))
             try #require(try node.directory.database(db, create: true)).defaultCollection().save(try MutableDocument(id: "after", data: [:]))
             #expect(try await inCluster("after"), "the database made again was not synced with the hub")
-        } catch {
-            await cleanUp()
-            throw error
         }
-        await cleanUp()
     }
 
     /// Members that refuse the node's credentials are not failed over from (the next would
