@@ -66,6 +66,14 @@ class Node:
                     raise
         raise RuntimeError("unreachable")
 
+    def peers(self):
+        """The node's `GET /_node/peers`; None when it does not answer."""
+        try:
+            status, peers = self.request("GET", "/_node/peers")
+        except (OSError, http.client.HTTPException):
+            return None
+        return peers if status == 200 else None
+
     def has(self, doc_id):
         try:
             return self.request("GET", f"/{self.db}/{doc_id}")[0] == 200
@@ -89,11 +97,8 @@ def wait(predicate, limit, what):
 def formed(nodes):
     def ready():
         for node in nodes:
-            try:
-                status, peers = node.request("GET", "/_node/peers")
-            except (OSError, http.client.HTTPException):
-                return False
-            if status != 200 or len(peers) != len(nodes) - 1:
+            peers = node.peers()
+            if peers is None or len(peers) != len(nodes) - 1:
                 return False
             if not all(p["trusted"] and p["collections"].get("default", {}).get("activity") == "idle" for p in peers):
                 return False
