@@ -115,11 +115,17 @@ struct HubTests {
             // What crossed twice: revisions pushed beyond those the cluster needed. The next
             // member resumes from the checkpoint and asks the cluster what it lacks, so at most
             // the batch in flight at the kill goes again; nothing the node wrote comes back. (Counted
-            // once in sync: the cluster shows a batch before the replicator has counted it.)
+            // once in sync: the cluster shows a batch before the replicator has counted it.) Fewer
+            // than were written is no loss: the kill can cut off the answer to a batch the dying
+            // member had already handed on, which the next one then does not ask for.
             let resent = hub.moved.pushed - (count + 10)
-            #expect(resent >= 0 && resent <= 2000, "pushed \(hub.moved.pushed) for \(count + 10) documents")
+            #expect(resent <= 2000, "pushed \(hub.moved.pushed) for \(count + 10) documents")
             #expect(hub.moved.pulled == 1, "pulled \(hub.moved.pulled): only from-cluster was to come")
-            print("hub failover: \(resent) revisions re-sent")
+            if resent >= 0 {
+                print("hub failover: \(resent) revisions re-sent")
+            } else {
+                print("hub failover: 0 revisions re-sent; \(-resent) reached the cluster in the batch whose answer the kill cut off")
+            }
 
             // The members share the cluster's UUID, so both used one checkpoint per direction:
             // the second resumed from it rather than starting again.
