@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import GRDB
 import Testing
 @testable import SyncNodeStore
@@ -291,6 +292,32 @@ import Testing
         #expect(try recreated.count == 0)
         #expect(throws: StoreError.self) { try db.deleteCollection(name: "_default") }
         #expect(throws: StoreError.self) { try db.deleteCollection(name: "missing", scope: "work") }
+    }
+
+    /// A lookup racing a deletion (a mesh node's replication asks for a collection as an app
+    /// deletes it) does not leave the deleted collection standing for its name: the name then
+    /// gives a new collection that works.
+    @Test func aLookupRacingADeletionDoesNotKeepTheDeletedCollection() async throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let stop = Atomic(false)
+        let looker = Task.detached {
+            while !stop.load(ordering: .relaxed) { _ = try? db.collection(name: "tasks", scope: "app") }
+        }
+        for round in 0..<300 {
+            let tasks = try db.createCollection(name: "tasks", scope: "app")
+            do {
+                #expect(try tasks.count == 0)
+                try tasks.save(MutableDocument(id: "d"))
+            } catch {
+                Issue.record("round \(round): \(error)")
+                break
+            }
+            try db.deleteCollection(name: "tasks", scope: "app")
+        }
+        stop.store(true, ordering: .relaxed)
+        await looker.value
     }
 
     @Test(arguments: ["", "_x", "%x", "a.b", "a b", "ü", String(repeating: "c", count: 252)])

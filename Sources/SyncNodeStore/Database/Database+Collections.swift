@@ -45,13 +45,20 @@ extension Database {
         let scope = scope ?? Names.defaultScope
         let key = "\(scope).\(name)"
         try checkOpen()
-        if let cached = state.withLock({ $0.collections[key] }) { return cached }
-        guard let id = try read({ db in try Schema.collectionID(db, scope: scope, name: name) }) else { return nil }
-        let collection = DocumentCollection(database: self, scope: scope, name: name, tableID: id)
-        return state.withLock { s in
-            if let cached = s.collections[key] { return cached }
-            s.collections[key] = collection
-            return collection
+        while true {
+            let (cached, generation) = state.withLock { ($0.collections[key], $0.schemaGeneration) }
+            if let cached { return cached }
+            guard let id = try read({ db in try Schema.collectionID(db, scope: scope, name: name) }) else { return nil }
+            let collection = DocumentCollection(database: self, scope: scope, name: name, tableID: id)
+            let kept = state.withLock { s -> DocumentCollection? in
+                if let cached = s.collections[key] { return cached }
+                // The schema changed since the read (a deletion committed): what it found may be
+                // gone, and cached it would stand for the name for good. Read again.
+                guard s.schemaGeneration == generation else { return nil }
+                s.collections[key] = collection
+                return collection
+            }
+            if let kept { return kept }
         }
     }
 
@@ -85,6 +92,12 @@ extension Database {
             _ = state.withLock { $0.collections.removeValue(forKey: "\(scope).\(name)") }
             schemaChanges(db)
         }
+        // A lookup that read the collection before the commit may have cached another object for it meanwhile.
+        let raced = state.withLock { s -> DocumentCollection? in
+            guard let cached = s.collections["\(scope).\(name)"], cached.tableID == collection.tableID else { return nil }
+            return s.collections.removeValue(forKey: "\(scope).\(name)")
+        }
+        raced?.markDeleted()
         collection.markDeleted()
         logger.info("deleted collection", metadata: ["collection": "\(scope).\(name)"])
     }
