@@ -36,29 +36,30 @@ extension Handlers {
         let revocation = FeedRevocation(handlers: self, current: Authentication.ofRequest?.current, keyspace: Keyspace(collection), signal: signal)
         switch spec.feed {
         case .normal, .longpoll:
+            if spec.feed == .longpoll, let heartbeat = spec.heartbeat {
+                // The head now, a newline each heartbeat while it waits (so the asker knows this
+                // node is there without a request of its own), then the answer.
+                let answer = ResponseBody { [self] writer in
+                    defer {
+                        token.remove()
+                        revocation.end()
+                    }
+                    var wait = LongPollWait(handlers: self, collection: collection, spec: spec, signal: signal, revocation: revocation)
+                    while try await wait.next(heartbeat: .milliseconds(heartbeat)) {
+                        try await writer.write(ByteBuffer(string: "\n"))
+                    }
+                    let descending = spec.descending ? try page(collection, spec, since: spec.since, pageSize: nil, sent: 0) : nil
+                    try await streamedFeed(collection, spec, descending: descending.map { ($0.entries, $0.last) }).body.write(writer)
+                }
+                return Response(status: .ok, headers: [.contentType: HTTP.json], body: answer)
+            }
             defer {
                 token.remove()
                 revocation.end()
             }
             if spec.feed == .longpoll {
-                let asked = Duration.milliseconds(spec.timeout ?? 60_000)
-                let deadline = ContinuousClock.now.advanced(by: environment.faultInjector?.longPollLimit.map { min($0, asked) } ?? asked)
-                // How far the wait has looked: a selector's wait tests each change once.
-                var looked = spec.since
-                func nothingYet() throws -> Bool {
-                    let found = try read(collection, spec, since: looked, limit: 1)
-                    looked = found.through
-                    return found.entries.isEmpty
-                }
-                // In one-second slices, so a graceful stop is not held up by a long poll.
-                while try environment.faultInjector?.deafFeeds() == true || nothingYet(),
-                      !Task.isShuttingDownGracefully,
-                      ContinuousClock.now < deadline {
-                    _ = await signal.wait(timeout: min(.seconds(1), ContinuousClock.now.duration(to: deadline)))
-                    if revocation.isRevoked() {
-                        throw CouchError.forbidden("Access to '\(Keyspace(collection).name)' was withdrawn while this feed waited.")
-                    }
-                }
+                var wait = LongPollWait(handlers: self, collection: collection, spec: spec, signal: signal, revocation: revocation)
+                _ = try await wait.next(heartbeat: nil)
             }
             // Descending needs the whole range first; ascending feeds are read page by page.
             let descending = spec.descending ? try page(collection, spec, since: spec.since, pageSize: nil, sent: 0) : nil
@@ -227,7 +228,7 @@ extension Handlers {
 
     /// The changes after `since` the request's selector passes (all of them without one), at most
     /// `limit`, and the sequence the read covered.
-    private func read(
+    func read(
         _ c: DocumentCollection, _ spec: ChangesRequest, since: Int64, limit: Int?
     ) throws -> (entries: [ChangeEntry], through: Int64) {
         if let selector = spec.selector { return try c.changes(since: since, limit: limit, allLeaves: spec.allLeaves, matching: selector) }

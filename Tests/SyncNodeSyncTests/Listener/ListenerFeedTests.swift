@@ -29,6 +29,26 @@ import Testing
         }
     }
 
+    /// A long poll with a heartbeat sends its head at once and an empty line each heartbeat while
+    /// it waits, then its answer: the asker knows meanwhile that the node is there.
+    @Test func longpollWithAHeartbeatSendsEmptyLinesWhileItWaits() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let collection = try #require(try h.node.database("db")?.defaultCollection())
+            let since = try collection.lastSequence()
+            let poll = Task { try await h.request(.GET, "/db/_changes?feed=longpoll&since=\(since)&timeout=60000&heartbeat=200") }
+            try await Task.sleep(for: .milliseconds(900))
+            try collection.save(MutableDocument(id: "late"))
+            // (Under load the request may come after the write: then it answers without a heartbeat.)
+            let reply = try await poll.value
+            #expect(reply["results"]?.array?.compactMap { $0["id"]?.string } == ["late"], "\(reply.body.debugDescription)")
+            // Nothing new: heartbeats, then the empty answer at the timeout.
+            let empty = try await h.request(.GET, "/db/_changes?feed=longpoll&since=now&timeout=3000&heartbeat=100")
+            #expect(empty.body.hasPrefix("\n\n") && empty["results"]?.array?.isEmpty == true, "\(empty.body.debugDescription)")
+        }
+    }
+
     @Test func continuousFeedStreamsHeartbeatsAndEndsAtTimeout() async throws {
         let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {

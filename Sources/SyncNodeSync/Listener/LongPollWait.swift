@@ -1,0 +1,56 @@
+import Foundation
+import ServiceLifecycle
+import SyncNodeStore
+
+/// A long poll's wait: until its feed has something to answer, its timeout passes or the
+/// listener stops, in slices of at most a second so a graceful stop is not held up.
+struct LongPollWait {
+    private let handlers: Handlers
+    private let collection: DocumentCollection
+    private let spec: Handlers.ChangesRequest
+    private let signal: ChangeSignal
+    private let revocation: FeedRevocation
+    private let deadline: ContinuousClock.Instant
+    /// How far the wait has looked: a selector's wait tests each change once.
+    private var looked: Int64
+    private var lastBeat = ContinuousClock.now
+
+    init(handlers: Handlers, collection: DocumentCollection, spec: Handlers.ChangesRequest, signal: ChangeSignal, revocation: FeedRevocation) {
+        self.handlers = handlers
+        self.collection = collection
+        self.spec = spec
+        self.signal = signal
+        self.revocation = revocation
+        let asked = Duration.milliseconds(spec.timeout ?? 60_000)
+        deadline = ContinuousClock.now.advanced(by: handlers.environment.faultInjector?.longPollLimit.map { min($0, asked) } ?? asked)
+        looked = spec.since
+    }
+
+    /// Waits; true when `heartbeat` passed first (the caller sends one and waits again), false
+    /// when the wait is over.
+    ///
+    /// - Throws: `CouchError.forbidden` when the asker's access is withdrawn meanwhile.
+    mutating func next(heartbeat: Duration?) async throws -> Bool {
+        while try handlers.environment.faultInjector?.deafFeeds() == true || nothingYet(),
+              !Task.isShuttingDownGracefully,
+              ContinuousClock.now < deadline {
+            var slice = min(.seconds(1), ContinuousClock.now.duration(to: deadline))
+            if let heartbeat { slice = min(slice, max(.zero, heartbeat - lastBeat.duration(to: .now))) }
+            _ = await signal.wait(timeout: slice)
+            if revocation.isRevoked() {
+                throw CouchError.forbidden("Access to '\(Keyspace(collection).name)' was withdrawn while this feed waited.")
+            }
+            if let heartbeat, lastBeat.duration(to: .now) >= heartbeat {
+                lastBeat = .now
+                return true
+            }
+        }
+        return false
+    }
+
+    private mutating func nothingYet() throws -> Bool {
+        let found = try handlers.read(collection, spec, since: looked, limit: 1)
+        looked = found.through
+        return found.entries.isEmpty
+    }
+}
