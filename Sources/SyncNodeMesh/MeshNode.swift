@@ -204,8 +204,7 @@ public final class MeshNode: Sendable {
             }
             advertiser = configuration.advertise ? try Advertiser(record: record, onStatus: onStatus.report) : nil
             if configuration.browse {
-                browser = try Browser(
-                    ignoring: configuration.directory.uuid, authenticator: configuration.peerCredential, heard: replications.heard, onStatus: onStatus.report)
+                browser = try Browser(ignoring: configuration.directory.uuid, authenticator: configuration.peerCredential, onStatus: onStatus.report)
             }
         } catch {
             // Failed after the listener bound: nothing of this start is left running or announced.

@@ -14,13 +14,10 @@ import Testing
         let node: NodeDirectory
         let listener: Listener
 
-        init(faults: FaultInjector? = nil) async throws {
+        init() async throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-peer-\(UUID().uuidString)")
             node = try NodeDirectory(url: directory)
-            var environment = ListenerEnvironment()
-            environment.faultInjector = faults
-            listener = Listener(
-                config: ListenerConfiguration(directory: node, host: "127.0.0.1", authenticator: .users(["ann": "secret"])), environment: environment)
+            listener = Listener(config: ListenerConfiguration(directory: node, host: "127.0.0.1", authenticator: .users(["ann": "secret"])))
             try await listener.start()
         }
 
@@ -56,13 +53,9 @@ import Testing
         }
     }
 
-    func tracker(
-        _ events: Events, own: String? = nil, authenticator: BasicAuthenticator? = BasicAuthenticator(username: "ann", password: "secret"),
-        heard: HeardPeers? = nil
-    ) -> PeerTracker {
+    func tracker(_ events: Events, own: String? = nil, authenticator: BasicAuthenticator? = BasicAuthenticator(username: "ann", password: "secret")) -> PeerTracker {
         PeerTracker(
-            options: .init(ownUUID: own, authenticator: authenticator, probeInterval: .milliseconds(200), probeTimeout: .seconds(2), failureLimit: 2,
-                           heard: heard),
+            options: .init(ownUUID: own, authenticator: authenticator, probeInterval: .milliseconds(200), probeTimeout: .seconds(2), failureLimit: 2),
             logger: .init(label: "test"), emit: { events.continuation.yield($0) })
     }
 
@@ -98,40 +91,6 @@ import Testing
         await node.listener.stop()
         #expect(await events.next() == .disappeared(peer))
         await tracker.stop()
-        await node.shutdown()
-    }
-
-    /// A peer heard from otherwise (a replication's long-poll heartbeats) is not probed while
-    /// that is recent; once it is not, the peer is probed again, and reported gone when it
-    /// stops answering.
-    @Test func aPeerHeardFromIsNotProbedUntilItFallsSilent() async throws {
-        let probes = Mutex(0)
-        let node = try await Node(faults: FaultInjector { method, path in
-            if method == "GET" && path == "/" { probes.withLock { $0 += 1 } }
-            return nil
-        })
-        // Heard from once, with a window longer than the test: probed every 200 ms otherwise,
-        // it would be probed about 10 times in 2 s.
-        let heard = HeardPeers(window: .seconds(60)), events = Events()
-        let tracker = tracker(events, heard: heard)
-        await tracker.handle(.resolved(Sighting(key: key("n"), record: try node.record(), address: "127.0.0.1")))
-        guard case .appeared(let peer)? = await events.next() else { Issue.record("no appeared event"); return }
-        heard.heard(peer.uuid)
-        let atAppearance = probes.withLock { $0 }
-        try await Task.sleep(for: .seconds(2))
-        let whileHeard = probes.withLock { $0 } - atAppearance
-        #expect(whileHeard <= 1, "probed \(whileHeard) times while heard from")
-        await tracker.stop()
-
-        // Heard from with a short window, then stopped: probed again, and reported gone.
-        let briefly = HeardPeers(window: .milliseconds(500)), later = Events()
-        let again = self.tracker(later, heard: briefly)
-        await again.handle(.resolved(Sighting(key: key("n"), record: try node.record(), address: "127.0.0.1")))
-        guard case .appeared(let seen)? = await later.next() else { Issue.record("no appeared event"); return }
-        briefly.heard(seen.uuid)
-        await node.listener.stop()
-        #expect(await later.next() == .disappeared(seen))
-        await again.stop()
         await node.shutdown()
     }
 

@@ -15,8 +15,6 @@ actor PeerTracker {
         var probeTimeout: Duration
         /// Failed probes in a row before a peer is reported gone.
         var failureLimit: Int
-        /// Peers heard from otherwise, which need no probe meanwhile.
-        var heard: HeardPeers?
     }
 
     private struct Candidate {
@@ -88,16 +86,8 @@ actor PeerTracker {
     }
 
     private func probeLoop(_ uuid: String) async {
-        // A (re)started loop probes first: its sighting may be new (another address or port).
-        var probed = false
         while !Task.isCancelled {
-            guard let candidate = candidates[uuid] else { return }
-            if probed, candidate.confirmed != nil, let heard = options.heard, let silence = heard.silence(of: uuid), silence < heard.window {
-                // Heard from: look again when that goes stale.
-                try? await Task.sleep(for: heard.window - silence)
-                continue
-            }
-            probed = true
+            guard candidates[uuid] != nil else { return }
             let answer = await Self.probe(probes(for: uuid), logger: logger)
             guard !Task.isCancelled, candidates[uuid] != nil else { return }
             settle(uuid, answer)

@@ -1,6 +1,5 @@
 import Foundation
 import Synchronization
-import SyncNodeDiscovery
 import SyncNodeStore
 import SyncNodeSync
 
@@ -23,7 +22,7 @@ final class PeerReplication: Sendable {
     init(
         collection: DocumentCollection, url: URL, configuration: MeshConfiguration, tasks: ReplicationTasks, type: ReplicatorType,
         trustOnFirstUse: Bool, selector: DocumentValue? = nil, filtersPushes: Bool = true, createTarget: Bool = false,
-        heard: (@Sendable () -> Void)? = nil, report: @escaping @Sendable (ReplicatorStatus) -> Void, judged: (@Sendable (SyncAudit.Judgement, _ crossed: Bool) -> Bool)? = nil
+        report: @escaping @Sendable (ReplicatorStatus) -> Void, judged: (@Sendable (SyncAudit.Judgement, _ crossed: Bool) -> Bool)? = nil
     ) throws {
         var config = ReplicatorConfiguration(collection: collection, target: .url(url))
         config.replicatorType = type
@@ -37,10 +36,6 @@ final class PeerReplication: Sendable {
         config.acceptOnlySelfSignedServerCertificate = trustOnFirstUse
         // A LAN peer that drops out is usually back within seconds (a partition heals, a node restarts).
         config.maxAttemptWaitTime = .seconds(5)
-        if let heard {
-            config.longPollHeartbeat = HeardPeers.heartbeat
-            config.onPeerHeard = heard
-        }
         let replicator = Replicator(config: config)
         let stopped = Flag()
         let failures = Mutex(0)

@@ -18,8 +18,6 @@ actor PeerReplications {
     /// Per shared keyspace, its replication with the hub (``MeshConfiguration/hubs``); read
     /// without waiting for the actor by the tombstone horizon (``MeshNode/tombstoneHorizon``).
     nonisolated let hubs = Mutex<[Keyspace: HubReplication]>([:])
-    /// When each LAN peer's long polls last brought a heartbeat: the browser need not probe it then.
-    nonisolated let heard = HeardPeers()
     /// The probe that asks a peer for its keyspaces (`GET /_node/keyspaces`), for the peers
     /// whose DNS-SD record does not list them all: those paired by URL, and those whose record
     /// says `more=1`.
@@ -185,7 +183,7 @@ actor PeerReplications {
                 let subscription = type == .push ? nil : configuration.subscription(for: keyspace)
                 running.replications[keyspace] = try PeerReplication(
                     collection: collection, url: url, configuration: configuration, tasks: tasks,
-                    type: type, trustOnFirstUse: false, selector: subscription, heard: { [heard] in heard.heard(peer.uuid) }
+                    type: type, trustOnFirstUse: false, selector: subscription
                 ) { [board, configuration] status in
                     board.record(status, peer: peer.uuid, keyspace: keyspace, subscription: subscription)
                     configuration.onEvent?(.replication(label: label, status: status))

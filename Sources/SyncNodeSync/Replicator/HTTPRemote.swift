@@ -15,9 +15,6 @@ final class HTTPRemote: ReplicationPeer, Sendable {
     let configuredUUID: String?
     /// The largest attachment accepted from the peer.
     let maxAttachmentSize: Int
-    /// ``ReplicatorConfiguration/longPollHeartbeat`` and ``ReplicatorConfiguration/onPeerHeard``.
-    private let longPollHeartbeat: Duration?
-    private let onHeard: (@Sendable () -> Void)?
     /// False once the peer refused `_bulk_get` (fetches may run two at a time).
     private let hasBulkGet = Atomic(true)
     /// The `_rev` of each checkpoint document as last read or written here (nil: there is none),
@@ -47,17 +44,16 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         let transport = HTTPTransport(
             root: WireURL.root(scheme: scheme, host: host, port: port), client: client, headers: headers,
             timeouts: PeerTimeouts(connect: config.connectTimeout, read: config.readTimeout))
-        let remote = HTTPRemote(transport: transport, database: database, config: config)
+        let remote = HTTPRemote(
+            transport: transport, database: database, configuredUUID: config.remoteUUID, maxAttachmentSize: config.maxAttachmentSize)
         return (remote, pinnedFingerprint)
     }
 
-    private init(transport: HTTPTransport, database: String, config: ReplicatorConfiguration) {
+    private init(transport: HTTPTransport, database: String, configuredUUID: String?, maxAttachmentSize: Int) {
         self.transport = transport
         self.database = database
-        configuredUUID = config.remoteUUID
-        maxAttachmentSize = config.maxAttachmentSize
-        longPollHeartbeat = config.longPollHeartbeat
-        onHeard = config.onPeerHeard
+        self.configuredUUID = configuredUUID
+        self.maxAttachmentSize = maxAttachmentSize
     }
 
     func shutdown() async { await transport.shutdown() }
@@ -253,17 +249,12 @@ final class HTTPRemote: ReplicationPeer, Sendable {
 
     func waitForChanges(since: String, timeout: Duration, filter: ChangeFilter) async throws {
         let ms = timeout.components.seconds * 1000
-        var path = "\(db)/_changes?feed=longpoll&limit=1&since=\(WireURL.escape(since))&timeout=\(ms)"
-        if let longPollHeartbeat {
-            path += "&heartbeat=\(max(100, Int((longPollHeartbeat / .milliseconds(1)).rounded())))"
+        let path = "\(db)/_changes?feed=longpoll&limit=1&since=\(WireURL.escape(since))&timeout=\(ms)"
+        if let (query, json) = filter.changesRequest {
+            _ = try await transport.expect(.POST, path + query, json: json)
+        } else {
+            _ = try await transport.expect(.GET, path)
         }
-        let filtered = filter.changesRequest
-        let response = try await transport.execute(transport.request(
-            filtered == nil ? .GET : .POST, path + (filtered?.query ?? ""), body: filtered.map { .json($0.body) } ?? .none))
-        // Only its arrival matters (the pass that follows reads the changes); heartbeats come first.
-        let text = try await transport.text(of: response, upTo: 1 << 24, eachPiece: onHeard)
-        let status = Int(response.status.code)
-        guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, answer: text) }
     }
 
     func ensureFullCommit() async throws {

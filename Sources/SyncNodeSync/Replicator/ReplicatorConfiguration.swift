@@ -142,14 +142,6 @@ public struct ReplicatorConfiguration: Sendable {
     /// How long a continuous pull's long poll waits for a remote change before asking again;
     /// kept 5 s under ``readTimeout`` (the long poll is silent that long).
     public var heartbeat: Duration = .seconds(25)
-    /// While a continuous pull's long poll waits, the peer is asked for an empty line this often
-    /// (CouchDB's `heartbeat` parameter), and each one is passed to ``onPeerHeard``: proof that
-    /// the peer is there, at the cost of a byte. Nil (the default) asks for none.
-    public var longPollHeartbeat: Duration?
-    /// Called whenever a continuous pull's long poll hears from the peer: each piece of its
-    /// answer, heartbeats (``longPollHeartbeat``) included. It runs on the replicator's task,
-    /// so it must return at once.
-    public var onPeerHeard: (@Sendable () -> Void)?
     /// How long making a connection may take: TCP connect, then the TLS handshake, each
     /// (also how fast a wrong pin fails).
     public var connectTimeout: Duration = .seconds(5)

@@ -208,48 +208,6 @@ import Testing
         }
     }
 
-    /// An idle continuous pull that asks for heartbeats hears from its peer at each one (what
-    /// lets a mesh node skip probing that peer), and still takes a change at once.
-    @Test func anIdlePullHearsItsPeersHeartbeats() async throws {
-        let h = try await ListenerHarness()
-        try await withCleanup({ await h.shutdown() }) {
-            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
-            let peer = try Peer()
-            var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
-            config.replicatorType = .pull
-            config.continuous = true
-            config.longPollHeartbeat = .milliseconds(200)
-            let heard = Shared(0)
-            config.onPeerHeard = { heard.withLock { $0 += 1 } }
-            let replicator = Replicator(config: config)
-            replicator.start()
-            // Idle, its long poll (25 s) brings heartbeats: without them it would hear nothing
-            // until the poll ends.
-            var idle = false
-            for _ in 0..<400 where !idle {
-                idle = replicator.status.activity == .idle
-                if !idle { try await Task.sleep(for: .milliseconds(50)) }
-            }
-            let before = heard.withLock { $0 }
-            var heartbeats = 0
-            for _ in 0..<400 where heartbeats < 3 {
-                heartbeats = heard.withLock { $0 } - before
-                if heartbeats < 3 { try await Task.sleep(for: .milliseconds(50)) }
-            }
-            #expect(idle && heartbeats >= 3, "idle \(idle), heard \(heartbeats) times in 20 s")
-            try remote.save(MutableDocument(id: "late"))
-            var arrived = false
-            for _ in 0..<200 where !arrived {
-                arrived = try peer.collection.document(id: "late") != nil
-                if !arrived { try await Task.sleep(for: .milliseconds(50)) }
-            }
-            #expect(arrived)
-            replicator.stop()
-            await replicator.waitUntilStopped()
-            #expect(replicator.status.error == nil, "\(String(describing: replicator.status.error))")
-        }
-    }
-
     /// With the peer's uuid in its pairing URL, what a push would send is known offline.
     @Test func pendingDocumentsAreKnownWithoutThePeer() async throws {
         let peer = try Peer()

@@ -77,22 +77,15 @@ final class HTTPTransport: Sendable {
         return (Int(response.status.code), try await text(of: response, upTo: 1 << 30))
     }
 
-    /// An answer's body as text, at most `limit` bytes; `eachPiece` is called as each piece arrives.
-    func text(of response: HTTPClientResponse, upTo limit: Int, eachPiece: (@Sendable () -> Void)? = nil) async throws -> String {
-        String(buffer: try await body(of: response, upTo: limit, eachPiece: eachPiece))
+    /// An answer's body as text, at most `limit` bytes.
+    func text(of response: HTTPClientResponse, upTo limit: Int) async throws -> String {
+        String(buffer: try await body(of: response, upTo: limit))
     }
 
-    /// An answer's body, at most `limit` bytes; `eachPiece` is called as each piece arrives.
-    func body(of response: HTTPClientResponse, upTo limit: Int, eachPiece: (@Sendable () -> Void)? = nil) async throws -> ByteBuffer {
+    /// An answer's body, at most `limit` bytes.
+    func body(of response: HTTPClientResponse, upTo limit: Int) async throws -> ByteBuffer {
         do {
-            guard let eachPiece else { return try await response.body.collect(upTo: limit) }
-            var collected = ByteBuffer()
-            for try await piece in response.body {
-                eachPiece()
-                guard collected.readableBytes + piece.readableBytes <= limit else { throw NIOTooManyBytesError(maxBytes: limit) }
-                collected.writeImmutableBuffer(piece)
-            }
-            return collected
+            return try await response.body.collect(upTo: limit)
         } catch {
             throw timeouts.describe(error, peer: root)
         }
