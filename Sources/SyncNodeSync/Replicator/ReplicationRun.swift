@@ -72,9 +72,12 @@ struct ReplicationRun: Sendable {
 
     /// The page after `changes` (nil after the last). A filtered page without rows means the
     /// source read to its end: it is checkpointed and ends the pass, even when the source names
-    /// its end differently each time (a CouchDB cluster's opaque sequences may).
+    /// its end differently each time (a CouchDB cluster's opaque sequences may). So does a page
+    /// that says nothing is pending (or, from a source that does not say, a page short of the
+    /// limit): asking again would cost every pass a request (in a mesh of ten, 90 a write), and
+    /// what comes later wakes the long poll.
     private func changes(after changes: PeerChanges?) async throws -> PeerChanges? {
-        guard let changes, !changes.rows.isEmpty else { return nil }
+        guard let changes, !changes.rows.isEmpty, changes.pending.map({ $0 > 0 }) ?? (changes.rows.count >= config.batchSize) else { return nil }
         return try await self.changes(since: changes.lastSeq)
     }
 
