@@ -44,7 +44,7 @@ class Node:
         self.auth = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
         self.conn = None
 
-    def request(self, method, path, body=None, timeout=5):
+    def request(self, method, path, body=None, timeout=5, text=False):
         for attempt in (0, 1):
             try:
                 if self.conn is None:
@@ -57,6 +57,8 @@ class Node:
                 self.conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
                 response = self.conn.getresponse()
                 data = response.read()
+                if text:
+                    return response.status, data.decode()
                 return response.status, (json.loads(data) if data else None)
             except (OSError, http.client.HTTPException):
                 if self.conn is not None:
@@ -106,6 +108,20 @@ def formed(nodes):
     wait(ready, 120, "the mesh did not form (every node trusting and idle with every other)")
 
 
+def requests_answered(nodes):
+    """The requests the nodes have answered so far, by method (their Prometheus counters)."""
+    total = {}
+    for node in nodes:
+        status, text = node.request("GET", "/_node/_local/_prometheus", text=True)
+        if status != 200:
+            sys.exit(f"mesh_measure: {node.host} answered {status} for its metrics")
+        for line in text.splitlines():
+            if line.startswith("syncnode_http_requests_total{"):
+                method = line.split('method="', 1)[1].split('"', 1)[0]
+                total[method] = total.get(method, 0) + float(line.rsplit(" ", 1)[1])
+    return total
+
+
 def singles(nodes, count):
     """Each write is watched on every other node at once by a long poll of its changes feed,
     which answers as the write commits there: the figure is the mesh's, not a polling loop's.
@@ -113,14 +129,20 @@ def singles(nodes, count):
     until the first one does (one hop)."""
     watchers = [Node(node.spec) for node in nodes[1:]]   # a connection each, for the long polls
     everywhere, first = [], []
+    own = {"GET": 0, "PUT": 0}   # the requests this measurement makes, left out of the mesh's count
+    lock = threading.Lock()
+    answered = requests_answered(nodes)
     for i in range(count):
         doc_id = f"single-{i}-{uuid.uuid4().hex[:8]}"
         since = [watcher.request("GET", "/default")[1]["update_seq"] for watcher in watchers]
+        own["GET"] += len(watchers)
         arrivals = [None] * len(watchers)
 
         def watch(k):
             seq = since[k]
             while time.monotonic() < start + 30:
+                with lock:
+                    own["GET"] += 1
                 status, answer = watchers[k].request("GET", f"/default/_changes?feed=longpoll&since={quote(str(seq))}&timeout=5000", timeout=35)
                 if status != 200:
                     return
@@ -134,6 +156,7 @@ def singles(nodes, count):
         for poller in pollers:
             poller.start()
         status, _ = nodes[0].request("PUT", f"/default/{doc_id}", {"n": i})
+        own["PUT"] += 1
         if status != 201:
             sys.exit(f"mesh_measure: PUT {doc_id} answered {status}")
         for poller in pollers:
@@ -150,7 +173,12 @@ def singles(nodes, count):
         p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
         return {"p50": round(statistics.median(times), 3), "p95": round(p95, 3), "max": round(times[-1], 3)}
 
-    print(json.dumps({"writes": count, **percentiles(everywhere), "one hop": percentiles(first)}))
+    # What the mesh itself asked of its nodes per write (replication passes, checkpoints, audits, probes).
+    after = requests_answered(nodes)
+    per_write = {method: round((after[method] - answered.get(method, 0) - own.get(method, 0)) / count, 1)
+                 for method in sorted(after) if after[method] - answered.get(method, 0) - own.get(method, 0) > 0}
+    per_write["GET"] = round(per_write.get("GET", 0) - len(nodes) / count, 1)   # the first metrics read
+    print(json.dumps({"writes": count, **percentiles(everywhere), "one hop": percentiles(first), "mesh requests per write": per_write}))
 
 
 def spread(nodes, count):
