@@ -35,6 +35,15 @@ import Testing
             let bad = try await h.request(.GET, "/db/_digest?bucket=256")
             #expect(bad.status == 400 && bad["error"]?.string == "bad_request")
             #expect(try await h.request(.GET, "/db/_digest?bucket=x").status == 400)
+
+            // With the changes after a sequence, as a sync check asks (41 changes: 40 saves, 1 deletion).
+            let since = try await h.request(.GET, "/db/_digest?buckets=false&pending_since=30")
+            #expect(since["pending"]?.int == 11 && since["root"]?.string == stored.root && since["buckets"] == nil)
+            #expect(try await h.request(.GET, "/db/_digest?buckets=false&pending_since=41")["pending"]?.int == 0)
+            #expect(try await h.request(.GET, "/db/_digest")["pending"] == nil)
+            for bad in ["pending_since=x", "pending_since=-1", "bucket=3&pending_since=0"] {
+                #expect(try await h.request(.GET, "/db/_digest?\(bad)").status == 400, "\(bad)")
+            }
             #expect(try await h.request(.POST, "/db/_digest", body: "{}").status == 405)
             #expect(try await h.request(.GET, "/nope/_digest").status == 404)
         }
