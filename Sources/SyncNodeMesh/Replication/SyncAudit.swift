@@ -82,9 +82,7 @@ final class SyncAudit: Sendable {
             let pending: PendingChanges
             let digestsMatch: Bool?
             do {
-                (pending, digestsMatch) = try await withTimeout(askTimeout) {
-                    (try await replicator.pendingChanges(), try await replicator.digestsMatch())
-                }
+                (pending, digestsMatch) = try await withTimeout(askTimeout) { try await replicator.syncCheck() }
             } catch {
                 return Judgement(state: .stalled, reason: "the peer could not be asked what is pending: \(error)")
             }

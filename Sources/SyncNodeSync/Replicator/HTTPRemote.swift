@@ -238,13 +238,16 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         try await changes(since: since, limit: 0, filter: .all).pending
     }
 
-    func digestRoot() async throws -> String? {
-        let (status, value) = try await transport.json(.GET, "\(db)/_digest?buckets=false")
+    func digestRoot(pendingSince: String?) async throws -> (root: String, pending: Int?)? {
+        let pendingQuery = pendingSince.map { "&pending_since=\(WireURL.escape($0))" } ?? ""
+        let (status, value) = try await transport.json(.GET, "\(db)/_digest?buckets=false" + pendingQuery)
         // A peer without digests answers 400 or 404 (`_digest` read as a document ID).
         if PeerStatus.noDigest.contains(status) { return nil }
         guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, value) }
         guard let root = value["root"]?.stringValue else { throw PeerStatus.notJSON(.GET, "\(db)/_digest", status) }
-        return root
+        // A node from before `pending_since` leaves `pending` out: it is then asked by `_changes`.
+        guard case .int(let pending)? = value["pending"] else { return (root, nil) }
+        return (root, Int(pending))
     }
 
     func waitForChanges(since: String, timeout: Duration, filter: ChangeFilter) async throws {

@@ -41,7 +41,9 @@ struct LocalDatabase: ReplicationPeer {
         try collection.changeCount(since: Int64(since) ?? 0)
     }
 
-    func digestRoot() async throws -> String? { try collection.digest().root }
+    func digestRoot(pendingSince: String?) async throws -> (root: String, pending: Int?)? {
+        (try collection.digest().root, try pendingSince.map { try collection.changeCount(since: Int64($0) ?? 0) })
+    }
 
     func revsDiff(_ revs: [String: [String]]) async throws -> [String: MissingRevisions] {
         try collection.revsDiff(revs).mapValues { MissingRevisions(missing: $0.missing, possibleAncestors: $0.possibleAncestors) }

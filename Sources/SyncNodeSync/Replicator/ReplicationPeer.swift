@@ -25,8 +25,10 @@ protocol ReplicationPeer: Sendable {
     func store(_ docs: [WireRevision]) async throws -> StoredBatch
     /// How many changes the peer has after `since`; nil when it does not say.
     func pendingChanges(since: String) async throws -> Int?
-    /// The root of the peer's `CollectionDigest`; nil when it serves none (CouchDB, PouchDB).
-    func digestRoot() async throws -> String?
+    /// The root of the peer's `CollectionDigest`, and with `pendingSince` how many changes it
+    /// has after that sequence when it says so in the same answer (a SyncNode node does); nil
+    /// when it serves no digest (CouchDB, PouchDB).
+    func digestRoot(pendingSince: String?) async throws -> (root: String, pending: Int?)?
     /// Returns once the peer has changes after `since`, or after `timeout`.
     func waitForChanges(since: String, timeout: Duration, filter: ChangeFilter) async throws
     /// Makes what was stored durable before a checkpoint names it (`_ensure_full_commit`).

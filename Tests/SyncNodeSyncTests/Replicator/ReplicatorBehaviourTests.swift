@@ -208,6 +208,55 @@ import Testing
         }
     }
 
+    /// A sync check asks a SyncNode peer once (its digest, with the changes it has after the
+    /// pull position) and gets what the two separate questions get.
+    @Test func aSyncCheckAsksANodeOnce() async throws {
+        let deaf = Shared(false), asked = Shared<[String]>([]), polling = Shared(false)
+        let h = try await ListenerHarness(faultInjector: FaultInjector({ _, path in
+            for name in ["_digest", "_changes"] where path.hasSuffix("/" + name) { asked.withLock { $0.append(name) } }
+            return nil
+        }, deafFeeds: {
+            // Asked by a waiting long poll, at least once a second.
+            polling.withLock { $0 = true }
+            return deaf.withLock { $0 }
+        }))
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            for i in 0..<3 { try remote.save(MutableDocument(id: "r\(i)")) }
+            let peer = try Peer()
+            var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
+            config.replicatorType = .pull
+            config.continuous = true
+            let replicator = Replicator(config: config)
+            replicator.start()
+            var caughtUp = false
+            for _ in 0..<400 where !caughtUp {
+                caughtUp = try peer.collection.count == 3 && replicator.status.activity == .idle
+                if !caughtUp { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(caughtUp)
+            // Five changes its (now deaf) long poll does not hear of. The poll is waiting (its
+            // request came before what is counted).
+            deaf.withLock { $0 = true }
+            for i in 3..<8 { try remote.save(MutableDocument(id: "r\(i)")) }
+            polling.withLock { $0 = false }
+            var waiting = false
+            for _ in 0..<400 where !waiting {
+                waiting = polling.withLock { $0 }
+                if !waiting { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(waiting)
+            asked.withLock { $0 = [] }
+            let check = try await replicator.syncCheck()
+            #expect(asked.withLock { $0 } == ["_digest"])
+            #expect(check.pending.pull == 5 && check.pending.push == nil && check.digestsMatch == false)
+            #expect(try await replicator.pendingChanges() == check.pending)
+            #expect(try await replicator.digestsMatch() == check.digestsMatch)
+            replicator.stop()
+            await replicator.waitUntilStopped()
+        }
+    }
+
     /// With the peer's uuid in its pairing URL, what a push would send is known offline.
     @Test func pendingDocumentsAreKnownWithoutThePeer() async throws {
         let peer = try Peer()
