@@ -73,11 +73,12 @@ struct ReplicationRun: Sendable {
     /// The page after `changes` (nil after the last). A filtered page without rows means the
     /// source read to its end: it is checkpointed and ends the pass, even when the source names
     /// its end differently each time (a CouchDB cluster's opaque sequences may). So does a page
-    /// that says nothing is pending (or, from a source that does not say, a page short of the
-    /// limit): asking again would cost every pass a request (in a mesh of ten, 90 a write), and
-    /// what comes later wakes the long poll.
+    /// short of the limit that says nothing is pending (or says nothing): asking again would cost
+    /// every pass a request (in a mesh of ten, 90 a write), and what comes later wakes the long
+    /// poll. A full page is always followed, whatever its `pending` says (a cluster's is an
+    /// estimate), and so is a short one with changes pending (a source that caps the limit).
     private func changes(after changes: PeerChanges?) async throws -> PeerChanges? {
-        guard let changes, !changes.rows.isEmpty, changes.pending.map({ $0 > 0 }) ?? (changes.rows.count >= config.batchSize) else { return nil }
+        guard let changes, !changes.rows.isEmpty, changes.rows.count >= config.batchSize || (changes.pending ?? 0) > 0 else { return nil }
         return try await self.changes(since: changes.lastSeq)
     }
 
