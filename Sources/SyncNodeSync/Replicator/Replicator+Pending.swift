@@ -25,16 +25,18 @@ extension Replicator {
     ///   (or no pass has ended), and the peer's errors when it cannot be asked; `StoreError` when the local
     ///   store fails.
     public func pendingChanges() async throws -> PendingChanges {
-        try await pendingChanges(pulling: true)
+        try await pendingChanges(knownPull: nil)
     }
 
-    /// ``pendingChanges()``; without `pulling`, the pull count is left to the caller.
-    private func pendingChanges(pulling: Bool) async throws -> PendingChanges {
+    /// ``pendingChanges()``, with the pull count `knownPull` when the peer already gave it.
+    private func pendingChanges(knownPull: Int?) async throws -> PendingChanges {
         let (remote, pulled) = state.withLock { ($0.connected, $0.pulledUpTo) }
         // A push the peer refuses never runs: everything since the start is pending, not unknown.
         let pushed = state.withLock { $0.pushedUpTo ?? ($0.pushRefusal == nil ? nil : "0") }
         var pending = PendingChanges()
-        if config.replicatorType != .push, pulling {
+        if let knownPull {
+            pending.pull = knownPull
+        } else if config.replicatorType != .push {
             let filter = try changeFilter(.pull)
             guard let remote, let pulled else { throw SyncError.connectionFailed("the replicator has not finished a pass with the peer yet") }
             // A peer that does not count, or a filter, which counts would not heed: the rows
@@ -85,13 +87,7 @@ extension Replicator {
             return (try await pendingChanges(), try await digestsMatch())
         }
         let theirs = try await remote.digestRoot(pendingSince: pulled)
-        var pending: PendingChanges
-        if let pull = theirs?.pending {
-            pending = try await pendingChanges(pulling: false)
-            pending.pull = pull
-        } else {
-            pending = try await pendingChanges()
-        }
+        let pending = try await pendingChanges(knownPull: theirs?.pending)
         return (pending, try theirs.map { try config.collection.digest().root == $0.root })
     }
 

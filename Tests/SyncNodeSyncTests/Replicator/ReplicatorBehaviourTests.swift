@@ -229,23 +229,13 @@ import Testing
             config.continuous = true
             let replicator = Replicator(config: config)
             replicator.start()
-            var caughtUp = false
-            for _ in 0..<400 where !caughtUp {
-                caughtUp = try peer.collection.count == 3 && replicator.status.activity == .idle
-                if !caughtUp { try await Task.sleep(for: .milliseconds(50)) }
-            }
-            #expect(caughtUp)
+            #expect(try await ContinuousReplicationTests.eventually { try peer.collection.count == 3 && replicator.status.activity == .idle })
             // Five changes its (now deaf) long poll does not hear of. The poll is waiting (its
             // request came before what is counted).
             deaf.withLock { $0 = true }
             for i in 3..<8 { try remote.save(MutableDocument(id: "r\(i)")) }
             polling.withLock { $0 = false }
-            var waiting = false
-            for _ in 0..<400 where !waiting {
-                waiting = polling.withLock { $0 }
-                if !waiting { try await Task.sleep(for: .milliseconds(50)) }
-            }
-            #expect(waiting)
+            #expect(try await ContinuousReplicationTests.eventually { polling.withLock { $0 } })
             asked.withLock { $0 = [] }
             let check = try await replicator.syncCheck()
             #expect(asked.withLock { $0 } == ["_digest"])
