@@ -100,9 +100,10 @@ singles=$(measure "$(nodes $ALL)" singles "$SINGLES") || fail "single writes did
 say "convergence of $SINGLES single writes on host 1 to all $HOSTS hosts (each watched by a long poll): $singles (targets p50 <= 0.5 s, p95 <= 1.5 s)"
 # What a write costs the whole mesh: with every node on this machine's cores, it bounds how fast
 # a write can reach all of them.
-say "single writes: the $HOSTS nodes used $(awk -v u="$(( $(cpu_all) - singles_cpu ))" -v t="$(getconf CLK_TCK)" -v n="$SINGLES" \
-  -v s="$(awk -v a="$singles_start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')" -v c="$(nproc)" \
-  'BEGIN { printf "%.0f ms of CPU per write (%.0f ms on each of %d cores; the watchers\x27 long polls included), %.0f%% of the cores over the phase", 1000 * u / t / n, 1000 * u / t / n / c, c, 100 * u / t / s / c }')"
+singles_used=$(( $(cpu_all) - singles_cpu ))
+singles_window=$(awk -v a="$singles_start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
+say "single writes: the $HOSTS nodes used $(awk -v u="$singles_used" -v t="$(getconf CLK_TCK)" -v n="$SINGLES" -v s="$singles_window" -v c="$(nproc)" \
+  'BEGIN { ms = 1000 * u / t / n; printf "%.0f ms of CPU per write (%.0f ms on each of %d cores; the watchers\x27 long polls included), %.0f%% of the cores over the phase", ms, ms / c, c, 100 * u / t / s / c }')"
 
 spread=$(measure "$(nodes $ALL)" spread "$SPREAD") || fail "spread writes did not converge"
 say "$SPREAD writes over all hosts, with edits to 20 shared documents: $spread"

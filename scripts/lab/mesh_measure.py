@@ -129,7 +129,9 @@ def singles(nodes, count):
     until the first one does (one hop)."""
     watchers = [Node(node.spec) for node in nodes[1:]]   # a connection each, for the long polls
     everywhere, first = [], []
-    own = {"GET": 0, "PUT": 0}   # the requests this measurement makes, left out of the mesh's count
+    # The requests this measurement makes, left out of the mesh's count: the metrics read just
+    # below shows in the one at the end, the one at the end in neither.
+    own = {"GET": len(nodes), "PUT": 0}
     lock = threading.Lock()
     answered = requests_answered(nodes)
     for i in range(count):
@@ -175,9 +177,8 @@ def singles(nodes, count):
 
     # What the mesh itself asked of its nodes per write (replication passes, checkpoints, audits, probes).
     after = requests_answered(nodes)
-    per_write = {method: round((after[method] - answered.get(method, 0) - own.get(method, 0)) / count, 1)
-                 for method in sorted(after) if after[method] - answered.get(method, 0) - own.get(method, 0) > 0}
-    per_write["GET"] = round(per_write.get("GET", 0) - len(nodes) / count, 1)   # the first metrics read
+    mesh = {method: after[method] - answered.get(method, 0) - own.get(method, 0) for method in sorted(after)}
+    per_write = {method: round(made / count, 1) for method, made in mesh.items() if made > 0}
     print(json.dumps({"writes": count, **percentiles(everywhere), "one hop": percentiles(first), "mesh requests per write": per_write}))
 
 
