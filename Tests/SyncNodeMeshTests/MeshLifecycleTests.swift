@@ -5,6 +5,7 @@ import Testing
 @testable import SyncNodeMesh
 import SyncNodeStore
 import SyncNodeSync
+import SyncNodeTestSupport
 
 /// A mesh node's start that fails after its listener bound leaves nothing serving, whether
 /// started by hand or run in a `ServiceGroup`; a group's shutdown stops a node it runs.
@@ -66,8 +67,10 @@ import SyncNodeSync
         try b.directory.deleteDatabase("notes")
         try notes(b).save(try MutableDocument(id: "b-after", data: [:]))
         try notes(a).save(try MutableDocument(id: "a-after", data: [:]))
-        #expect(try await check.eventually { try notes(b).document(id: "a-after") != nil && notes(b).document(id: "before") != nil })
-        #expect(try await check.eventually { try notes(a).document(id: "b-after") != nil })
+        // a's pull from b failed while b had no "notes", and restarts after up to 30 s
+        // (`RetryPolicy.meshRestart`): more than the usual wait under a loaded suite.
+        #expect(try await eventually(within: 90) { try notes(b).document(id: "a-after") != nil && notes(b).document(id: "before") != nil })
+        #expect(try await eventually(within: 90) { try notes(a).document(id: "b-after") != nil })
 
         // A collection deleted and made again in a database that stays.
         func tasks(_ node: Node) throws -> DocumentCollection {
