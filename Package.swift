@@ -69,6 +69,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 // CouchDB sends text attachments gzip-encoded.
                 .product(name: "CompressNIO", package: "compress-nio"),
+                .target(name: "CIsal", condition: .when(platforms: [.linux])),
                 // GET /_node/_local/_prometheus.
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -84,6 +85,8 @@ let package = Package(
         .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
         .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         .systemLibrary(name: "CMalloc"),
+        // Gzip between nodes through Intel's ISA-L (igzip): about three times zlib's speed at the same ratio.
+        .systemLibrary(name: "CIsal", pkgConfig: "libisal", providers: [.apt(["libisal-dev"])]),
         .target(
             name: "SyncNodeDiscovery",
             dependencies: [
