@@ -3,7 +3,8 @@ import Logging
 import NIOCore
 
 /// Answers every request: the middleware, outermost first (answer writing, metrics, CORS,
-/// errors into CouchDB's JSON shape, fault injection for tests, routing, sign-in and access),
+/// errors into CouchDB's JSON shape, fault injection for tests, routing, gzip for the large
+/// protocol answers, sign-in and access),
 /// then the handler of the route ``RouteTable/listener`` matched.
 struct ListenerResponder: HTTPResponder {
     typealias Context = ListenerContext
@@ -20,6 +21,7 @@ struct ListenerResponder: HTTPResponder {
             CouchErrorMiddleware(logger: logger)
             if let faultInjector { FaultInjectionMiddleware(injector: faultInjector) }
             RoutingMiddleware(table: .listener)
+            AnswerCompressionMiddleware()
             AuthenticationMiddleware(handlers: handlers)
         }
     }
