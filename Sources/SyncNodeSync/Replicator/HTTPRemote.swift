@@ -43,7 +43,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         if let auth = config.authenticator { headers.append(("Authorization", auth.authorizationHeader)) }
         let transport = HTTPTransport(
             root: WireURL.root(scheme: scheme, host: host, port: port), client: client, headers: headers,
-            timeouts: PeerTimeouts(connect: config.connectTimeout, read: config.readTimeout))
+            timeouts: PeerTimeouts(connect: config.connectTimeout, read: config.readTimeout), compression: config.compression)
         let remote = HTTPRemote(
             transport: transport, database: database, configuredUUID: config.remoteUUID, maxAttachmentSize: config.maxAttachmentSize)
         return (remote, pinnedFingerprint)

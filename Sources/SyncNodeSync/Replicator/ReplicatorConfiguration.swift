@@ -128,6 +128,11 @@ public struct ReplicatorConfiguration: Sendable {
     /// request in halves, down to single documents; one that is too large alone is reported
     /// refused, and the replication goes on.
     public var maxRequestBytes = 8 << 20
+    /// Asks for the protocol's answers gzip-encoded (`Accept-Encoding: gzip`), and gzip-encodes
+    /// large request bodies for a peer that encodes its answers (a SyncNode node). A pull then
+    /// moves about a quarter of the bytes, for some CPU on each side: turn it off on a link
+    /// faster than the two machines can compress. CouchDB and PouchDB answer as they always do.
+    public var compression = true
     /// Attempts before a transient failure stops a one-shot replication (continuous ones retry forever).
     public var maxAttempts = 10
     /// How long a one-shot replication keeps retrying a request that keeps failing before it

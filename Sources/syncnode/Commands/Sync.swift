@@ -23,6 +23,8 @@ struct Sync: AsyncParsableCommand {
     var conflicts: ConflictPolicy = .resolve
     @Option(help: ArgumentHelp("Only the documents this Mango selector matches, both ways, for example '{\"type\":\"order\"}'. Add {\"$or\":[{\"_deleted\":true},...]} to carry deletions.", valueName: "json"))
     var selector: String?
+    @Flag(help: "Send and receive every body as it is: no gzip (faster only where the link is faster than compressing).")
+    var noCompression = false
 
     func validate() throws {
         guard timeout >= 1 else { throw ValidationError("--timeout is whole seconds, at least 1") }
@@ -63,6 +65,7 @@ struct Sync: AsyncParsableCommand {
         config.continuous = continuous
         config.conflictResolver = conflicts.resolver
         config.selector = try parsedSelector()
+        config.compression = !noCompression
         // The node signs in with its certificate too: a peer that trusts it needs no password.
         config.clientIdentity = identity
         let replicator = Replicator(config: config)

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import Synchronization
 import SyncNodeStore
 
 /// Requests to one CouchDB-compatible server, and its answers: the one place requests are
@@ -14,6 +15,14 @@ final class HTTPTransport: Sendable {
     /// Sent with every request: the configuration's headers and the authenticator's.
     private let headers: [(String, String)]
     let timeouts: PeerTimeouts
+    /// Whether protocol answers are asked for gzip-encoded, and large JSON bodies sent so to a
+    /// peer that takes them.
+    let compression: Bool
+    /// Set once the peer gzip-encoded an answer: it is a node (CouchDB does not encode its
+    /// answers), which takes gzip-encoded bodies too. Unset again by a 415 for one.
+    private let peerTakesGzip = Atomic(false)
+    /// JSON bodies below this size are sent as they are.
+    static let compressedBodyMinimum = 1024
 
     /// What a request carries.
     enum Body {
@@ -24,28 +33,37 @@ final class HTTPTransport: Sendable {
         case upload(MultipartRelated.Upload)
     }
 
-    init(root: String, client: HTTPClient, headers: [(String, String)], timeouts: PeerTimeouts) {
+    init(root: String, client: HTTPClient, headers: [(String, String)], timeouts: PeerTimeouts, compression: Bool = true) {
         self.root = root
         self.client = client
         self.headers = headers
         self.timeouts = timeouts
+        self.compression = compression
     }
 
     func shutdown() async { try? await client.shutdown() }
 
     /// A request for `path` (from the root, escaped). `accept` asks for JSON, as every protocol
-    /// answer is; an attachment's content is asked for as it is.
+    /// answer is (gzip-encoded, with ``compression``); an attachment's content is asked for as it is.
     func request(_ method: HTTPMethod, _ path: String, body: Body = .none, accept: Bool = true) -> HTTPClientRequest {
         var request = HTTPClientRequest(url: root + path)
         request.method = method
         if accept { request.headers.add(name: "Accept", value: "application/json") }
+        if accept, compression { request.headers.add(name: "Accept-Encoding", value: "gzip") }
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         switch body {
         case .none:
             break
         case .json(let text):
             request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(string: text))
+            let bytes = ByteBuffer(string: text)
+            if compression, bytes.readableBytes >= Self.compressedBodyMinimum, peerTakesGzip.load(ordering: .relaxed),
+               let encoded = try? GzipEncoder.encode(bytes) {
+                request.headers.add(name: "Content-Encoding", value: "gzip")
+                request.body = .bytes(encoded)
+            } else {
+                request.body = .bytes(bytes)
+            }
         case .upload(let upload):
             request.headers.add(name: "Content-Type", value: upload.contentType)
             request.body = .stream(upload, length: .known(Int64(upload.length)))
@@ -73,7 +91,13 @@ final class HTTPTransport: Sendable {
     /// The answer to `method path` with a JSON `body`: its status and text, unparsed (documents
     /// are split from it as text).
     func text(_ method: HTTPMethod, _ path: String, json body: String? = nil) async throws -> (status: Int, text: String) {
-        let response = try await execute(request(method, path, body: body.map(Body.json) ?? .none))
+        let request = request(method, path, body: body.map(Body.json) ?? .none)
+        let response = try await execute(request)
+        if response.status == .unsupportedMediaType, request.headers.contains(name: "Content-Encoding") {
+            // It does not take gzip-encoded bodies after all: sent again as it is, and from now on.
+            peerTakesGzip.store(false, ordering: .relaxed)
+            return try await text(method, path, json: body)
+        }
         return (Int(response.status.code), try await text(of: response, upTo: 1 << 30))
     }
 
@@ -82,10 +106,33 @@ final class HTTPTransport: Sendable {
         String(buffer: try await body(of: response, upTo: limit))
     }
 
-    /// An answer's body, at most `limit` bytes.
+    /// An answer's body, decoded when it is gzip-encoded (as it arrives, so that decoding
+    /// overlaps the transfer): at most `limit` bytes either way.
+    /// - Throws: 502 `bad_gateway` for another coding, or gzip data that does not decode.
     func body(of response: HTTPClientResponse, upTo limit: Int) async throws -> ByteBuffer {
+        let decoder: GzipDecoder?
+        switch response.headers.first(name: "Content-Encoding")?.lowercased() {
+        case nil, "identity":
+            decoder = nil
+        case "gzip", "x-gzip":
+            peerTakesGzip.store(true, ordering: .relaxed)
+            decoder = try GzipDecoder(limit: limit)
+        case let coding?:
+            throw CouchError(status: 502, error: "bad_gateway", reason: "\(root) answered in Content-Encoding '\(coding)', which was not asked for")
+        }
         do {
-            return try await response.body.collect(upTo: limit)
+            guard let decoder else { return try await response.body.collect(upTo: limit) }
+            var body = ByteBuffer()
+            for try await piece in response.body {
+                try decoder.feed(piece) { decoded in
+                    var decoded = decoded
+                    body.writeBuffer(&decoded)
+                }
+            }
+            try decoder.finish()
+            return body
+        } catch let error as CouchError {
+            throw CouchError(status: 502, error: "bad_gateway", reason: "\(root): its gzip-encoded answer: \(error.reason)")
         } catch {
             throw timeouts.describe(error, peer: root)
         }
