@@ -9,8 +9,8 @@ import SyncNodeStore
 /// Recorded through swift-metrics into a registry of the listener's own (nothing is
 /// bootstrapped process-wide, so an app embedding a node keeps its own metrics backend).
 /// Counters of requests and latencies move as requests are answered; documents written are
-/// counted by each open collection's change events; sizes, lag, connections and peers are
-/// read when scraped.
+/// counted by each open collection's change events; sizes, lag, connections, peers and body
+/// bytes are read when scraped.
 final class NodeMetrics: Sendable {
     private let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
@@ -20,6 +20,8 @@ final class NodeMetrics: Sendable {
         var watched: [String: ListenerToken] = [:]
         /// Replication totals at the last scrape (counters move by the difference).
         var replicated = ReplicationResult()
+        /// Body bytes sent and received at the last scrape.
+        var bodyBytes = (sent: 0, received: 0)
         var gauges: [String: CoreMetrics.Gauge] = [:]
     }
     private let state = Mutex(State())
@@ -103,6 +105,13 @@ final class NodeMetrics: Sendable {
         }
         CoreMetrics.Counter(label: "syncnode_documents_replicated_total", dimensions: [("direction", "push")], factory: factory).increment(by: max(0, moved.pushed))
         CoreMetrics.Counter(label: "syncnode_documents_replicated_total", dimensions: [("direction", "pull")], factory: factory).increment(by: max(0, moved.pulled))
+        // Bodies as they crossed the wire: gzip-encoded ones at their encoded size.
+        let bytes = state.withLock { s in
+            defer { s.bodyBytes = (listener.bytesSent, listener.bytesReceived) }
+            return (sent: listener.bytesSent - s.bodyBytes.sent, received: listener.bytesReceived - s.bodyBytes.received)
+        }
+        CoreMetrics.Counter(label: "syncnode_http_body_bytes_total", dimensions: [("direction", "sent")], factory: factory).increment(by: max(0, bytes.sent))
+        CoreMetrics.Counter(label: "syncnode_http_body_bytes_total", dimensions: [("direction", "received")], factory: factory).increment(by: max(0, bytes.received))
         return registry.emitToString()
     }
 
