@@ -7,14 +7,17 @@
                   transaction into (id TEXT PRIMARY KEY, body TEXT): the strongest plain baseline
   syncnode import `syncnode import` of the same JSON lines into a fresh node
   sync pull       `syncnode sync --pull` into a fresh node from a `syncnode serve` of the imported
-                  node (loopback HTTPS, Basic auth), everything each process does included
+                  node (loopback HTTPS, Basic auth), everything each process does included; in
+                  turn with gzip (the default) and with --no-compression, counting the body bytes
+                  that crossed (the serving node's metrics)
 
-Runs alternate the two importers; 3 runs (median shown) at N <= 200000, else 1. Targets: import
-faster than Python (ratio < 1.0), pull <= 2.0x import, and peak RSS flat as N grows (printed per N).
-Each case checks that all N documents arrived.
+Runs alternate the two importers, and the two pulls; 3 runs (median shown) at N <= 200000, else 1.
+Targets: import faster than Python (ratio < 1.0), pull <= 2.0x import, a gzip pull's bytes <= 0.35x
+the plain pull's, and peak RSS flat as N grows (printed per N). Each case checks that all N
+documents arrived.
 """
 import json
-import urllib.parse, os, shutil, statistics, subprocess, sys, tempfile, time
+import base64, ssl, urllib.parse, urllib.request, os, shutil, statistics, subprocess, sys, tempfile, time
 
 bin_dir = sys.argv[1]
 sizes = [int(n) for n in sys.argv[2:]] or [100000]
@@ -45,6 +48,17 @@ def run(command, stdout=subprocess.PIPE):
     if process.returncode != 0:
         raise SystemExit(f"{' '.join(command)} exited {process.returncode}")
     return seconds, usage.ru_maxrss / 1024, output
+
+
+def body_bytes(printed):
+    """The request and answer body bytes the serving node has moved, as they crossed the wire."""
+    request = urllib.request.Request(f"https://{printed.hostname}:{printed.port}/_node/_local/_prometheus")
+    request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
+    # Loopback, our own node, and only its metrics: its self-signed certificate is not checked.
+    with urllib.request.urlopen(request, context=ssl._create_unverified_context()) as answer:
+        lines = [l for l in answer.read().decode().splitlines() if l.startswith("syncnode_http_body_bytes_total{")]
+    assert len(lines) == 2, lines
+    return sum(float(l.split()[-1]) for l in lines)
 
 
 def vm_hwm(pid):
@@ -98,19 +112,26 @@ def main():
                 printed = urllib.parse.urlsplit(line.split("listening on ", 1)[1].strip())
                 query = "&".join(p for p in printed.query.split("&") if not p.startswith(("invite=", "addr=")))
                 url = f"https://{user}:{password}@{printed.hostname}:{printed.port}{printed.path}?{query}"
-                pull_times, pull_rss = [], []
+                pull_times, pull_rss = {"gzip": [], "plain": []}, []
+                wire = {"gzip": [], "plain": []}
                 for i in range(runs):
-                    target = os.path.join(work, f"pull{n}-{i}")
-                    seconds, rss, out = run([syncnode, "--dir", target, "sync", url, "--pull"])
-                    assert json.loads(out)["pulled"] == n, out
-                    pull_times.append(seconds)
-                    pull_rss.append(rss)
-                    shutil.rmtree(target)
+                    # Each goes first in every other run.
+                    for kind in (["gzip", "plain"] if i % 2 == 0 else ["plain", "gzip"]):
+                        target = os.path.join(work, f"pull{n}-{i}-{kind}")
+                        before = body_bytes(printed)
+                        seconds, rss, out = run([syncnode, "--dir", target, "sync", url, "--pull"]
+                                                + (["--no-compression"] if kind == "plain" else []))
+                        wire[kind].append(body_bytes(printed) - before)
+                        assert json.loads(out)["pulled"] == n, out
+                        pull_times[kind].append(seconds)
+                        pull_rss.append(rss)
+                        shutil.rmtree(target)
                 server_rss = vm_hwm(serve.pid)
             finally:
                 serve.terminate()
                 serve.wait()
-            pulled = statistics.median(pull_times)
+            pulled, plain = statistics.median(pull_times["gzip"]), statistics.median(pull_times["plain"])
+            gzip_bytes, plain_bytes = statistics.median(wire["gzip"]), statistics.median(wire["plain"])
             shutil.rmtree(node)
             os.remove(docs)
 
@@ -120,6 +141,10 @@ def main():
                   f"(target < 1.0: {'met' if imported < python else 'MISSED'})")
             print(f"pull   ({label}): syncnode {n / pulled:8.0f} docs/s ({pulled:.2f} s)   vs its import   "
                   f"ratio {pulled / imported:.2f} (target <= 2.0: {verdict(pulled / imported, 2.0)})")
+            print(f"pull   ({label}), --no-compression: {plain:.2f} s, ratio {plain / imported:.2f} to its import; "
+                  f"gzip / plain time {pulled / plain:.2f}")
+            print(f"wire   ({label}): gzip pull {gzip_bytes / 1e6:.1f} MB of bodies, plain {plain_bytes / 1e6:.1f} MB, "
+                  f"ratio {gzip_bytes / plain_bytes:.3f} (target <= 0.35: {verdict(gzip_bytes / plain_bytes, 0.35)})")
             print(f"peak RSS ({n} docs): import {max(import_rss):.0f} MB, pull {max(pull_rss):.0f} MB, serving node {server_rss:.0f} MB")
             sys.stdout.flush()
     finally:
