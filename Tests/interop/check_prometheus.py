@@ -3,10 +3,11 @@
     check_prometheus.py BASE_URL USER PASSWORD CA_FILE
 
 Scrapes /_node/_local/_prometheus, runs a known workload (5 documents written, 3 read one by
-one and 2 through _bulk_get, one 404), scrapes again and checks each counter moved by exactly
-that much. Prints "prometheus: ok" or exits non-zero.
+one and 2 through _bulk_get, one 404, a gzip-encoded _all_docs), scrapes again and checks each
+counter moved by exactly that much, the body bytes by exactly what crossed the wire. Prints
+"prometheus: ok" or exits non-zero.
 """
-import base64, json, ssl, sys, urllib.error, urllib.request
+import base64, gzip, json, ssl, sys, urllib.error, urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 base, user, password, cafile = sys.argv[1:5]
@@ -15,18 +16,30 @@ context.check_hostname = False
 authorization = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
-def call(method, path, body=None):
-    request = urllib.request.Request(base + path, method=method, data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Authorization": authorization, "Content-Type": "application/json"})
+# Body bytes as they crossed the wire (urllib decodes no content coding): (sent, received) by the node.
+wire = {"sent": 0, "received": 0}
+
+
+def call(method, path, body=None, headers={}):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base + path, method=method, data=data,
+                                     headers={"Authorization": authorization, "Content-Type": "application/json", **headers})
     try:
         with urllib.request.urlopen(request, context=context) as response:
-            return response.status, response.read().decode()
+            raw = response.read()
+            status = response.status
+            encoding = response.headers.get("Content-Encoding")
     except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
+        raw, status, encoding = error.read(), error.code, error.headers.get("Content-Encoding")
+    wire["sent"] += len(raw)
+    wire["received"] += len(data or b"")
+    return status, (gzip.decompress(raw) if encoding == "gzip" else raw).decode()
 
 
 def scrape():
+    global scrape_bytes
     status, text = call("GET", "/_node/_local/_prometheus")
+    scrape_bytes = len(text.encode())
     assert status == 200, (status, text)
     samples = {}
     for family in text_string_to_metric_families(text):
@@ -42,6 +55,8 @@ def value(samples, name, **labels):
 
 assert call("PUT", "/metrics")[0] == 201
 before = scrape()
+before_scrape_bytes = scrape_bytes
+wire = {"sent": 0, "received": 0}
 for n in range(5):
     assert call("PUT", f"/metrics/doc{n}", {"n": n})[0] == 201
 for n in range(3):
@@ -51,6 +66,10 @@ assert call("GET", "/metrics/missing")[0] == 404
 # Bodies sent by _all_docs and _changes with include_docs count as read too (5 each).
 assert call("GET", "/metrics/_all_docs?include_docs=true")[0] == 200
 assert call("GET", "/metrics/_changes?include_docs=true")[0] == 200
+# Gzip-encoded on request, decoded here by Python's own gzip; counted at its encoded size.
+status, text = call("GET", "/metrics/_all_docs?include_docs=true&gzip", headers={"Accept-Encoding": "gzip"})
+assert status == 200 and len(json.loads(text)["rows"]) == 5, text
+crossed = dict(wire)
 after = scrape()
 
 moved = {
@@ -63,8 +82,14 @@ moved = {
     - value(before, "syncnode_http_requests_total", method="GET", status="404"),
     # The first scrape is counted by the second (a scrape is counted once its text is made).
     "latencies": value(after, "syncnode_http_request_duration_seconds_count") - value(before, "syncnode_http_request_duration_seconds_count"),
+    "body_received": value(after, "syncnode_http_body_bytes_total", direction="received")
+    - value(before, "syncnode_http_body_bytes_total", direction="received"),
+    # The first scrape's own answer is counted by the second, as its latency is.
+    "body_sent": value(after, "syncnode_http_body_bytes_total", direction="sent")
+    - value(before, "syncnode_http_body_bytes_total", direction="sent"),
 }
-assert moved == {"written": 5, "read": 15, "puts": 5, "not_found": 1, "latencies": 13}, moved
+assert moved == {"written": 5, "read": 20, "puts": 5, "not_found": 1, "latencies": 14,
+                 "body_received": crossed["received"], "body_sent": crossed["sent"] + before_scrape_bytes}, (moved, crossed)
 assert value(after, "syncnode_database_size_bytes", database="metrics") > 0, after
 assert value(after, "syncnode_open_connections") >= 1, after
 assert ("syncnode_peers", (("state", "trusted"),)) in after, "a mesh node reports its peers"
