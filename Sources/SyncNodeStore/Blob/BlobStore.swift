@@ -51,6 +51,16 @@ final class BlobStore: Sendable {
         return FileManager.default.fileExists(atPath: url.path) ? url : nil
     }
 
+    /// The blob's file and its length, from one `stat(2)` (Foundation's attributes also read
+    /// the user and group databases, a cost each small attachment served or pulled paid).
+    func file(digest: String) -> (url: URL, length: Int)? {
+        guard let name = Self.fileName(digest: digest) else { return nil }
+        let url = directory.appendingPathComponent(name)
+        var info = stat()
+        guard stat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        return (url, Int(info.st_size))
+    }
+
     func contains(digest: String) -> Bool {
         fileURL(digest: digest) != nil
     }
@@ -90,8 +100,11 @@ final class BlobStore: Sendable {
     /// Keeps a blob's MD5 beside its file and in memory. Best effort: without the file it is
     /// computed again when next asked.
     private func keep(_ md5: String, for digest: String, beside url: URL) {
-        let sidecar = url.appendingPathExtension("md5")
-        if (try? Data(md5.utf8).write(to: sidecar, options: .atomic)) != nil { chmod(sidecar.path, 0o600) }
+        if let (temp, handle) = try? createTemporaryFile() {
+            let written = (try? handle.write(contentsOf: Data(md5.utf8))) != nil
+            try? handle.close()
+            if !written || rename(temp.path, url.appendingPathExtension("md5").path) != 0 { try? FileManager.default.removeItem(at: temp) }
+        }
         remember(md5, for: digest)
     }
 
@@ -205,8 +218,22 @@ final class BlobStore: Sendable {
         }
     }
 
+    /// A fresh temporary name. Not a `UUID()`: Foundation opens `/dev/urandom` for each.
     func tempURL() -> URL {
-        directory.appendingPathComponent(".tmp-\(UUID().uuidString)")
+        let random = (0..<2).map { _ in String(UInt64.random(in: .min ... .max), radix: 16) }.joined(separator: "-")
+        return directory.appendingPathComponent(".tmp-\(random)")
+    }
+
+    /// A new temporary file, the owner's alone, open for writing: one system call, where
+    /// Foundation's `createFile` writes a file of its own and renames it, then opens it again
+    /// (four times the calls, in a directory that a pull of many small attachments keeps busy).
+    func createTemporaryFile() throws -> (URL, FileHandle) {
+        let temp = tempURL()
+        let fd = open(temp.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw StoreError.io("cannot create a temporary blob file in \(directory.path): \(String(cString: strerror(errno)))")
+        }
+        return (temp, FileHandle(fileDescriptor: fd, closeOnDealloc: true))
     }
 
     private func write(_ data: Data, to target: URL) throws {

@@ -23,12 +23,7 @@ package final class BlobWriter {
 
     init(store: BlobStore) throws {
         self.store = store
-        temp = store.tempURL()
-        guard FileManager.default.createFile(atPath: temp.path, contents: nil),
-              let handle = FileHandle(forWritingAtPath: temp.path) else {
-            throw StoreError.io("cannot create a temporary blob file in \(store.directory.path)")
-        }
-        self.handle = handle
+        (temp, handle) = try store.createTemporaryFile()
     }
 
     deinit { if !done { abandon() } }

@@ -262,6 +262,11 @@ extension DocumentCollection {
         database.blobStore.fileURL(digest: digest)
     }
 
+    /// The file holding a blob's content and its length, when this database has it.
+    package func blobFileAndLength(digest: String) -> (url: URL, length: Int)? {
+        database.blobStore.file(digest: digest)
+    }
+
     /// A writer of blob content arriving piece by piece (see ``BlobWriter``).
     /// - Throws: ``StoreError/io(_:)`` when the temporary file cannot be created.
     package func blobWriter() throws -> BlobWriter {

@@ -220,8 +220,7 @@ extension Handlers {
               case .blob(let blob)? = AttachmentIntake.lookup(name, in: values) ?? nil else {
             throw CouchError.notFound("Document is missing attachment")
         }
-        guard let file = c.blobFile(digest: blob.digest),
-              let size = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? Int else {
+        guard let (file, size) = c.blobFileAndLength(digest: blob.digest) else {
             throw CouchError.notFound("The attachment's content is not on this node")
         }
         let etag = "\"\(blob.digest)\""

@@ -21,8 +21,7 @@ struct AttachmentFile: Sendable {
 
     /// The blob `digest` of `collection`, when its content is there.
     init?(digest: String, contentType: String, in collection: DocumentCollection) {
-        guard let url = collection.blobFile(digest: digest), let md5 = collection.blobMD5(digest: digest),
-              let size = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? Int else { return nil }
+        guard let (url, size) = collection.blobFileAndLength(digest: digest), let md5 = collection.blobMD5(digest: digest) else { return nil }
         self.digest = digest
         self.md5 = md5
         length = size
