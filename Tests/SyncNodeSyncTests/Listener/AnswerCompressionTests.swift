@@ -1,6 +1,7 @@
 import CompressNIO
 import Foundation
 import NIOCore
+import Synchronization
 import NIOHTTP1
 import Testing
 @testable import SyncNodeStore
@@ -161,6 +162,69 @@ import Testing
             let db = try #require(try h.node.database("db")?.defaultCollection())
             #expect(try db.document(id: "c29")?.string(forKey: "note") == "a body long enough to be worth encoding")
         }
+    }
+
+    @Test func aPeerThatRefusesAGzipBodyGetsPlainOnesFromThenOn() async throws {
+        // As behind a proxy that encodes answers for a server that takes no encoded body: the
+        // first `_bulk_docs` is refused with 415, whatever its coding.
+        let refusals = Mutex(1)
+        let injector = FaultInjector { method, path in
+            guard method == "POST", path.hasSuffix("/_bulk_docs") else { return nil }
+            return refusals.withLock { left in
+                defer { left = max(0, left - 1) }
+                return left > 0 ? 415 : nil
+            }
+        }
+        let h = try await ListenerHarness(faultInjector: injector)
+        try await withCleanup({ await h.shutdown() }) {
+            let transport = HTTPTransport(root: h.base, client: h.client, headers: [("Authorization", ListenerHarness.authorization)],
+                                          timeouts: PeerTimeouts(connect: .seconds(5), read: .seconds(30)))
+            _ = try await transport.expect(.PUT, "/db")
+            let db = try #require(try h.node.database("db")?.defaultCollection())
+            try Self.fill(db, count: 20)
+            _ = try await transport.expect(.GET, "/db/_all_docs?include_docs=true")
+            let body = "{\"docs\":[" + (0..<30).map { #"{"_id":"b\#($0)","note":"a body long enough to be worth encoding"}"# }.joined(separator: ",") + "]}"
+            #expect(transport.request(.POST, "/db/_bulk_docs", body: .json(body)).headers["Content-Encoding"] == ["gzip"])
+            // Refused encoded, sent again as it is, and stored.
+            _ = try await transport.expect(.POST, "/db/_bulk_docs", json: body)
+            #expect(try db.document(id: "b29") != nil)
+            #expect(refusals.withLock { $0 } == 0)
+            // Encoded answers go on; bodies stay plain.
+            _ = try await transport.expect(.GET, "/db/_all_docs?include_docs=true")
+            #expect(transport.request(.POST, "/db/_bulk_docs", body: .json(body)).headers["Content-Encoding"].isEmpty)
+        }
+    }
+
+    @Test func aBrokenGzipBodyIsRefusedWithItsReason() throws {
+        let text = String(repeating: "a line of a body that compresses\n", count: 2000)
+        let whole = Array(buffer: try GzipEncoder.encode(ByteBuffer(string: text)))
+        // Fed a few bytes at a time, it decodes to the same text.
+        let decoder = try GzipDecoder(limit: 1 << 20)
+        var out = ""
+        for start in stride(from: 0, to: whole.count, by: 7) {
+            try decoder.feed(ByteBuffer(bytes: whole[start..<min(start + 7, whole.count)])) { out += String(buffer: $0) }
+        }
+        try decoder.finish()
+        #expect(out == text)
+        func reason(_ bytes: [UInt8], limit: Int = 1 << 20) -> String {
+            do {
+                _ = try GzipDecoder.decode(ByteBuffer(bytes: bytes), limit: limit)
+                return "decoded"
+            } catch let error as CouchError {
+                return "\(error.status) \(error.reason)"
+            } catch {
+                return "\(error)"
+            }
+        }
+        var crc = whole
+        crc[crc.count - 6] ^= 0xFF
+        #expect(reason(crc).hasPrefix("400") && reason(crc).contains("CRC"), "\(reason(crc))")
+        #expect(reason(whole + [1, 2, 3]).contains("goes on after the end"))
+        #expect(reason(whole + whole).contains("goes on after the end"))
+        #expect(reason(Array(whole.dropLast(3))).contains("truncated"))
+        #expect(reason(Array(whole.prefix(whole.count / 2))).contains("truncated"))
+        #expect(reason(Array("not gzip at all, not even close".utf8)).contains("not gzip data"))
+        #expect(reason(whole, limit: 1000).hasPrefix("413"))
     }
 
     @Test func anAcceptEncodingIsReadAsHTTPSaysIt() {

@@ -19,8 +19,11 @@ final class HTTPTransport: Sendable {
     /// peer that takes them.
     let compression: Bool
     /// Set once the peer gzip-encoded an answer: it is a node (CouchDB does not encode its
-    /// answers), which takes gzip-encoded bodies too. Unset again by a 415 for one.
+    /// answers), which takes gzip-encoded bodies too.
     private let peerTakesGzip = Atomic(false)
+    /// Set for good by a 415 for a gzip-encoded body (a proxy that encodes answers in front of
+    /// a server that takes no encoded body): later answers cannot clear it.
+    private let peerRefusedGzip = Atomic(false)
     /// JSON bodies below this size are sent as they are.
     static let compressedBodyMinimum = 1024
 
@@ -45,7 +48,7 @@ final class HTTPTransport: Sendable {
 
     /// A request for `path` (from the root, escaped). `accept` asks for JSON, as every protocol
     /// answer is (gzip-encoded, with ``compression``); an attachment's content is asked for as it is.
-    func request(_ method: HTTPMethod, _ path: String, body: Body = .none, accept: Bool = true) -> HTTPClientRequest {
+    func request(_ method: HTTPMethod, _ path: String, body: Body = .none, accept: Bool = true, encodeBody: Bool = true) -> HTTPClientRequest {
         var request = HTTPClientRequest(url: root + path)
         request.method = method
         if accept { request.headers.add(name: "Accept", value: "application/json") }
@@ -57,7 +60,8 @@ final class HTTPTransport: Sendable {
         case .json(let text):
             request.headers.add(name: "Content-Type", value: "application/json")
             let bytes = ByteBuffer(string: text)
-            if compression, bytes.readableBytes >= Self.compressedBodyMinimum, peerTakesGzip.load(ordering: .relaxed),
+            if compression, encodeBody, bytes.readableBytes >= Self.compressedBodyMinimum, peerTakesGzip.load(ordering: .relaxed),
+               !peerRefusedGzip.load(ordering: .relaxed),
                let encoded = try? GzipEncoder.encode(bytes) {
                 request.headers.add(name: "Content-Encoding", value: "gzip")
                 request.body = .bytes(encoded)
@@ -91,12 +95,15 @@ final class HTTPTransport: Sendable {
     /// The answer to `method path` with a JSON `body`: its status and text, unparsed (documents
     /// are split from it as text).
     func text(_ method: HTTPMethod, _ path: String, json body: String? = nil) async throws -> (status: Int, text: String) {
-        let request = request(method, path, body: body.map(Body.json) ?? .none)
-        let response = try await execute(request)
+        var request = request(method, path, body: body.map(Body.json) ?? .none)
+        var response = try await execute(request)
         if response.status == .unsupportedMediaType, request.headers.contains(name: "Content-Encoding") {
-            // It does not take gzip-encoded bodies after all: sent again as it is, and from now on.
-            peerTakesGzip.store(false, ordering: .relaxed)
-            return try await text(method, path, json: body)
+            // It does not take gzip-encoded bodies after all: sent again as it is, once, and
+            // from now on. The refusal is read first, so that its connection is used again.
+            peerRefusedGzip.store(true, ordering: .relaxed)
+            _ = try await text(of: response, upTo: 1 << 20)
+            request = self.request(method, path, body: body.map(Body.json) ?? .none, encodeBody: false)
+            response = try await execute(request)
         }
         return (Int(response.status.code), try await text(of: response, upTo: 1 << 30))
     }
