@@ -231,7 +231,8 @@ final class BlobStore: Sendable {
         let temp = tempURL()
         let fd = open(temp.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw StoreError.io("cannot create a temporary blob file in \(directory.path): \(String(cString: strerror(errno)))")
+            let error = errno
+            throw StoreError.io("cannot create a temporary blob file in \(directory.path): \(String(cString: strerror(error)))")
         }
         return (temp, FileHandle(fileDescriptor: fd, closeOnDealloc: true))
     }

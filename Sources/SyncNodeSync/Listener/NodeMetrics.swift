@@ -107,7 +107,8 @@ final class NodeMetrics: Sendable {
         CoreMetrics.Counter(label: "syncnode_documents_replicated_total", dimensions: [("direction", "pull")], factory: factory).increment(by: max(0, moved.pulled))
         // Bodies as they crossed the wire: gzip-encoded ones at their encoded size.
         let bytes = state.withLock { s in
-            defer { s.bodyBytes = (listener.bytesSent, listener.bytesReceived) }
+            // The larger: an older scrape's figures, read before this lock, must not count bytes twice.
+            defer { s.bodyBytes = (max(s.bodyBytes.sent, listener.bytesSent), max(s.bodyBytes.received, listener.bytesReceived)) }
             return (sent: listener.bytesSent - s.bodyBytes.sent, received: listener.bytesReceived - s.bodyBytes.received)
         }
         CoreMetrics.Counter(label: "syncnode_http_body_bytes_total", dimensions: [("direction", "sent")], factory: factory).increment(by: max(0, bytes.sent))
