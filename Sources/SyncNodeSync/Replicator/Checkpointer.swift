@@ -38,9 +38,12 @@ struct Checkpointer: Sendable {
     }
 
     /// Records that everything up to `sequence` is on the target: committed there, then saved,
-    /// target first, so a crash re-examines at most one batch.
-    mutating func reached(_ sequence: String) async throws {
+    /// target first, so a crash re-examines at most one batch. Without `saving`, only this run
+    /// knows it (the next one starts from the last checkpoint saved, and examines again what
+    /// came after it).
+    mutating func reached(_ sequence: String, saving: Bool = true) async throws {
         since = sequence
+        guard saving else { return }
         checkpoint = checkpoint.recording(sequence)
         let (reached, target, id) = (checkpoint, target, id)
         try await replicator.withRetries { try await target.ensureFullCommit() }

@@ -247,6 +247,49 @@ import Testing
         }
     }
 
+    /// A continuous pass that finds only what this side has saves no checkpoint (a mesh's pulls
+    /// woken by a revision that reached the peer from elsewhere), yet counts it as examined: the
+    /// replicator reads as in sync. The next pass that writes saves past both.
+    @Test func aPassThatWroteNothingSavesNoCheckpoint() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            try remote.save(MutableDocument(id: "first"))
+            let peer = try Peer()
+            var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
+            config.replicatorType = .pull
+            config.continuous = true
+            let replicator = Replicator(config: config)
+            replicator.start()
+            func checkpointRev() throws -> String? { try remote.localDocuments().first?.rev }
+            #expect(try await ContinuousReplicationTests.eventually { try peer.collection.count == 1 && replicator.status.activity == .idle && checkpointRev() != nil })
+            let saved = try checkpointRev()
+            // The peer receives a revision this side holds already.
+            try peer.collection.save(try MutableDocument(id: "both", data: ["v": 1]))
+            let rev = try #require(try peer.collection.document(id: "both")?.revisionID)
+            let body = #"{"new_edits":false,"docs":[{"_id":"both","_rev":"\#(rev)","v":1}]}"#
+            let stored = try await h.request(.POST, "/db/_bulk_docs", body: body)
+            #expect(stored.status == 201, "\(stored.status) \(stored.body)")
+            #expect(try await ListenerAdminTests.eventually {
+                guard replicator.status.activity == .idle, try remote.document(id: "both") != nil else { return false }
+                let pending = try? await replicator.pendingChanges()
+                return pending?.pull == 0
+            })
+            #expect(try checkpointRev() == saved, "a pass that wrote nothing saved a checkpoint")
+            // A write on the peer is pulled, and its checkpoint covers the change before it.
+            try remote.save(MutableDocument(id: "last"))
+            #expect(try await ContinuousReplicationTests.eventually { try peer.collection.document(id: "last") != nil && checkpointRev() != saved })
+            replicator.stop()
+            await replicator.waitUntilStopped()
+            let sequence = try #require(try remote.changes(since: 0, allLeaves: true).map(\.sequence).max())
+            guard case .dictionary(let json) = try DocumentValue(json: try #require(try remote.localDocuments().first?.body)) else {
+                Issue.record("the checkpoint is not a JSON object")
+                return
+            }
+            #expect(ReplicationCheckpoint(json: json).sourceLastSequence == "\(sequence)")
+        }
+    }
+
     /// With the peer's uuid in its pairing URL, what a push would send is known offline.
     @Test func pendingDocumentsAreKnownWithoutThePeer() async throws {
         let peer = try Peer()
