@@ -22,7 +22,7 @@ struct ReplicationRun: Sendable {
     private var config: ReplicatorConfiguration { replicator.config }
 
     /// A batch read from the source, ready to write.
-    struct Batch: Sendable {
+    private struct Batch: Sendable {
         let rows: Int
         let lastSeq: String
         let pending: Int?
@@ -47,7 +47,7 @@ struct ReplicationRun: Sendable {
             async let afterThat = changes(after: upcoming)
             let wrote = try await write(batch)
             written += wrote
-            try await checkpointer.reached(batch.lastSeq, saving: Self.saves(batch, wrote: wrote, continuous: config.continuous, filtered: filtered))
+            try await checkpointer.reached(batch.lastSeq, saving: Self.saves(rows: batch.rows, wrote: wrote, continuous: config.continuous, filtered: filtered))
             replicator.examined(direction, upTo: batch.lastSeq)
             next = try await following
             nextChanges = try await afterThat
@@ -63,8 +63,8 @@ struct ReplicationRun: Sendable {
     /// those few changes again from the last checkpoint saved, which at most this many keep.
     /// A filtered pass always saves: the changes its filter skipped are not counted in its rows,
     /// and its checkpoint is what spares the next pass reading them all again.
-    static func saves(_ batch: Batch, wrote: Int, continuous: Bool, filtered: Bool) -> Bool {
-        !continuous || filtered || wrote > 0 || batch.rows >= unsavedRowsLimit
+    static func saves(rows: Int, wrote: Int, continuous: Bool, filtered: Bool) -> Bool {
+        !continuous || filtered || wrote > 0 || rows >= unsavedRowsLimit
     }
 
     static let unsavedRowsLimit = 20
