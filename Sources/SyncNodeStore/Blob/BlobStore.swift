@@ -46,9 +46,7 @@ final class BlobStore: Sendable {
     }
 
     func fileURL(digest: String) -> URL? {
-        guard let name = Self.fileName(digest: digest) else { return nil }
-        let url = directory.appendingPathComponent(name)
-        return FileManager.default.fileExists(atPath: url.path) ? url : nil
+        file(digest: digest)?.url
     }
 
     /// The blob's file and its length, from one `stat(2)` (Foundation's attributes also read
@@ -179,7 +177,7 @@ final class BlobStore: Sendable {
     /// The bytes of every blob (not their MD5 sidecars or files being written).
     func totalBytes() -> Int {
         allDigests().reduce(0) { sum, digest in
-            sum + (fileURL(digest: digest).flatMap { (try? FileManager.default.attributesOfItem(atPath: $0.path))?[.size] as? Int } ?? 0)
+            sum + (file(digest: digest)?.length ?? 0)
         }
     }
 
