@@ -69,12 +69,17 @@ package struct FaultInjector: Sendable {
     /// Long polls end, empty, after this long at most (as behind a proxy that cuts idle requests
     /// short): a continuous replicator pulling from this node then runs passes that find nothing.
     package let longPollLimit: Duration?
+    /// Returns when a request may be served: holding it is a slow link, or a peer caught
+    /// mid-answer.
+    package let hold: @Sendable (_ method: String, _ path: String) async -> Void
 
     package init(_ status: @escaping @Sendable (_ method: String, _ path: String) -> Int? = { _, _ in nil },
-                 deafFeeds: @escaping @Sendable () -> Bool = { false }, longPollLimit: Duration? = nil) {
+                 deafFeeds: @escaping @Sendable () -> Bool = { false }, longPollLimit: Duration? = nil,
+                 hold: @escaping @Sendable (_ method: String, _ path: String) async -> Void = { _, _ in }) {
         self.status = status
         self.deafFeeds = deafFeeds
         self.longPollLimit = longPollLimit
+        self.hold = hold
     }
 }
 
