@@ -21,6 +21,22 @@ struct ReplicationRun: Sendable {
 
     private var config: ReplicatorConfiguration { replicator.config }
 
+    /// This run's claims on the revisions it fetches, when it pulls into a local collection:
+    /// the node's other replications of the collection wait for them instead of fetching them too.
+    private let sharing: InFlightRevisions.Owner?
+
+    init(replicator: Replicator, source: any ReplicationPeer, target: any ReplicationPeer, direction: ReplicationDirection,
+         id: String, remoteID: String, reset: Bool) {
+        self.replicator = replicator
+        self.source = source
+        self.target = target
+        self.direction = direction
+        self.id = id
+        self.remoteID = remoteID
+        self.reset = reset
+        sharing = (target as? LocalDatabase).flatMap { InFlightRevisions.shared.owner(for: $0.collection) }
+    }
+
     /// A batch read from the source, ready to write.
     private struct Batch: Sendable {
         let rows: Int
@@ -35,6 +51,7 @@ struct ReplicationRun: Sendable {
         // A push or pull filter skips changes too: such a checkpoint vouches for nothing it skipped.
         let filtered = try replicator.changeFilter(direction) != .all || (direction == .push ? config.pushFilter != nil : config.pullFilter != nil)
         let origin = ReplicationCheckpoint.Origin(direction: direction, remote: remoteID, local: Keyspace(config.collection).name, filtered: filtered)
+        defer { sharing.map { $0.registry.release($0) } }
         var checkpointer = try await Checkpointer(replicator: replicator, source: source, target: target, id: id, origin: origin, reset: reset)
         var written = 0
         replicator.logger.debug("replicating", metadata: ["direction": "\(direction.rawValue)", "since": "\(checkpointer.since)"])
@@ -115,9 +132,7 @@ struct ReplicationRun: Sendable {
                 wanted.append(WantedRevisions(id: row.id, revs: diff.missing, attsSince: diff.possibleAncestors))
             }
             let asking = wanted
-            docs = try await replicator.withRetries {
-                try await target.receiving(try await source.fetch(asking), wanted: asking, from: source)
-            }
+            docs = try await replicator.withRetries { try await fetchShared(asking) }
         }
         if let filter = direction == .push ? config.pushFilter : config.pullFilter {
             docs = try docs.filter { doc in
@@ -126,6 +141,40 @@ struct ReplicationRun: Sendable {
             }
         }
         return Batch(rows: changes.rows.count, lastSeq: changes.lastSeq, pending: changes.pending, docs: docs)
+    }
+
+    /// The revisions `wanted`, ready to store. Those another replication into the same collection
+    /// is fetching are taken from it, in the feed's order with the rest; those it fails to bring
+    /// are fetched from this run's source.
+    private func fetchShared(_ wanted: [WantedRevisions]) async throws -> [WireRevision] {
+        guard let sharing else { return try await fetchFromSource(wanted) }
+        let (mine, theirs) = sharing.registry.claim(wanted, by: sharing)
+        var docs: [WireRevision] = []
+        if !mine.isEmpty {
+            do {
+                docs = try await fetchFromSource(mine)
+            } catch {
+                sharing.registry.failed(mine, by: sharing)
+                throw error
+            }
+            sharing.registry.fetched(docs, for: mine, by: sharing)
+        }
+        guard !theirs.isEmpty else { return docs }
+        var failed: [String: [String]] = [:]
+        for key in theirs {
+            if let doc = await sharing.registry.result(of: key) { docs.append(doc) } else { failed[key.id, default: []].append(key.rev) }
+        }
+        if !failed.isEmpty {
+            let again = wanted.compactMap { want in failed[want.id].map { WantedRevisions(id: want.id, revs: $0, attsSince: want.attsSince) } }
+            replicator.logger.debug("fetching revisions another replication failed to bring", metadata: ["revisions": "\(again.count)"])
+            docs += try await fetchFromSource(again)
+        }
+        let order = Dictionary(wanted.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
+        return docs.enumerated().sorted { (order[$0.element.id] ?? 0, $0.offset) < (order[$1.element.id] ?? 0, $1.offset) }.map(\.element)
+    }
+
+    private func fetchFromSource(_ wanted: [WantedRevisions]) async throws -> [WireRevision] {
+        try await target.receiving(try await source.fetch(wanted), wanted: wanted, from: source)
     }
 
     /// `docs` in order, cut where the next document would take a part past `maxBytes` of JSON
@@ -181,6 +230,7 @@ struct ReplicationRun: Sendable {
                     .resolve(pulled: docs, branched: stored.branched)
             }
         }
+        sharing.map { $0.registry.stored(batch.docs, by: $0) }
         let written = batch.docs.count - batch.docs.filter { refusedIDs[$0.id] != nil }.count
         replicator.update { status in
             status.progress.completed += batch.rows

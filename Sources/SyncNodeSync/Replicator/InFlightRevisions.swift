@@ -1,0 +1,178 @@
+import Synchronization
+import SyncNodeStore
+
+/// The revisions this process is fetching into its local collections, shared by every
+/// replication that pulls into the same collection.
+///
+/// In a full mesh a new revision reaches a node's feed from every peer that already holds it.
+/// Each of the node's replications that saw it before it was stored used to fetch it, so the
+/// same body crossed the network once per peer. Now a replication that lacks a revision another
+/// is already fetching waits for that fetch and takes its result, and stores it itself: its
+/// checkpoint still names only what it has stored. When that fetch fails (the peer died, the
+/// link broke), the waiter fetches the revision from its own peer, so nothing is lost.
+///
+/// A fetched revision stays here until the replication that fetched it has stored it, and no
+/// longer: a replication that asks after that finds it stored (`_revs_diff`).
+package final class InFlightRevisions: Sendable {
+    /// The process's registry: replications of one local collection find each other through it.
+    package static let shared = InFlightRevisions()
+
+    /// Off, replications fetch what they lack whoever else is fetching it (for benchmarks that
+    /// measure what sharing saves).
+    package var isEnabled: Bool {
+        get { enabled.load(ordering: .relaxed) }
+        set { enabled.store(newValue, ordering: .relaxed) }
+    }
+    private let enabled = Atomic(true)
+
+    struct Key: Hashable, Sendable {
+        /// The local collection, by file and name (two files may share a database UUID).
+        let collection: String
+        let id: String
+        let rev: String
+    }
+
+    /// A replication run's share of the registry: what it claims is released when it ends.
+    struct Owner: Sendable {
+        let registry: InFlightRevisions
+        let collection: String
+        let number: UInt64
+    }
+
+    private enum Entry {
+        case fetching(owner: UInt64, waiters: [CheckedContinuation<WireRevision?, Never>])
+        case fetched(owner: UInt64, WireRevision)
+
+        var owner: UInt64 {
+            switch self {
+            case .fetching(let owner, _), .fetched(let owner, _): owner
+            }
+        }
+    }
+
+    private let state = Mutex<(next: UInt64, entries: [Key: Entry])>((0, [:]))
+
+    /// A new owner for one replication run into `collection`.
+    func owner(for collection: DocumentCollection) -> Owner? {
+        guard isEnabled else { return nil }
+        let number = state.withLock { s in
+            s.next += 1
+            return s.next
+        }
+        return Owner(registry: self, collection: Self.name(of: collection), number: number)
+    }
+
+    /// Splits `wanted` into the revisions `owner` now fetches (claimed) and those another run
+    /// is fetching or has fetched (await them with ``result(of:)``).
+    func claim(_ wanted: [WantedRevisions], by owner: Owner) -> (mine: [WantedRevisions], theirs: [Key]) {
+        state.withLock { s in
+            var mine: [WantedRevisions] = []
+            var theirs: [Key] = []
+            for want in wanted {
+                var revs: [String] = []
+                for rev in want.revs {
+                    let key = Key(collection: owner.collection, id: want.id, rev: rev)
+                    switch s.entries[key] {
+                    case let entry? where entry.owner != owner.number:
+                        theirs.append(key)
+                        continue
+                    case .fetching?:
+                        break  // this run's own claim, retried: its waiters stay
+                    case .fetched?, nil:
+                        s.entries[key] = .fetching(owner: owner.number, waiters: [])
+                    }
+                    revs.append(rev)
+                }
+                if !revs.isEmpty { mine.append(WantedRevisions(id: want.id, revs: revs, attsSince: want.attsSince)) }
+            }
+            return (mine, theirs)
+        }
+    }
+
+    /// The revision another run fetched, once it has; nil when that fetch failed or delivered
+    /// no such revision (then fetch it yourself).
+    func result(of key: Key) async -> WireRevision? {
+        await withCheckedContinuation { continuation in
+            let now: WireRevision?? = state.withLock { s in
+                switch s.entries[key] {
+                case .fetching(let owner, var waiters)?:
+                    waiters.append(continuation)
+                    s.entries[key] = .fetching(owner: owner, waiters: waiters)
+                    return .none
+                case .fetched(_, let doc)?: return .some(doc)
+                case nil: return .some(nil)
+                }
+            }
+            if let now { continuation.resume(returning: now) }
+        }
+    }
+
+    /// Hands what `owner` fetched for its claim `mine` to the runs waiting for it. A claimed
+    /// revision the peer did not deliver is released.
+    func fetched(_ docs: [WireRevision], for mine: [WantedRevisions], by owner: Owner) {
+        var delivered: [Key: WireRevision] = [:]
+        for doc in docs { delivered[Key(collection: owner.collection, id: doc.id, rev: doc.rev)] = doc }
+        settle(mine, by: owner) { delivered[$0] }
+    }
+
+    /// Releases `owner`'s claim `mine` after its fetch failed: the waiters fetch for themselves.
+    func failed(_ mine: [WantedRevisions], by owner: Owner) {
+        settle(mine, by: owner) { _ in nil }
+    }
+
+    /// Forgets what `owner` fetched and has now stored (or had refused).
+    func stored(_ docs: [WireRevision], by owner: Owner) {
+        state.withLock { s in
+            for doc in docs {
+                let key = Key(collection: owner.collection, id: doc.id, rev: doc.rev)
+                if case .fetched(owner.number, _)? = s.entries[key] { s.entries[key] = nil }
+            }
+        }
+    }
+
+    /// Releases everything `owner` still holds (its run ended, done or failed).
+    func release(_ owner: Owner) {
+        let waiters = state.withLock { s in
+            var waiters: [CheckedContinuation<WireRevision?, Never>] = []
+            for (key, entry) in s.entries where entry.owner == owner.number && key.collection == owner.collection {
+                if case .fetching(_, let w) = entry { waiters += w }
+                s.entries[key] = nil
+            }
+            return waiters
+        }
+        for waiter in waiters { waiter.resume(returning: nil) }
+    }
+
+    /// How many of `collection`'s revisions are held here (being fetched, or fetched and not yet
+    /// stored), and how many waits for them there are (for tests).
+    package func held(in collection: DocumentCollection) -> (revisions: Int, waiters: Int) {
+        let name = Self.name(of: collection)
+        return state.withLock { s in
+            s.entries.reduce(into: (0, 0)) { total, item in
+                guard item.key.collection == name else { return }
+                total.0 += 1
+                if case .fetching(_, let waiters) = item.value { total.1 += waiters.count }
+            }
+        }
+    }
+
+    private static func name(of collection: DocumentCollection) -> String {
+        "\(collection.database.path.path)\u{0}\(collection.fullName)"
+    }
+
+    private func settle(_ mine: [WantedRevisions], by owner: Owner, _ doc: (Key) -> WireRevision?) {
+        var wake: [(CheckedContinuation<WireRevision?, Never>, WireRevision?)] = []
+        state.withLock { s in
+            for want in mine {
+                for rev in want.revs {
+                    let key = Key(collection: owner.collection, id: want.id, rev: rev)
+                    guard case .fetching(owner.number, let waiters)? = s.entries[key] else { continue }
+                    let found = doc(key)
+                    s.entries[key] = found.map { .fetched(owner: owner.number, $0) }
+                    wake += waiters.map { ($0, found) }
+                }
+            }
+        }
+        for (waiter, doc) in wake { waiter.resume(returning: doc) }
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import SyncNodeStore
+@testable import SyncNodeSync
+
+/// Replications pulling into one collection fetch each revision once: one waits for the
+/// other's fetch, and fetches for itself only when that fetch fails.
+@Suite struct SharedFetchTests {
+    typealias Peer = ReplicatorTests.Peer
+
+    /// A pull-only configuration into `peer` from `url`, trying once.
+    static func pull(into peer: Peer, from url: URL) -> ReplicatorConfiguration {
+        var config = ReplicatorConfiguration(collection: peer.collection, target: .url(url))
+        config.replicatorType = .pull
+        config.maxAttempts = 1
+        return config
+    }
+
+    /// Copies every revision of `source` into `target` (so both hold the same revisions).
+    static func copy(_ source: DocumentCollection, to target: DocumentCollection) async throws {
+        var config = ReplicatorConfiguration(collection: source, target: .collection(target))
+        config.replicatorType = .push
+        _ = try await Replicator(config: config).runOnce()
+    }
+
+    /// Polls `condition` every 5 ms for at most 60 s; false if it never held.
+    static func eventually(_ condition: () throws -> Bool) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if try condition() { return true }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return false
+    }
+
+    @Test func aRevisionBeingFetchedFromOnePeerIsNotFetchedFromAnother() async throws {
+        let slowAsked = Mutex(false)
+        let waited = Mutex<DocumentCollection?>(nil)
+        // The first peer answers once the second pull waits for it (or after 60 s).
+        let slow = try await ListenerHarness(faultInjector: FaultInjector(hold: { _, path in
+            guard path.hasSuffix("/_bulk_get") else { return }
+            slowAsked.withLock { $0 = true }
+            _ = try? await Self.eventually { waited.withLock { $0 }.map { InFlightRevisions.shared.held(in: $0).waiters > 0 } ?? false }
+        }))
+        let served = Mutex<[String]>([])
+        let other = try await ListenerHarness(faultInjector: FaultInjector { _, path in
+            served.withLock { $0.append(path) }
+            return nil
+        })
+        try await withCleanup({ await slow.shutdown(); await other.shutdown() }) {
+            let origin = try #require(try slow.node.database("db", create: true)?.defaultCollection())
+            let body = String(repeating: "0123456789abcdef", count: 4096)
+            try origin.save(MutableDocument(id: "shared", data: ["body": body]))
+            try await Self.copy(origin, to: try #require(try other.node.database("db", create: true)?.defaultCollection()))
+
+            let peer = try Peer()
+            waited.withLock { $0 = peer.collection }
+            let first = Task { try await Replicator(config: Self.pull(into: peer, from: try ReplicatorTests.pairingURL(slow))).runOnce() }
+            #expect(try await Self.eventually { slowAsked.withLock { $0 } }, "the first pull never asked for the document")
+            let before = other.listener.status.bytesSent
+            let second = try await Replicator(config: Self.pull(into: peer, from: try ReplicatorTests.pairingURL(other))).runOnce()
+            let sentBySecond = other.listener.status.bytesSent - before
+            #expect(try await first.value.pulled == 1)
+            #expect(second.pulled == 1, "the second pull stores what the first fetched")
+            #expect(!served.withLock { $0 }.contains { $0.hasSuffix("/_bulk_get") }, "fetched twice: \(served.withLock { $0 })")
+            #expect(sentBySecond < 16_000, "the 64 KB body crossed twice: the second peer sent \(sentBySecond) bytes")
+            #expect(try peer.collection.document(id: "shared")?.string(forKey: "body") == body)
+            #expect(InFlightRevisions.shared.held(in: peer.collection).revisions == 0, "nothing is held once both are stored")
+        }
+    }
+
+    /// The peer a revision is being fetched from is killed (-9) mid-fetch: the replication that
+    /// waited for that fetch brings the revision from its own peer, attachment and all.
+    @Test func aWaitingPullFetchesItselfWhenThePeerFetchedFromIsKilled() async throws {
+        let served = Mutex<[String]>([])
+        let other = try await ListenerHarness(faultInjector: FaultInjector { _, path in
+            served.withLock { $0.append(path) }
+            return nil
+        })
+        try await withCleanup({ await other.shutdown() }) {
+            let origin = try #require(try other.node.database("db", create: true)?.defaultCollection())
+            let content = Data((0..<(16 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) })
+            let doc = MutableDocument(id: "video")
+            doc.setBlob(Blob(contentType: "application/octet-stream", data: content), forKey: "clip")
+            try origin.save(doc)
+
+            // The node to be killed holds the same revision, and serves it from a process of its own.
+            let killedDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-killed-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: killedDirectory) }
+            let staged = try NodeDirectory(url: killedDirectory)
+            try await Self.copy(origin, to: try #require(try staged.database("db", create: true)?.defaultCollection()))
+            staged.closeAll()
+            let node = try ServeProcess(arguments: ["--host", "127.0.0.1", "--user", "ann", "--no-advertise", "--no-browse", "--qr", "none"],
+                                        directory: killedDirectory, environment: ["SYNCNODE_PASSWORD": "pw-killed"])
+            defer { _ = node.stop(keepingDirectory: true) }
+            let base = try #require(URL(string: "https://127.0.0.1:\(node.port)/"))
+            let query = Dictionary(uniqueKeysWithValues: (node.url.queryItems ?? []).map { ($0.name, $0.value ?? "") })
+            let killedURL = PairingURL(base: base, database: "db", user: "ann", password: "pw-killed",
+                                       uuid: try #require(query["uuid"]), fingerprint: query["fp"]).url
+
+            let peer = try Peer()
+            let first = Task { try await Replicator(config: Self.pull(into: peer, from: killedURL)).runOnce() }
+            // Stopped as soon as the first pull claims the revision: the 16 MB are still to come.
+            #expect(try await Self.eventually { InFlightRevisions.shared.held(in: peer.collection).revisions > 0 })
+            kill(node.process.processIdentifier, SIGSTOP)
+            let second = Task { try await Replicator(config: Self.pull(into: peer, from: try ReplicatorTests.pairingURL(other))).runOnce() }
+            #expect(try await Self.eventually { InFlightRevisions.shared.held(in: peer.collection).waiters > 0 },
+                    "the second pull did not wait for the first one's fetch")
+            #expect(!served.withLock { $0 }.contains { $0.hasSuffix("/_bulk_get") }, "the second pull fetched while the first was fetching")
+            kill(node.process.processIdentifier, SIGKILL)
+
+            #expect(try await second.value.pulled == 1)
+            await #expect(throws: (any Error).self) { try await first.value }
+            #expect(served.withLock { $0 }.contains { $0.hasSuffix("/_bulk_get") }, "the second pull fetched the revision itself")
+            #expect(try peer.collection.document(id: "video")?.blob(forKey: "clip")?.content == content)
+            let held = InFlightRevisions.shared.held(in: peer.collection)
+            #expect(held.revisions == 0 && held.waiters == 0, "\(held)")
+        }
+    }
+}
