@@ -93,6 +93,10 @@ public struct MeshConfiguration: Sendable {
     public var autoSync = true
     /// How each pair of nodes replicates (see ``PeerSync``); `.pull` by default.
     public var peerSync: PeerSync = .pull
+    /// Whether replications with peers ask for gzip-encoded answers and send large bodies
+    /// encoded (see ``ReplicatorConfiguration/compression``). On by default; turn it off where
+    /// the link is faster than the nodes can compress.
+    public var compression = true
 
     /// Which side of a pair of nodes sends a change.
     public enum PeerSync: Sendable {

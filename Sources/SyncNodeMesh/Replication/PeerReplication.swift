@@ -33,6 +33,7 @@ final class PeerReplication: Sendable {
         config.clientIdentity = try configuration.clientIdentity()
         config.continuous = true
         config.conflictResolver = configuration.conflictResolver
+        config.compression = configuration.compression
         config.acceptOnlySelfSignedServerCertificate = trustOnFirstUse
         // A LAN peer that drops out is usually back within seconds (a partition heals, a node restarts).
         config.maxAttemptWaitTime = .seconds(5)

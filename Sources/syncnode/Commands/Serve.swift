@@ -39,6 +39,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The node's DNS-SD name (default: the host name).") var name: String?
     @Flag(help: "Do not advertise the node through DNS-SD.") var noAdvertise = false
     @Flag(help: "Do not look for peers through DNS-SD.") var noBrowse = false
+    @Flag(help: "Replicate with peers without gzip: bodies cross as they are (faster only where the link is faster than compressing).")
+    var noCompression = false
     @Option(name: .customLong("sync-with"), help: "Keep a continuous push/pull replication with this peer URL (repeatable).")
     var syncWith: [String] = []
     @Option(name: .customLong("pair"), help: "Pair with the node of this pairing URL (repeatable), as with one DNS-SD cannot see: its invitation is redeemed, its fingerprint trusted, the URL kept for restarts (DIR/.node/paired-peers.json), and every keyspace both share synced with it.")
@@ -193,6 +195,7 @@ struct Serve: AsyncParsableCommand {
         config.shared = databases.isEmpty ? nil : databases.map(Keyspace.database)
         config.advertise = !noAdvertise
         config.browse = !noBrowse
+        config.compression = !noCompression
         config.autoSync = autoSync
         config.peerCredential = BasicAuthenticator(user: user, password: password)
         config.pairingKeyspace = .database(served[0])
