@@ -81,13 +81,14 @@ import SyncNodeStore
     /// sync" again twice a minute. And each pass is judged once, not once going busy and once
     /// going idle.
     @Test func passesThatFindNothingLeaveTheNodeInSync() async throws {
-        // Requests a serves b: checkpoint reads (one per pull pass) and digests (one per judgement).
-        let asked = Mutex(["_local": 0, "_digest": 0]), events = Events()
+        // Requests a serves b: changes feeds (two per pull pass: the long poll that ends empty,
+        // then the pass's own read) and digests (one per judgement).
+        let asked = Mutex(["_changes": 0, "_digest": 0]), events = Events()
         // Two passes a second. Not 200 ms: a pass would then start as each judgement is made,
         // 200 ms (the audit's settling time) after the last one ended, and the board would take
         // every judgement of in sync for one that the running pass overtook.
         let faults = FaultInjector({ method, path in
-            let kind = path.hasSuffix("/_digest") ? "_digest" : method == "GET" && path.contains("/_local/") ? "_local" : nil
+            let kind = path.hasSuffix("/_digest") ? "_digest" : path.hasSuffix("/_changes") ? "_changes" : nil
             if let kind { asked.withLock { $0[kind, default: 0] += 1 } }
             return nil
         }, longPollLimit: .milliseconds(500))
@@ -96,10 +97,10 @@ import SyncNodeStore
         func count(_ kind: String) -> Int { asked.withLock { $0[kind] ?? 0 } }
 
         let before = asked.withLock { $0 }
-        // Each empty long poll is followed by a pass, which reads the source's checkpoint.
-        #expect(try await eventually { count("_local") >= (before["_local"] ?? 0) + 10 })
+        // Each empty long poll is followed by a pass, which reads the source's changes.
+        #expect(try await eventually { count("_changes") >= (before["_changes"] ?? 0) + 20 })
         #expect(try await eventually { sync()?.state == .inSync }, "\(String(describing: sync()))")
-        let passes = count("_local") - (before["_local"] ?? 0), judgements = count("_digest") - (before["_digest"] ?? 0)
+        let passes = (count("_changes") - (before["_changes"] ?? 0)) / 2, judgements = count("_digest") - (before["_digest"] ?? 0)
         #expect(events.all == ["in_sync"], "\(passes) passes")
         // About one judgement per pass (a pass slower than the audit's settling time may get two).
         #expect(judgements * 2 <= passes * 3 + 4, "\(passes) passes judged \(judgements) times")

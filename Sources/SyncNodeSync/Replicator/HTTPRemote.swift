@@ -250,14 +250,21 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         return (root, Int(pending))
     }
 
-    func waitForChanges(since: String, timeout: Duration, filter: ChangeFilter) async throws {
+    func waitForChanges(since: String, limit: Int, timeout: Duration, filter: ChangeFilter) async throws -> PeerChanges? {
         let ms = timeout.components.seconds * 1000
-        let path = "\(db)/_changes?feed=longpoll&limit=1&since=\(WireURL.escape(since))&timeout=\(ms)"
+        var method = HTTPMethod.GET
+        var path = "\(db)/_changes?feed=longpoll&style=all_docs&limit=\(limit)&since=\(WireURL.escape(since))&timeout=\(ms)"
+        var body: String?
         if let (query, json) = filter.changesRequest {
-            _ = try await transport.expect(.POST, path + query, json: json)
-        } else {
-            _ = try await transport.expect(.GET, path)
+            method = .POST
+            path += query
+            body = json
         }
+        let (status, text) = try await transport.text(method, path, json: body)
+        guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, answer: text) }
+        // An answer that is not a page still means "look now": the pass asks again.
+        guard let page = try? CouchAnswers.changesPage(text), !page.rows.isEmpty else { return nil }
+        return page
     }
 
     func ensureFullCommit() async throws {

@@ -88,12 +88,13 @@ struct LocalDatabase: ReplicationPeer {
         return outcome
     }
 
-    func waitForChanges(since: String, timeout: Duration, filter: ChangeFilter) async throws {
+    func waitForChanges(since: String, limit: Int, timeout: Duration, filter: ChangeFilter) async throws -> PeerChanges? {
         let signal = ChangeSignal()
         let token = collection.addChangeListener { _ in signal.fire() }
         defer { token.remove() }
-        if try collection.changeCount(since: Int64(since) ?? 0) > 0 { return }
+        if try collection.changeCount(since: Int64(since) ?? 0) > 0 { return nil }
         _ = await signal.wait(timeout: timeout)
+        return nil
     }
 
     /// Every store transaction is durable when it commits.

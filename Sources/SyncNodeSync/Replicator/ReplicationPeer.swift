@@ -29,8 +29,10 @@ protocol ReplicationPeer: Sendable {
     /// has after that sequence when it says so in the same answer (a SyncNode node does); nil
     /// when it serves no digest (CouchDB, PouchDB).
     func digestRoot(pendingSince: String?) async throws -> (root: String, pending: Int?)?
-    /// Returns once the peer has changes after `since`, or after `timeout`.
-    func waitForChanges(since: String, timeout: Duration, filter: ChangeFilter) async throws
+    /// Returns once the peer has changes after `since`, or after `timeout`: with the first page
+    /// of them (at most `limit`, every leaf revision) when its answer carries them, so the next
+    /// pass need not ask again; nil when it timed out or does not say.
+    func waitForChanges(since: String, limit: Int, timeout: Duration, filter: ChangeFilter) async throws -> PeerChanges?
     /// Makes what was stored durable before a checkpoint names it (`_ensure_full_commit`).
     func ensureFullCommit() async throws
     func checkpoint(_ id: String) async throws -> ReplicationCheckpoint?

@@ -25,8 +25,16 @@ struct ReplicationRun: Sendable {
     /// the node's other replications of the collection wait for them instead of fetching them too.
     private let sharing: InFlightRevisions.Owner?
 
+    /// The source's changes after where the last pass of this replication ended, when a long
+    /// poll brought them: the first page, not asked for again. The rows between this run's
+    /// checkpoint and that point, if any, were examined by that pass and found on the target
+    /// (it saves no checkpoint only when it wrote nothing), so a checkpoint past them is true.
+    private let firstPage: PeerChanges?
+    /// The last pass's checkpointer, when this run goes on from it without reading the checkpoints.
+    private let resuming: Checkpointer?
+
     init(replicator: Replicator, source: any ReplicationPeer, target: any ReplicationPeer, direction: ReplicationDirection,
-         id: String, remoteID: String, reset: Bool) {
+         id: String, remoteID: String, reset: Bool, firstPage: PeerChanges? = nil, resuming: Checkpointer? = nil) {
         self.replicator = replicator
         self.source = source
         self.target = target
@@ -34,6 +42,8 @@ struct ReplicationRun: Sendable {
         self.id = id
         self.remoteID = remoteID
         self.reset = reset
+        self.firstPage = firstPage
+        self.resuming = resuming
         sharing = (target as? LocalDatabase).flatMap { InFlightRevisions.shared.owner(for: $0.collection) }
     }
 
@@ -45,17 +55,20 @@ struct ReplicationRun: Sendable {
         let docs: [WireRevision]
     }
 
-    /// Runs until caught up; returns the revisions written and the source sequence reached.
-    func run() async throws -> (written: Int, since: String) {
+    /// Runs until caught up; returns the revisions written, the source sequence reached, and the
+    /// checkpointer, which the next pass of a continuous replication may go on with.
+    func run() async throws -> (written: Int, since: String, checkpointer: Checkpointer) {
         guard config.batchSize > 0 else { throw SyncError.invalidConfiguration("batchSize must be at least 1, not \(config.batchSize)") }
         // A push or pull filter skips changes too: such a checkpoint vouches for nothing it skipped.
         let filtered = try replicator.changeFilter(direction) != .all || (direction == .push ? config.pushFilter != nil : config.pullFilter != nil)
         let origin = ReplicationCheckpoint.Origin(direction: direction, remote: remoteID, local: Keyspace(config.collection).name, filtered: filtered)
         defer { sharing.map { $0.registry.release($0) } }
-        var checkpointer = try await Checkpointer(replicator: replicator, source: source, target: target, id: id, origin: origin, reset: reset)
+        var checkpointer = if let resuming { resuming } else {
+            try await Checkpointer(replicator: replicator, source: source, target: target, id: id, origin: origin, reset: reset)
+        }
         var written = 0
         replicator.logger.debug("replicating", metadata: ["direction": "\(direction.rawValue)", "since": "\(checkpointer.since)"])
-        let first = try await changes(since: checkpointer.since)
+        let first = if let firstPage { accepted(firstPage) } else { try await changes(since: checkpointer.since) }
         var next = try await fetch(first)
         var nextChanges = try await changes(after: first)
         while let batch = next {
@@ -70,7 +83,7 @@ struct ReplicationRun: Sendable {
             nextChanges = try await afterThat
         }
         replicator.examined(direction, upTo: checkpointer.since)
-        return (written, checkpointer.since)
+        return (written, checkpointer.since, checkpointer)
     }
 
     /// Whether a batch's checkpoint is saved. A continuous pass that wrote nothing, over a short
@@ -95,6 +108,11 @@ struct ReplicationRun: Sendable {
         // A filtered page without rows that moved on is still a batch (of nothing): its
         // checkpoint spares the next pass the changes the filter skipped.
         if changes.rows.isEmpty, filter == .all || changes.lastSeq == since { return nil }
+        return accepted(changes)
+    }
+
+    /// A page of changes to replicate, counted in the progress.
+    private func accepted(_ changes: PeerChanges) -> PeerChanges {
         replicator.update { status in
             status.progress.total = max(status.progress.total, status.progress.completed + changes.rows.count + (changes.pending ?? 0))
         }

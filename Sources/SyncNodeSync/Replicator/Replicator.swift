@@ -206,8 +206,17 @@ public final class Replicator: Sendable {
                     state.withLock { $0.connected = remote }
                     defer { state.withLock { $0.connected = nil } }
                     let remoteID = try await identity(of: remote)
+                    var prefetched: PeerChanges?
+                    var carried: [ReplicationDirection: Checkpointer] = [:]
+                    var checkpointsRead = ContinuousClock.now
                     while !Task.isCancelled {
-                        let remoteSince = try await pass(remote: remote, remoteID: remoteID, reset: reset).remoteSince
+                        // Both sides' checkpoints are read again once a heartbeat, not every pass:
+                        // a peer database deleted and made again under the same name is still noticed.
+                        if checkpointsRead.duration(to: .now) >= longPollTimeout { carried = [:] }
+                        if carried.isEmpty { checkpointsRead = .now }
+                        let outcome = try await pass(remote: remote, remoteID: remoteID, reset: reset, prefetched: prefetched, carried: carried)
+                        let remoteSince = outcome.remoteSince
+                        carried = outcome.checkpointers
                         reset = false
                         backoff.reset()
                         let refusal = state.withLock { $0.pushRefusal }
@@ -215,7 +224,7 @@ public final class Replicator: Sendable {
                             $0.activity = .idle
                             $0.error = refusal
                         }
-                        try await waitForWork(remote: remote, remoteSince: remoteSince, localSignal: signal)
+                        prefetched = try await waitForWork(remote: remote, remoteSince: remoteSince, localSignal: signal)
                     }
                 }
             } catch is CancellationError {
@@ -281,9 +290,14 @@ public final class Replicator: Sendable {
     }
 
     /// One pass in the configured direction(s); also returns where the remote's feed ended.
+    /// `prefetched`: the remote's changes after where the last pass ended, as the long poll that
+    /// woke this one brought them; the pull starts from them instead of asking again. `carried`:
+    /// the last pass's checkpointers, which go on where it stopped instead of reading both sides'
+    /// checkpoints again (in a mesh, a request per peer per write); the pass returns its own.
     private func pass(
-        remote: any ReplicationPeer, remoteID: String, reset: Bool
-    ) async throws -> (result: ReplicationResult, remoteSince: String?) {
+        remote: any ReplicationPeer, remoteID: String, reset: Bool, prefetched: PeerChanges? = nil,
+        carried: [ReplicationDirection: Checkpointer] = [:]
+    ) async throws -> (result: ReplicationResult, remoteSince: String?, checkpointers: [ReplicationDirection: Checkpointer]) {
         update {
             $0.activity = .busy
             $0.progress = ReplicatorProgress()
@@ -291,44 +305,60 @@ public final class Replicator: Sendable {
         let local = LocalDatabase(collection: config.collection, author: config.localAuthor ?? WriteAuthor(origin: .replication(peer: remoteID)))
         var result = ReplicationResult()
         var remoteSince: String?
+        var checkpointers: [ReplicationDirection: Checkpointer] = [:]
         if config.replicatorType != .push {
             let run = ReplicationRun(replicator: self, source: remote, target: local, direction: .pull,
-                                     id: try replicationID(remoteID: remoteID, direction: .pull), remoteID: remoteID, reset: reset)
-            (result.pulled, remoteSince) = try await run.run()
+                                     id: try replicationID(remoteID: remoteID, direction: .pull), remoteID: remoteID, reset: reset,
+                                     firstPage: reset ? nil : prefetched, resuming: reset ? nil : carried[.pull])
+            let pulled = try await run.run()
+            (result.pulled, remoteSince, checkpointers[.pull]) = (pulled.written, pulled.since, pulled.checkpointer)
         }
         if config.replicatorType != .pull, state.withLock({ $0.pushRefusal == nil }) {
             let run = ReplicationRun(replicator: self, source: local, target: remote, direction: .push,
-                                     id: try replicationID(remoteID: remoteID, direction: .push), remoteID: remoteID, reset: reset)
+                                     id: try replicationID(remoteID: remoteID, direction: .push), remoteID: remoteID, reset: reset,
+                                     resuming: reset ? nil : carried[.push])
             do {
-                result.pushed = try await run.run().written
+                let pushed = try await run.run()
+                (result.pushed, checkpointers[.push]) = (pushed.written, pushed.checkpointer)
             } catch let refusal as CouchError where refusal.status == 403 && config.replicatorType == .pushAndPull {
                 // A peer may let us read and not write (a reader in its _security): pulling goes on.
                 logger.warning("the peer refuses our writes; pulling only", metadata: ["reason": "\(refusal.reason)"])
                 state.withLock { $0.pushRefusal = refusal }
             }
         }
-        return (result, remoteSince)
+        return (result, remoteSince, checkpointers)
     }
 
     /// Returns when there may be something to replicate: a local change (when
-    /// pushing) or a remote one (when pulling, by long poll), or after a minute.
-    private func waitForWork(remote: any ReplicationPeer, remoteSince: String?, localSignal: ChangeSignal) async throws {
+    /// pushing) or a remote one (when pulling, by long poll, with the first page of
+    /// them when the peer's answer carries it), or after a minute.
+    private func waitForWork(remote: any ReplicationPeer, remoteSince: String?, localSignal: ChangeSignal) async throws -> PeerChanges? {
         let pushing = config.replicatorType != .pull && state.withLock { $0.pushRefusal == nil }
         let filter = try changeFilter(.pull)
-        // The long poll must answer before the read timeout gives up on a silent peer.
-        let heartbeat = max(.seconds(1), min(config.heartbeat, config.readTimeout - .seconds(5)))
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        let heartbeat = longPollTimeout
+        let limit = config.batchSize
+        return try await withThrowingTaskGroup(of: PeerChanges?.self) { group in
             if pushing {
-                group.addTask { _ = await localSignal.wait(timeout: heartbeat + .seconds(5)) }
+                group.addTask {
+                    _ = await localSignal.wait(timeout: heartbeat + .seconds(5))
+                    return nil
+                }
             }
             if let remoteSince {
-                group.addTask { try await remote.waitForChanges(since: remoteSince, timeout: heartbeat, filter: filter) }
+                group.addTask { try await remote.waitForChanges(since: remoteSince, limit: limit, timeout: heartbeat, filter: filter) }
             }
-            group.addTask { try await Task.sleep(for: heartbeat + .seconds(5)) }
-            try await group.next()
+            group.addTask {
+                try await Task.sleep(for: heartbeat + .seconds(5))
+                return nil
+            }
+            let first = try await group.next()
             group.cancelAll()
+            return first ?? nil
         }
     }
+
+    /// How long a long poll waits: it must answer before the read timeout gives up on a silent peer.
+    private var longPollTimeout: Duration { max(.seconds(1), min(config.heartbeat, config.readTimeout - .seconds(5))) }
 
     /// The replication ID: SHA-1 over the local database UUID, the remote
     /// identity, the direction and the filter (``ChangeFilter/identityParts``).
