@@ -4,7 +4,7 @@ import SyncNodeStore
 import SyncNodeSync
 
 /// `SyncNodeBenchmarks mesh [N]`: the bytes on the wire for N changes made on node A to reach
-/// node B, two mesh nodes paired both ways over loopback HTTPS: each side only pulling (the
+/// node B (then ``MeshFanOutBenchmark``, ten nodes), two mesh nodes paired both ways over loopback HTTPS: each side only pulling (the
 /// default) against each side pushing and pulling. Bytes are request and response bodies, as
 /// both listeners count them (all traffic between the two goes through one of them).
 enum MeshBenchmark {
@@ -17,28 +17,17 @@ enum MeshBenchmark {
         }
         print(String(format: "  pull only / push+pull: %.2f of the bytes, %.2f of the requests",
                      Double(pull.bytes) / Double(max(both.bytes, 1)), Double(pull.requests) / Double(max(both.requests, 1))))
+        try await MeshFanOutBenchmark.run(nodes: 10, documents: count >= 1000 ? 11 : 3, size: 64 << 10)
     }
 
     private static func measure(_ mode: MeshConfiguration.PeerSync, count: Int) async throws -> (bytes: Int, requests: Int, seconds: Double) {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-bench-mesh-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
         var nodes: [(directory: NodeDirectory, mesh: MeshNode)] = []
-        for name in ["a", "b"] {
-            let directory = try NodeDirectory(url: root.appendingPathComponent(name))
-            _ = try directory.database("default", create: true)
-            var config = try MeshConfiguration(directory: directory)
-            config.name = name
-            config.listener.host = "127.0.0.1"
-            config.advertise = false
-            config.browse = false
-            config.peerSync = mode
-            // No keyspace polling in the count: both nodes share only `default` here.
-            config.keyspaceRefreshInterval = .seconds(3600)
-            let mesh = MeshNode(configuration: config)
-            try await mesh.start()
-            nodes.append((directory, mesh))
-        }
         defer { for node in nodes { node.directory.closeAll() } }
+        for name in ["a", "b"] {
+            nodes.append(try await startNode(in: root, name: name) { $0.peerSync = mode })
+        }
         let (a, b) = (nodes[0], nodes[1])
         guard let urlA = a.mesh.pairingURL, let urlB = b.mesh.pairingURL else { throw SyncError.listenerFailed("no pairing URL") }
         try await b.mesh.pair(with: urlA)
@@ -63,8 +52,27 @@ enum MeshBenchmark {
         return (after.0 - before.0, after.1 - before.1, seconds)
     }
 
+    /// A mesh node on loopback in `root/name`, found by no DNS-SD, configured by `configure`.
+    static func startNode(
+        in root: URL, name: String, configure: (inout MeshConfiguration) -> Void
+    ) async throws -> (directory: NodeDirectory, mesh: MeshNode) {
+        let directory = try NodeDirectory(url: root.appendingPathComponent(name))
+        _ = try directory.database("default", create: true)
+        var config = try MeshConfiguration(directory: directory)
+        config.name = name
+        config.listener.host = "127.0.0.1"
+        config.advertise = false
+        config.browse = false
+        // No keyspace polling in the counts: the nodes share only `default` here.
+        config.keyspaceRefreshInterval = .seconds(3600)
+        configure(&config)
+        let mesh = MeshNode(configuration: config)
+        try await mesh.start()
+        return (directory, mesh)
+    }
+
     /// Returns once every replication of every node has been idle for a second.
-    private static func settle(_ meshes: [MeshNode]) async throws {
+    static func settle(_ meshes: [MeshNode]) async throws {
         var quiet = 0
         for _ in 0..<600 {
             let idle = meshes.allSatisfy { mesh in

@@ -48,9 +48,11 @@ enum Report {
         of rounds: Int, baseline: () throws -> Double, ours: () throws -> Double
     ) rethrows -> (ours: Double, baseline: Double, ratio: Double) {
         let pairs = try interleaved(rounds, baseline: baseline, ours: ours)
-        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         return (median(pairs.map(\.ours)), median(pairs.map(\.baseline)), median(pairs.map { $0.ours / $0.baseline }))
     }
+
+    /// The middle value (the upper one of an even count); 0 for none.
+    static func median(_ values: [Double]) -> Double { values.isEmpty ? 0 : values.sorted()[values.count / 2] }
 
     /// Each piece of work measured once per round, back to back.
     private static func interleaved(
