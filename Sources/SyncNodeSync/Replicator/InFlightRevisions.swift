@@ -40,7 +40,7 @@ package final class InFlightRevisions: Sendable {
     }
 
     private enum Entry {
-        case fetching(owner: UInt64, waiters: [CheckedContinuation<WireRevision?, Never>])
+        case fetching(owner: UInt64, waiters: [UInt64: CheckedContinuation<WireRevision?, Never>])
         case fetched(owner: UInt64, WireRevision)
 
         var owner: UInt64 {
@@ -79,7 +79,7 @@ package final class InFlightRevisions: Sendable {
                     case .fetching?:
                         break  // this run's own claim, retried: its waiters stay
                     case .fetched?, nil:
-                        s.entries[key] = .fetching(owner: owner.number, waiters: [])
+                        s.entries[key] = .fetching(owner: owner.number, waiters: [:])
                     }
                     revs.append(rev)
                 }
@@ -90,20 +90,34 @@ package final class InFlightRevisions: Sendable {
     }
 
     /// The revision another run fetched, once it has; nil when that fetch failed or delivered
-    /// no such revision (then fetch it yourself).
+    /// no such revision, or when the waiting task is cancelled (then fetch it yourself).
     func result(of key: Key) async -> WireRevision? {
-        await withCheckedContinuation { continuation in
-            let now: WireRevision?? = state.withLock { s in
-                switch s.entries[key] {
-                case .fetching(let owner, var waiters)?:
-                    waiters.append(continuation)
-                    s.entries[key] = .fetching(owner: owner, waiters: waiters)
-                    return .none
-                case .fetched(_, let doc)?: return .some(doc)
-                case nil: return .some(nil)
+        let waiter = state.withLock { s in
+            s.next += 1
+            return s.next
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let now: WireRevision?? = state.withLock { s in
+                    switch s.entries[key] {
+                    case .fetching(let owner, var waiters)? where !Task.isCancelled:
+                        waiters[waiter] = continuation
+                        s.entries[key] = .fetching(owner: owner, waiters: waiters)
+                        return .none
+                    case .fetched(_, let doc)?: return .some(doc)
+                    case .fetching?, nil: return .some(nil)
+                    }
                 }
+                if let now { continuation.resume(returning: now) }
             }
-            if let now { continuation.resume(returning: now) }
+        } onCancel: {
+            // A stopped replication does not wait for another's fetch to end.
+            let continuation = state.withLock { s -> CheckedContinuation<WireRevision?, Never>? in
+                guard case .fetching(let owner, var waiters)? = s.entries[key], let continuation = waiters.removeValue(forKey: waiter) else { return nil }
+                s.entries[key] = .fetching(owner: owner, waiters: waiters)
+                return continuation
+            }
+            continuation?.resume(returning: nil)
         }
     }
 
@@ -135,7 +149,7 @@ package final class InFlightRevisions: Sendable {
         let waiters = state.withLock { s in
             var waiters: [CheckedContinuation<WireRevision?, Never>] = []
             for (key, entry) in s.entries where entry.owner == owner.number && key.collection == owner.collection {
-                if case .fetching(_, let w) = entry { waiters += w }
+                if case .fetching(_, let w) = entry { waiters += w.values }
                 s.entries[key] = nil
             }
             return waiters
@@ -169,7 +183,7 @@ package final class InFlightRevisions: Sendable {
                     guard case .fetching(owner.number, let waiters)? = s.entries[key] else { continue }
                     let found = doc(key)
                     s.entries[key] = found.map { .fetched(owner: owner.number, $0) }
-                    wake += waiters.map { ($0, found) }
+                    wake += waiters.values.map { ($0, found) }
                 }
             }
         }

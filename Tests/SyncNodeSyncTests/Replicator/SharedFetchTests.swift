@@ -70,6 +70,23 @@ import Testing
         }
     }
 
+    @Test func aCancelledWaitEndsWithoutTheFetch() async throws {
+        let peer = try Peer()
+        let registry = InFlightRevisions()
+        let fetching = try #require(registry.owner(for: peer.collection)), waiting = try #require(registry.owner(for: peer.collection))
+        let wanted = [WantedRevisions(id: "d", revs: ["1-a"], attsSince: [])]
+        #expect(registry.claim(wanted, by: fetching).mine.count == 1)
+        let theirs = registry.claim(wanted, by: waiting).theirs
+        #expect(theirs.count == 1)
+        let wait = Task { await registry.result(of: theirs[0]) }
+        #expect(try await Self.eventually { registry.held(in: peer.collection).waiters == 1 })
+        wait.cancel()
+        #expect(await wait.value == nil, "a stopped replication fetches nothing it waited for")
+        #expect(registry.held(in: peer.collection).waiters == 0)
+        registry.release(fetching)
+        #expect(registry.held(in: peer.collection).revisions == 0)
+    }
+
     /// The peer a revision is being fetched from is killed (-9) mid-fetch: the replication that
     /// waited for that fetch brings the revision from its own peer, attachment and all.
     @Test func aWaitingPullFetchesItselfWhenThePeerFetchedFromIsKilled() async throws {
