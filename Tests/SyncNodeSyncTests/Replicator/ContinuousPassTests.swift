@@ -27,7 +27,8 @@ import Testing
             let replicator = Replicator(config: config)
             replicator.start()
             defer { replicator.stop() }
-            #expect(try await SharedFetchTests.eventually { try peer.collection.document(id: "first") != nil })
+            // Caught up: the first pass has saved its checkpoint and gone idle.
+            #expect(try await SharedFetchTests.eventually { try peer.collection.document(id: "first") != nil && replicator.status.activity == .idle })
             asked.withLock { $0 = [] }
 
             for i in 0..<5 {
