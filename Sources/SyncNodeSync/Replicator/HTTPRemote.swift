@@ -281,18 +281,26 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         try await storedCheckpoint(id).map(ReplicationCheckpoint.init(json:))
     }
 
-    func saveCheckpoint(_ id: String, _ checkpoint: ReplicationCheckpoint) async throws {
+    func saveCheckpoint(_ id: String, _ checkpoint: ReplicationCheckpoint) async throws -> Bool {
         if let known = checkpointRevisions.withLock({ $0[id] }) {
             let (status, value) = try await putCheckpoint(id, checkpoint, rev: known)
             // 409: written by someone else since (another run of this replication), or gone.
             guard status == 409 else {
                 guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, value) }
-                return
+                // `_local` revisions count up from 0-1, and peers overwrite them without checking
+                // the one given: 0-1 over a known later one means this checkpoint was gone. What
+                // it vouched for may not be in this database (deleted and made again, or reset):
+                // it is saved again vouching for nothing, so the next read starts over.
+                guard let known, known != "0-0", value["rev"]?.stringValue == "0-1" else { return true }
+                let (status, value) = try await putCheckpoint(id, checkpoint.startingOver, rev: "0-1")
+                guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, value) }
+                return false
             }
         }
         let current = try await storedCheckpoint(id)
         let (status, value) = try await putCheckpoint(id, checkpoint, rev: current?["_rev"]?.stringValue)
         guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, value) }
+        return true
     }
 
     /// PUTs a checkpoint document over revision `rev`, and remembers the revision it got.

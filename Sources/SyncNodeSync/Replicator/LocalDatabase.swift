@@ -105,7 +105,8 @@ struct LocalDatabase: ReplicationPeer {
         return ReplicationCheckpoint(json: d)
     }
 
-    func saveCheckpoint(_ id: String, _ checkpoint: ReplicationCheckpoint) async throws {
+    func saveCheckpoint(_ id: String, _ checkpoint: ReplicationCheckpoint) async throws -> Bool {
         _ = try collection.putLocalDocument(id: id, json: DocumentValue.dictionary(checkpoint.json).toJSON(), rev: nil, force: true)
+        return true
     }
 }

@@ -81,6 +81,11 @@ struct ReplicationCheckpoint: Sendable, Equatable {
     }
 
     /// This checkpoint after `session` reached `sequence`: one history entry per session.
+    /// A checkpoint of the same session that vouches for nothing: resuming from it starts over.
+    var startingOver: ReplicationCheckpoint {
+        ReplicationCheckpoint(session: session, sourceLastSequence: "0", origin: origin)
+    }
+
     func recording(_ sequence: String) -> ReplicationCheckpoint {
         var next = self
         next.sourceLastSequence = sequence

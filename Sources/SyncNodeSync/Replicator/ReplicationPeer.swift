@@ -36,7 +36,10 @@ protocol ReplicationPeer: Sendable {
     /// Makes what was stored durable before a checkpoint names it (`_ensure_full_commit`).
     func ensureFullCommit() async throws
     func checkpoint(_ id: String) async throws -> ReplicationCheckpoint?
-    func saveCheckpoint(_ id: String, _ checkpoint: ReplicationCheckpoint) async throws
+    /// Saves a checkpoint; false when the peer no longer held the one this replication saved
+    /// before (its database was deleted and made again, or reset): then it saves one that
+    /// vouches for nothing, and the replication must read both sides' checkpoints again.
+    func saveCheckpoint(_ id: String, _ checkpoint: ReplicationCheckpoint) async throws -> Bool
 }
 
 extension ReplicationPeer {

@@ -26,9 +26,8 @@ struct ReplicationRun: Sendable {
     private let sharing: InFlightRevisions.Owner?
 
     /// The source's changes after where the last pass of this replication ended, when a long
-    /// poll brought them: the first page, not asked for again. The rows between this run's
-    /// checkpoint and that point, if any, were examined by that pass and found on the target
-    /// (it saves no checkpoint only when it wrote nothing), so a checkpoint past them is true.
+    /// poll brought them and this run goes on from that pass's checkpointer (`resuming`): the
+    /// first page, not asked for again.
     private let firstPage: PeerChanges?
     /// The last pass's checkpointer, when this run goes on from it without reading the checkpoints.
     private let resuming: Checkpointer?
@@ -77,7 +76,8 @@ struct ReplicationRun: Sendable {
             async let afterThat = changes(after: upcoming)
             let wrote = try await write(batch)
             written += wrote
-            try await checkpointer.reached(batch.lastSeq, saving: Self.saves(rows: batch.rows, wrote: wrote, continuous: config.continuous, filtered: filtered))
+            let saving = Self.saves(rows: checkpointer.unsavedRows + batch.rows, wrote: wrote, continuous: config.continuous, filtered: filtered)
+            try await checkpointer.reached(batch.lastSeq, saving: saving, rows: batch.rows)
             replicator.examined(direction, upTo: batch.lastSeq)
             next = try await following
             nextChanges = try await afterThat
@@ -86,8 +86,9 @@ struct ReplicationRun: Sendable {
         return (written, checkpointer.since, checkpointer)
     }
 
-    /// Whether a batch's checkpoint is saved. A continuous pass that wrote nothing, over a short
-    /// page, saves none: in a mesh, each revision that reaches a node wakes every peer's pull
+    /// Whether a batch's checkpoint is saved (`rows`: the batch's and those examined since the
+    /// last save, by this pass or the ones its checkpointer came from). A continuous pass that
+    /// wrote nothing, over a short page, saves none: in a mesh, each revision that reaches a node wakes every peer's pull
     /// from it, and all but one find nothing new, yet each saved a checkpoint on both sides
     /// (in ten nodes, about 80 requests and 160 transactions a write). The next pass examines
     /// those few changes again from the last checkpoint saved, which at most this many keep.
@@ -153,9 +154,15 @@ struct ReplicationRun: Sendable {
             docs = try await replicator.withRetries { try await fetchShared(asking) }
         }
         if let filter = direction == .push ? config.pushFilter : config.pullFilter {
+            let fetched = docs
             docs = try docs.filter { doc in
                 let document = Document(id: doc.id, revisionID: doc.rev, isDeleted: doc.deleted, values: try doc.bodyValues())
                 return filter(document, doc.deleted ? .deleted : [])
+            }
+            // What the filter drops is never stored: no other replication waits for it longer.
+            if let sharing, docs.count < fetched.count {
+                let kept = Set(docs.map { "\($0.id)\u{0}\($0.rev)" })
+                sharing.registry.stored(fetched.filter { !kept.contains("\($0.id)\u{0}\($0.rev)") }, by: sharing)
             }
         }
         return Batch(rows: changes.rows.count, lastSeq: changes.lastSeq, pending: changes.pending, docs: docs)

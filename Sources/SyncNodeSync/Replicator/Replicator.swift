@@ -290,10 +290,11 @@ public final class Replicator: Sendable {
     }
 
     /// One pass in the configured direction(s); also returns where the remote's feed ended.
-    /// `prefetched`: the remote's changes after where the last pass ended, as the long poll that
-    /// woke this one brought them; the pull starts from them instead of asking again. `carried`:
-    /// the last pass's checkpointers, which go on where it stopped instead of reading both sides'
-    /// checkpoints again (in a mesh, a request per peer per write); the pass returns its own.
+    /// `carried`: the last pass's checkpointers, which go on where it stopped instead of reading
+    /// both sides' checkpoints again (in a mesh, a request per peer per write); the pass returns
+    /// its own. `prefetched`: the remote's changes after where the last pass ended, as the long
+    /// poll that woke this one brought them; a pull that goes on from the last pass starts from
+    /// them instead of asking again (one that read the checkpoints starts where they say).
     private func pass(
         remote: any ReplicationPeer, remoteID: String, reset: Bool, prefetched: PeerChanges? = nil,
         carried: [ReplicationDirection: Checkpointer] = [:]
@@ -309,7 +310,7 @@ public final class Replicator: Sendable {
         if config.replicatorType != .push {
             let run = ReplicationRun(replicator: self, source: remote, target: local, direction: .pull,
                                      id: try replicationID(remoteID: remoteID, direction: .pull), remoteID: remoteID, reset: reset,
-                                     firstPage: reset ? nil : prefetched, resuming: reset ? nil : carried[.pull])
+                                     firstPage: carried[.pull] == nil ? nil : prefetched, resuming: reset ? nil : carried[.pull])
             let pulled = try await run.run()
             (result.pulled, remoteSince, checkpointers[.pull]) = (pulled.written, pulled.since, pulled.checkpointer)
         }

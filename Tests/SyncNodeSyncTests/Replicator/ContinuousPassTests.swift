@@ -47,4 +47,54 @@ import Testing
             #expect(try ReplicatorTests.state(peer.collection) == ReplicatorTests.state(remote))
         }
     }
+
+    /// The peer's database is deleted and made again while a continuous pull goes on from its
+    /// last pass's checkpoint: every document of the new database still arrives (the checkpoint
+    /// the pull saved there is gone, so it reads both sides again and starts over).
+    @Test func aDatabaseMadeAgainUnderItsNameIsPulledWhole() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            for i in 0..<3 { try remote.save(MutableDocument(id: "old\(i)")) }
+            let peer = try Peer()
+            var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
+            config.replicatorType = .pull
+            config.continuous = true
+            config.heartbeat = .seconds(60)
+            config.readTimeout = .seconds(90)
+            let replicator = Replicator(config: config)
+            replicator.start()
+            defer { replicator.stop() }
+            #expect(try await SharedFetchTests.eventually { try peer.collection.document(id: "old2") != nil && replicator.status.activity == .idle })
+
+            try h.node.deleteDatabase("db")
+            let again = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            for i in 0..<6 { try again.save(MutableDocument(id: "new\(i)")) }
+            func missing() throws -> [Int] { try (0..<6).filter { try peer.collection.document(id: "new\($0)") == nil } }
+            let arrived = try await SharedFetchTests.eventually { try missing().isEmpty }
+            let left = try missing()
+            #expect(arrived, "missing: \(left)")
+        }
+    }
+
+    /// A checkpoint this connection saved on the peer is gone when it saves the next one: it says
+    /// so, and saves one that vouches for nothing, so that the next read starts over.
+    @Test func aCheckpointGoneFromThePeerIsSavedAsStartingOver() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try h.node.database("db", create: true)
+            let peer = try Peer()
+            let url = try ReplicatorTests.pairingURL(h)
+            let (remote, _) = try await HTTPRemote.connect(ReplicatorConfiguration(collection: peer.collection, target: .url(url)), url: url)
+            try await withCleanup({ await remote.shutdown() }) {
+                let checkpoint = ReplicationCheckpoint(session: "s", sourceLastSequence: "7")
+                #expect(try await remote.saveCheckpoint("cp", checkpoint))
+                #expect(try await remote.saveCheckpoint("cp", checkpoint.recording("9")))
+                let rev = try #require(try await h.request(.GET, "/db/_local/cp")["_rev"]?.stringValue)
+                #expect(try await h.request(.DELETE, "/db/_local/cp?rev=\(rev)").status == 200)
+                #expect(try await !remote.saveCheckpoint("cp", checkpoint.recording("12")), "the loss went unnoticed")
+                #expect(try await remote.checkpoint("cp")?.sourceLastSequence == "0")
+            }
+        }
+    }
 }
