@@ -9,6 +9,20 @@ import Testing
 @Suite struct ContinuousPassTests {
     typealias Peer = ReplicatorTests.Peer
 
+    /// A continuous pull into `peer` from `h`'s `db` (a one-minute heartbeat), started, once it
+    /// holds document `last` and has gone idle (its first pass saved its checkpoint).
+    static func caughtUpPull(into peer: Peer, from h: ListenerHarness, last: String) async throws -> Replicator {
+        var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
+        config.replicatorType = .pull
+        config.continuous = true
+        config.heartbeat = .seconds(60)
+        config.readTimeout = .seconds(90)
+        let replicator = Replicator(config: config)
+        replicator.start()
+        #expect(try await SharedFetchTests.eventually { try peer.collection.document(id: last) != nil && replicator.status.activity == .idle })
+        return replicator
+    }
+
     @Test func aWokenPassAsksNeitherForTheChangesAgainNorForCheckpoints() async throws {
         let asked = Mutex<[String]>([])
         let h = try await ListenerHarness(faultInjector: FaultInjector { method, path in
@@ -19,16 +33,8 @@ import Testing
             let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
             try remote.save(MutableDocument(id: "first"))
             let peer = try Peer()
-            var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
-            config.replicatorType = .pull
-            config.continuous = true
-            config.heartbeat = .seconds(60)
-            config.readTimeout = .seconds(90)
-            let replicator = Replicator(config: config)
-            replicator.start()
+            let replicator = try await Self.caughtUpPull(into: peer, from: h, last: "first")
             defer { replicator.stop() }
-            // Caught up: the first pass has saved its checkpoint and gone idle.
-            #expect(try await SharedFetchTests.eventually { try peer.collection.document(id: "first") != nil && replicator.status.activity == .idle })
             asked.withLock { $0 = [] }
 
             for i in 0..<5 {
@@ -57,15 +63,8 @@ import Testing
             let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
             for i in 0..<3 { try remote.save(MutableDocument(id: "old\(i)")) }
             let peer = try Peer()
-            var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
-            config.replicatorType = .pull
-            config.continuous = true
-            config.heartbeat = .seconds(60)
-            config.readTimeout = .seconds(90)
-            let replicator = Replicator(config: config)
-            replicator.start()
+            let replicator = try await Self.caughtUpPull(into: peer, from: h, last: "old2")
             defer { replicator.stop() }
-            #expect(try await SharedFetchTests.eventually { try peer.collection.document(id: "old2") != nil && replicator.status.activity == .idle })
 
             try h.node.deleteDatabase("db")
             let again = try #require(try h.node.database("db", create: true)?.defaultCollection())
