@@ -100,22 +100,30 @@ final class HTTPRemote: ReplicationPeer, Sendable {
     }
 
     func changes(since: String, limit: Int, filter: ChangeFilter) async throws -> PeerChanges {
-        let since = WireURL.escape(since)
-        var method = HTTPMethod.GET
-        var path = "\(db)/_changes?style=all_docs&since=\(since)&limit=\(limit)"
-        var body: String?
-        if let (query, json) = filter.changesRequest {
-            method = .POST
-            path += query
-            body = json
-        }
-        let (status, text) = try await transport.text(method, path, json: body)
+        let (method, path, status, text) = try await changesAnswer("", since: since, limit: limit, filter: filter)
         guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, answer: text) }
         do {
             return try CouchAnswers.changesPage(text)
         } catch {
             throw PeerStatus.notJSON(method, path, status)
         }
+    }
+
+    /// Asks `_changes` for a page of every leaf after `since`, with `query` (`&`-joined options)
+    /// and the filter's (a filtered request is a POST with its body).
+    private func changesAnswer(
+        _ query: String, since: String, limit: Int, filter: ChangeFilter
+    ) async throws -> (method: HTTPMethod, path: String, status: Int, text: String) {
+        var method = HTTPMethod.GET
+        var path = "\(db)/_changes?style=all_docs&since=\(WireURL.escape(since))&limit=\(limit)\(query)"
+        var body: String?
+        if let (filterQuery, json) = filter.changesRequest {
+            method = .POST
+            path += filterQuery
+            body = json
+        }
+        let (status, text) = try await transport.text(method, path, json: body)
+        return (method, path, status, text)
     }
 
     func revsDiff(_ revs: [String: [String]]) async throws -> [String: MissingRevisions] {
@@ -252,15 +260,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
 
     func waitForChanges(since: String, limit: Int, timeout: Duration, filter: ChangeFilter) async throws -> PeerChanges? {
         let ms = timeout.components.seconds * 1000
-        var method = HTTPMethod.GET
-        var path = "\(db)/_changes?feed=longpoll&style=all_docs&limit=\(limit)&since=\(WireURL.escape(since))&timeout=\(ms)"
-        var body: String?
-        if let (query, json) = filter.changesRequest {
-            method = .POST
-            path += query
-            body = json
-        }
-        let (status, text) = try await transport.text(method, path, json: body)
+        let (_, _, status, text) = try await changesAnswer("&feed=longpoll&timeout=\(ms)", since: since, limit: limit, filter: filter)
         guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, answer: text) }
         // An answer that is not a page still means "look now": the pass asks again.
         guard let page = try? CouchAnswers.changesPage(text), !page.rows.isEmpty else { return nil }
