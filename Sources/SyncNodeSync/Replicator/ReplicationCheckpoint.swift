@@ -80,12 +80,12 @@ struct ReplicationCheckpoint: Sendable, Equatable {
         return json
     }
 
-    /// This checkpoint after `session` reached `sequence`: one history entry per session.
     /// A checkpoint of the same session that vouches for nothing: resuming from it starts over.
     var startingOver: ReplicationCheckpoint {
         ReplicationCheckpoint(session: session, sourceLastSequence: "0", origin: origin)
     }
 
+    /// This checkpoint after `session` reached `sequence`: one history entry per session.
     func recording(_ sequence: String) -> ReplicationCheckpoint {
         var next = self
         next.sourceLastSequence = sequence
