@@ -148,7 +148,7 @@ package final class InFlightRevisions: Sendable {
     func release(_ owner: Owner) {
         let waiters = state.withLock { s in
             var waiters: [CheckedContinuation<WireRevision?, Never>] = []
-            for (key, entry) in s.entries where entry.owner == owner.number && key.collection == owner.collection {
+            for (key, entry) in s.entries where entry.owner == owner.number {
                 if case .fetching(_, let w) = entry { waiters += w.values }
                 s.entries[key] = nil
             }
