@@ -4,8 +4,8 @@ import SyncNodeStore
 import SyncNodeSync
 
 /// `SyncNodeBenchmarks mesh [N]`: the bytes on the wire for N changes made on node A to reach
-/// node B (then ``MeshFanOutBenchmark``, ten nodes), two mesh nodes paired both ways over loopback HTTPS: each side only pulling (the
-/// default) against each side pushing and pulling. Bytes are request and response bodies, as
+/// node B, two mesh nodes paired both ways over loopback HTTPS: each side only pulling (the
+/// default) against each side pushing and pulling (then ``MeshFanOutBenchmark``, ten nodes). Bytes are request and response bodies, as
 /// both listeners count them (all traffic between the two goes through one of them).
 enum MeshBenchmark {
     static func run(count: Int) async throws {

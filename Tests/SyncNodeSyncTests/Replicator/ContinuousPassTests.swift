@@ -55,8 +55,9 @@ import Testing
     }
 
     /// The peer's database is deleted and made again while a continuous pull goes on from its
-    /// last pass's checkpoint: every document of the new database still arrives (the checkpoint
-    /// the pull saved there is gone, so it reads both sides again and starts over).
+    /// last pass's checkpoint: every document of the new database still arrives. (Here the
+    /// pull's waiting long poll ends with the old database, and the reconnect reads both sides'
+    /// checkpoints; the save-time detection is `aCheckpointGoneFromThePeerIsSavedAsStartingOver`.)
     @Test func aDatabaseMadeAgainUnderItsNameIsPulledWhole() async throws {
         let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {
