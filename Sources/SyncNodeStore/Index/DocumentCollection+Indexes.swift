@@ -32,6 +32,8 @@ extension DocumentCollection {
                 try db.execute(sql: "ANALYZE \(sqlName)")
             case .fullText(let properties, let ignoreAccents, let language):
                 try createFullText(db, table: sqlName, properties: properties, paths: columns, ignoreAccents: ignoreAccents, language: language)
+            case .selector:
+                try createSelectorIndex(db, name: sqlName, condition: columns[0])
             }
         }
         // Open reader connections keep planning with the schema they loaded; new ones see the index.
@@ -89,7 +91,26 @@ extension DocumentCollection {
             return try properties.map { (path) throws(StoreError) in
                 try ExpressionCompiler.appending(PathComponent.parse(dotted: path), to: "'$'")
             }
+        case .selector(let json):
+            let selector: DocumentValue
+            do { selector = try DocumentValue(json: json) } catch { throw .invalidQuery("a selector index's selector is not JSON: \(json)") }
+            guard case .dictionary = selector else { throw .invalidQuery("a selector index needs a selector object, not \(json)") }
+            let condition = try ChangeSelector(selector, for: self, alias: "").condition
+            guard condition != "1" else { throw .invalidQuery("a selector index needs a selector that leaves something out, not \(json)") }
+            return [condition]
         }
+    }
+
+    /// A partial index on the change sequence of the rows `condition` matches: the changes feed's
+    /// query with the same condition reads it instead of the whole sequence range.
+    private func createSelectorIndex(_ db: GRDB.Database, name: String, condition: String) throws {
+        do {
+            try db.execute(sql: "CREATE INDEX \(name) ON \(tables.docs)(seq) WHERE \(condition)")
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR {
+            // SQLite refuses subqueries and functions that are not deterministic in a partial index.
+            throw StoreError.invalidQuery("this selector cannot be indexed (it tests array elements): \(error.message ?? "refused")")
+        }
+        try db.execute(sql: "ANALYZE \(name)")
     }
 
     /// An FTS5 table whose rowid is the document's key, kept current by

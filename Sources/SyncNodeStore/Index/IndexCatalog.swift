@@ -58,7 +58,7 @@ enum IndexCatalog {
     static func delete(_ db: GRDB.Database, collectionID: Int64, entry: Entry) throws {
         let sqlName = entry.sqlName(collectionID: collectionID)
         switch entry.definition {
-        case .value:
+        case .value, .selector:
             try db.execute(sql: "DROP INDEX IF EXISTS \(sqlName)")
         case .fullText:
             for suffix in ["ai", "ad", "au"] { try db.execute(sql: "DROP TRIGGER IF EXISTS \(sqlName)_\(suffix)") }

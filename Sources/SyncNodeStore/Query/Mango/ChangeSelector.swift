@@ -12,15 +12,17 @@ import GRDB
 package struct ChangeSelector: Sendable, Equatable {
     /// The selector, as given.
     package let selector: DocumentValue
-    /// The condition on the docs table's row, aliased `s0`.
+    /// The condition on the docs table's row, aliased `s0` (or as `alias` says).
     let condition: String
 
     /// Compiles `selector` for `collection`'s changes.
+    /// - Parameter alias: the docs table's alias in the condition; empty for none, as in a
+    ///   selector index's definition (SQLite matches the two as the same expression).
     /// - Throws: ``StoreError/invalidQuery(_:)`` for a selector CouchDB would refuse, as
     ///   ``MangoQuery/query(on:includingDocuments:)`` does.
-    package init(_ selector: DocumentValue, for collection: DocumentCollection) throws(StoreError) {
+    package init(_ selector: DocumentValue, for collection: DocumentCollection, alias: String = "s0") throws(StoreError) {
         var mango = MangoCompiler()
-        let source = ExpressionCompiler.Source(name: MangoCompiler.documentSource, sqlAlias: "s0", collection: collection, isOuter: false)
+        let source = ExpressionCompiler.Source(name: MangoCompiler.documentSource, sqlAlias: alias, collection: collection, isOuter: false)
         var expressions = ExpressionCompiler(sources: [source])
         if let condition = try mango.selector(selector, base: []) {
             self.condition = try expressions.compile(condition).asBoolean
@@ -44,10 +46,7 @@ extension DocumentCollection {
             let end = try Int64.fetchOne(
                 db.cachedStatement(sql: "SELECT last_seq FROM collections WHERE id = ?"), arguments: [tableID]) ?? 0
             // Not cached: askers choose selectors, and a cache would keep every one of them.
-            let statement = try db.makeStatement(sql: """
-                SELECT id, rev, seq, deleted, tree FROM \(tables.docs) AS s0 \
-                WHERE seq > ?1 AND seq <= ?2 AND (\(selector.condition)) ORDER BY seq LIMIT ?3
-                """)
+            let statement = try db.makeStatement(sql: changesSQL(selector))
             let s = SQLiteStatement(statement.sqliteStatement, owner: statement)
             s.bind(1, since)
             s.bind(2, end)
@@ -57,5 +56,24 @@ extension DocumentCollection {
             if let limit, entries.count >= limit { return (entries, entries.last?.sequence ?? since) }
             return (entries, max(since, end))
         }
+    }
+
+    /// How SQLite reads the changes `selector` matches (its `EXPLAIN QUERY PLAN`, one step a line):
+    /// a selector index shows as `USING INDEX` with the index's SQL name.
+    package func changesPlan(matching selector: ChangeSelector) throws -> String {
+        try checkLive()
+        return try database.readStatement { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + changesSQL(selector), arguments: [0, Int64.max, -1])
+                .map { $0["detail"] as String? ?? "" }.joined(separator: "\n")
+        }
+    }
+
+    /// The condition goes in as a term of its own, so SQLite can match it to a selector index's
+    /// (``SelectorIndexConfiguration``), compiled from the same selector.
+    private func changesSQL(_ selector: ChangeSelector) -> String {
+        """
+        SELECT id, rev, seq, deleted, tree FROM \(tables.docs) AS s0 \
+        WHERE seq > ?1 AND seq <= ?2 AND (\(selector.condition)) ORDER BY seq LIMIT ?3
+        """
     }
 }
