@@ -66,9 +66,14 @@ func runCLI(_ arguments: [String], stdin: String? = nil) throws -> (status: Int3
         #expect(try runCLI(d + ["index", "create", "app", "by-city", "--value", "n"]).status == 1, "same name, another definition")
         #expect(try runCLI(d + ["index", "create", "app", "text", "--full-text", "city"]).status == 0)
         #expect(try runCLI(d + ["index", "create", "app", "both", "--value", "n", "--full-text", "city"]).status == 2)
+        #expect(try runCLI(d + ["index", "create", "app", "oslo", "--selector", #"{"city":"Oslo"}"#]).status == 0)
+        #expect(try runCLI(d + ["index", "create", "app", "bad", "--selector", "[1]"]).status == 2)
+        let unindexable = try runCLI(d + ["index", "create", "app", "bad", "--selector", #"{"tags":{"$elemMatch":{"$eq":"a"}}}"#])
+        #expect(unindexable.status == 1 && unindexable.stderr.contains("cannot be indexed"), "\(unindexable)")
         let listed = try runCLI(d + ["index", "list", "app"])
         #expect(listed.stdout == """
             {"definition":{"value":["city","n"]},"index":"by-city"}
+            {"definition":{"selector":{"city":"Oslo"}},"index":"oslo"}
             {"definition":{"full_text":["city"],"ignore_accents":false,"language":"en"},"index":"text"}
 
             """, "\(listed)")
@@ -90,7 +95,7 @@ func runCLI(_ arguments: [String], stdin: String? = nil) throws -> (status: Int3
         #expect(bytes > 0)
         #expect(collections.map { $0["collection"] } == [.string("_default._default"), .string("s.c")])
         #expect(collections.first?["documents"] == .int(2) && collections.last?["documents"] == .int(1))
-        if case .array(let indexes)? = collections.first?["indexes"] { #expect(indexes.count == 2) } else { Issue.record("no indexes in \(app)") }
+        if case .array(let indexes)? = collections.first?["indexes"] { #expect(indexes.count == 3) } else { Issue.record("no indexes in \(app)") }
 
         #expect(try runCLI(d + ["index", "drop", "app", "text"]).stdout.contains(#""dropped":true"#))
         #expect(try runCLI(d + ["index", "drop", "app", "text"]).status == 1)

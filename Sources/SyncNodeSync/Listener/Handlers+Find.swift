@@ -83,12 +83,19 @@ extension Handlers {
             ["ddoc": .null, "name": "_all_docs", "type": "special", "def": ["fields": [["_id": "asc"]]]],
         ]
         for (name, definition) in try c.indexDefinitions {
-            let (type, fields): (String, [String]) = switch definition {
-            case .value(let expressions): ("json", expressions.map(Self.mangoField))
-            case .fullText(let properties, _, _): ("text", properties)
+            var def: [String: DocumentValue]
+            let type: String
+            switch definition {
+            case .value(let expressions):
+                (type, def) = ("json", ["fields": .array(expressions.map { [Self.mangoField($0): "asc"] })])
+            case .fullText(let properties, _, _):
+                (type, def) = ("text", ["fields": .array(properties.map { [$0: "asc"] })])
+            case .selector(let json):
+                // CouchDB's shape for a partial index, so the listing's DELETE path (`json`) works.
+                (type, def) = ("json", ["fields": [], "partial_filter_selector": (try? DocumentValue(json: json)) ?? .string(json)])
             }
             indexes.append(["ddoc": .string("_design/\(name)"), "name": .string(name), "type": .string(type), "partitioned": false,
-                            "def": ["fields": .array(fields.map { [$0: "asc"] })]])
+                            "def": .dictionary(def)])
         }
         return HTTP.json(["total_rows": .int(Int64(indexes.count)), "indexes": .array(indexes)])
     }

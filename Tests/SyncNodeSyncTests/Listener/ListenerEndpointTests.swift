@@ -96,6 +96,15 @@ import Testing
                 let reply = try await h.request(.POST, "/db/_find", body: bad)
                 #expect(reply.status == 400 && reply["error"] != nil && reply["reason"] != nil, "\(bad)")
             }
+            // A selector index lists as CouchDB lists a partial index, serves the filtered feed, and
+            // goes by the listing's DELETE path.
+            let odd = try #require(try h.node.database("db")).defaultCollection()
+            try odd.createIndex(SelectorIndexConfiguration(["type": "odd"]), name: "odd")
+            let partial = try await h.request(.GET, "/db/_index")["indexes"]?.array?.first { $0["name"] == "odd" }
+            #expect(partial?["type"] == "json" && partial?["def"] == ["fields": [], "partial_filter_selector": ["type": "odd"]])
+            let feed = try await h.request(.POST, "/db/_changes?filter=_selector", body: #"{"selector":{"type":"odd"}}"#)
+            #expect(feed["results"]?.array?.count == 20)
+            #expect(try await h.request(.DELETE, "/db/_index/_design/odd/json/odd").status == 200)
             #expect(try await h.request(.DELETE, "/db/_index/_design/by-type/json/by-type").status == 200)
             #expect(try await h.request(.DELETE, "/db/_index/_design/by-type/json/by-type").status == 404)
             #expect(try await h.request(.GET, "/db/_index")["total_rows"] == 1)
