@@ -73,12 +73,19 @@ public struct CollectionDigest: Sendable, Equatable {
         }
 
         static func words(id: UnsafeRawBufferPointer, rev: UnsafeRawBufferPointer, deleted: Bool) -> Words {
-            var sha = SHA256()
-            sha.update(bufferPointer: id)
-            withUnsafeBytes(of: UInt8(0)) { sha.update(bufferPointer: $0) }
-            sha.update(bufferPointer: rev)
-            withUnsafeBytes(of: (UInt8(0), deleted ? UInt8(ascii: "1") : UInt8(ascii: "0"))) { sha.update(bufferPointer: $0) }
-            return sha.finalize().withUnsafeBytes { Words(loading: $0, at: 0) }
+            // The input is put together first and hashed in one call: each call through the
+            // hash's wrapper costs more than hashing a short entry does (every write hashes one
+            // or two).
+            withUnsafeTemporaryAllocation(byteCount: id.count + rev.count + 3, alignment: 1) { input in
+                input.copyMemory(from: id)
+                input[id.count] = 0
+                UnsafeMutableRawBufferPointer(rebasing: input[(id.count + 1)...]).copyMemory(from: rev)
+                input[id.count + 1 + rev.count] = 0
+                input[id.count + 2 + rev.count] = deleted ? UInt8(ascii: "1") : UInt8(ascii: "0")
+                var sha = SHA256()
+                sha.update(bufferPointer: UnsafeRawBufferPointer(input))
+                return sha.finalize().withUnsafeBytes { Words(loading: $0, at: 0) }
+            }
         }
     }
 
