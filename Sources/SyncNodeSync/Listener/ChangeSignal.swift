@@ -7,6 +7,8 @@ package final class ChangeSignal: Sendable {
         var waiter: CheckedContinuation<Bool, Never>?
         var waitID = 0
         var timer: Task<Void, Never>?
+        /// A ``fire(after:)`` is due.
+        var delayed = false
     }
 
     private let state = Mutex(State())
@@ -26,6 +28,20 @@ package final class ChangeSignal: Sendable {
         }
         timer?.cancel()  // no sleeping task left behind per change
         waiter?.resume(returning: true)
+    }
+
+    /// Records a change `delay` from now; while one such is due, another adds nothing.
+    package func fire(after delay: Duration) {
+        let first = state.withLock { s in
+            defer { s.delayed = true }
+            return !s.delayed
+        }
+        guard first else { return }
+        Task { [self] in
+            try? await Task.sleep(for: delay)
+            state.withLock { $0.delayed = false }
+            fire()
+        }
     }
 
     /// Forgets a change recorded while nobody waited: the next wait waits for a new one.

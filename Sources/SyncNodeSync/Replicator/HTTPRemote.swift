@@ -258,9 +258,11 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         return (root, Int(pending))
     }
 
-    func waitForChanges(since: String, limit: Int, timeout: Duration, filter: ChangeFilter) async throws -> PeerChanges? {
+    func waitForChanges(since: String, limit: Int, timeout: Duration, filter: ChangeFilter, liveSources: [String]) async throws -> PeerChanges? {
         let ms = timeout.components.seconds * 1000
-        let (_, _, status, text) = try await changesAnswer("&feed=longpoll&timeout=\(ms)", since: since, limit: limit, filter: filter)
+        // Other servers ignore a parameter they do not know; a node reads it.
+        let sources = liveSources.isEmpty ? "" : "&live_sources=" + WireURL.escape(DocumentValue.array(liveSources.map { .string($0) }).toJSON())
+        let (_, _, status, text) = try await changesAnswer("&feed=longpoll&timeout=\(ms)" + sources, since: since, limit: limit, filter: filter)
         guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, answer: text) }
         // An answer that is not a page still means "look now": the pass asks again.
         guard let page = try? CouchAnswers.changesPage(text), !page.rows.isEmpty else { return nil }

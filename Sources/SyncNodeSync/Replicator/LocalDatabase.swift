@@ -88,7 +88,7 @@ struct LocalDatabase: ReplicationPeer {
         return outcome
     }
 
-    func waitForChanges(since: String, limit: Int, timeout: Duration, filter: ChangeFilter) async throws -> PeerChanges? {
+    func waitForChanges(since: String, limit: Int, timeout: Duration, filter: ChangeFilter, liveSources: [String]) async throws -> PeerChanges? {
         let signal = ChangeSignal()
         let token = collection.addChangeListener { _ in signal.fire() }
         defer { token.remove() }

@@ -31,8 +31,10 @@ protocol ReplicationPeer: Sendable {
     func digestRoot(pendingSince: String?) async throws -> (root: String, pending: Int?)?
     /// Returns once the peer has changes after `since`, or after `timeout`: with the first page
     /// of them (at most `limit`, every leaf revision) when its answer carries them, so the next
-    /// pass need not ask again; nil when it timed out or does not say.
-    func waitForChanges(since: String, limit: Int, timeout: Duration, filter: ChangeFilter) async throws -> PeerChanges?
+    /// pass need not ask again; nil when it timed out or does not say. `liveSources` names the
+    /// peers this node already pulls from live (``LivePulls``): a node may answer later for the
+    /// changes it pulled from one of them.
+    func waitForChanges(since: String, limit: Int, timeout: Duration, filter: ChangeFilter, liveSources: [String]) async throws -> PeerChanges?
     /// Makes what was stored durable before a checkpoint names it (`_ensure_full_commit`).
     func ensureFullCommit() async throws
     func checkpoint(_ id: String) async throws -> ReplicationCheckpoint?

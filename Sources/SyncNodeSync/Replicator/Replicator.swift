@@ -224,7 +224,10 @@ public final class Replicator: Sendable {
                             $0.activity = .idle
                             $0.error = refusal
                         }
-                        prefetched = try await waitForWork(remote: remote, remoteSince: remoteSince, localSignal: signal)
+                        // Caught up: other pulls into this collection name this peer while it waits.
+                        prefetched = try await LivePulls.shared.waiting(on: remoteID, into: config.collection, counted: config.replicatorType != .push) {
+                            try await waitForWork(remote: remote, remoteID: remoteID, remoteSince: remoteSince, localSignal: signal)
+                        }
                     }
                 }
             } catch is CancellationError {
@@ -333,7 +336,7 @@ public final class Replicator: Sendable {
     /// Returns when there may be something to replicate: a local change (when
     /// pushing) or a remote one (when pulling, by long poll, with the first page of
     /// them when the peer's answer carries it), or after a minute.
-    private func waitForWork(remote: any ReplicationPeer, remoteSince: String?, localSignal: ChangeSignal) async throws -> PeerChanges? {
+    private func waitForWork(remote: any ReplicationPeer, remoteID: String, remoteSince: String?, localSignal: ChangeSignal) async throws -> PeerChanges? {
         let pushing = config.replicatorType != .pull && state.withLock { $0.pushRefusal == nil }
         let filter = try changeFilter(.pull)
         let heartbeat = longPollTimeout
@@ -346,7 +349,8 @@ public final class Replicator: Sendable {
                 }
             }
             if let remoteSince {
-                group.addTask { try await remote.waitForChanges(since: remoteSince, limit: limit, timeout: heartbeat, filter: filter) }
+                let sources = LivePulls.shared.sources(of: config.collection, except: remoteID)
+                group.addTask { try await remote.waitForChanges(since: remoteSince, limit: limit, timeout: heartbeat, filter: filter, liveSources: sources) }
             }
             group.addTask {
                 try await Task.sleep(for: heartbeat + .seconds(5))
