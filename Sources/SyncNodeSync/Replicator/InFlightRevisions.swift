@@ -59,7 +59,7 @@ package final class InFlightRevisions: Sendable {
             s.next += 1
             return s.next
         }
-        return Owner(registry: self, collection: Self.name(of: collection), number: number)
+        return Owner(registry: self, collection: collection.processKey, number: number)
     }
 
     /// Splits `wanted` into the revisions `owner` now fetches (claimed) and those another run
@@ -160,7 +160,7 @@ package final class InFlightRevisions: Sendable {
     /// How many of `collection`'s revisions are held here (being fetched, or fetched and not yet
     /// stored), and how many waits for them there are (for tests).
     package func held(in collection: DocumentCollection) -> (revisions: Int, waiters: Int) {
-        let name = Self.name(of: collection)
+        let name = collection.processKey
         return state.withLock { s in
             s.entries.reduce(into: (0, 0)) { total, item in
                 guard item.key.collection == name else { return }
@@ -168,10 +168,6 @@ package final class InFlightRevisions: Sendable {
                 if case .fetching(_, let waiters) = item.value { total.1 += waiters.count }
             }
         }
-    }
-
-    private static func name(of collection: DocumentCollection) -> String {
-        "\(collection.database.path.path)\u{0}\(collection.fullName)"
     }
 
     private func settle(_ mine: [WantedRevisions], by owner: Owner, _ doc: (Key) -> WireRevision?) {

@@ -30,12 +30,12 @@ package final class LivePulls: Sendable {
     }
 
     private func enter(_ source: String, into collection: DocumentCollection) {
-        state.withLock { $0[Self.name(of: collection), default: [:]][source, default: 0] += 1 }
+        state.withLock { $0[collection.processKey, default: [:]][source, default: 0] += 1 }
     }
 
     private func leave(_ source: String, from collection: DocumentCollection) {
         state.withLock { all in
-            let name = Self.name(of: collection)
+            let name = collection.processKey
             guard let count = all[name]?[source] else { return }
             all[name]?[source] = count > 1 ? count - 1 : nil
             if all[name]?.isEmpty == true { all[name] = nil }
@@ -44,10 +44,12 @@ package final class LivePulls: Sendable {
 
     /// The live sources of `collection`, sorted, but `asked` (the peer being asked knows itself).
     func sources(of collection: DocumentCollection, except asked: String) -> [String] {
-        state.withLock { $0[Self.name(of: collection)].map { $0.keys.filter { $0 != asked }.sorted() } ?? [] }
+        state.withLock { $0[collection.processKey].map { $0.keys.filter { $0 != asked }.sorted() } ?? [] }
     }
+}
 
-    private static func name(of collection: DocumentCollection) -> String {
-        "\(collection.database.path.path)\u{0}\(collection.fullName)"
-    }
+extension DocumentCollection {
+    /// The collection as this process's registries (``LivePulls``, ``InFlightRevisions``) key
+    /// it: by file and name, since two files may share a database UUID.
+    var processKey: String { "\(database.path.path)\u{0}\(fullName)" }
 }
