@@ -33,24 +33,18 @@ enum DigestLog {
     ///
     /// The list is changed where it lies, as bytes sorted by bucket, so a save does not decode
     /// and encode all of it.
-    static func record(_ db: GRDB.Database, collectionID: Int64, _ changes: some Sequence<(bucket: Int, change: CollectionDigest.Accumulator)>) throws {
+    static func record(_ db: GRDB.Database, collectionID: Int64, _ changes: some Collection<(bucket: Int, change: CollectionDigest.Accumulator)>) throws {
         let logged = try stored(db, collectionID: collectionID)
-        var merged: Changes
-        if changes.underestimatedCount <= capacity {
+        // A batch that alone names more buckets than the list holds is not put in the list first.
+        if changes.count <= capacity {
             var log = logged
-            var overflow: [(bucket: Int, change: CollectionDigest.Accumulator)] = []
-            for (bucket, change) in changes where !log.add(change, to: bucket) { overflow.append((bucket, change)) }
-            if overflow.isEmpty {
+            if changes.allSatisfy({ log.add($0.change, to: $0.bucket) }) {
                 try write(db, collectionID: collectionID, log.bytes)
                 return
             }
-            merged = log.changes
-            for (bucket, change) in overflow { merged[bucket, default: .init()].add(change) }
-        } else {
-            // More buckets than the list holds (a batch): folded at once, not put in the list first.
-            merged = logged.changes
-            for (bucket, change) in changes { merged[bucket, default: .init()].add(change) }
         }
+        var merged = logged.changes
+        for (bucket, change) in changes { merged[bucket, default: .init()].add(change) }
         try DigestTable.apply(db, collectionID: collectionID, merged.sorted { $0.key < $1.key }.lazy.map { ($0.key, $0.value) })
         if logged.count > 0 { try write(db, collectionID: collectionID, []) }
     }
