@@ -107,8 +107,9 @@ extension DocumentCollection {
         do {
             try db.execute(sql: "CREATE INDEX \(name) ON \(tables.docs)(seq) WHERE \(condition)")
         } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR {
-            // SQLite refuses subqueries and functions that are not deterministic in a partial index.
-            throw StoreError.invalidQuery("this selector cannot be indexed (it tests array elements): \(error.message ?? "refused")")
+            // SQLite refuses subqueries (what tests of array elements compile to) and functions
+            // that are not deterministic in a partial index; its own words say which.
+            throw StoreError.invalidQuery("this selector cannot be indexed (\(error.message ?? "SQLite refused it")); selectors that test array elements never can")
         }
         try db.execute(sql: "ANALYZE \(name)")
     }

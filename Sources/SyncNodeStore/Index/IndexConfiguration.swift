@@ -46,11 +46,11 @@ public struct FullTextIndexConfiguration: IndexConfiguration {
 /// A selector index: the documents a Mango selector matches, in the order they last changed
 /// (SQLite's partial index on the change sequence).
 ///
-/// A changes feed filtered by the same selector (`_changes?filter=_selector`, a replicator's selector, a
-/// mesh subscription) then reads only the matching
-/// documents, instead of testing every change since the asker's checkpoint: a device catching up
-/// on 1% of a large collection costs about what that 1% costs. Build one on the node that serves
-/// the selector, for each selector its peers pull by.
+/// A changes feed filtered by the same selector (`_changes?filter=_selector`, a replicator's
+/// selector, a mesh subscription) then reads only the matching documents, instead of testing
+/// every change since the asker's checkpoint: a device catching up on 1% of a large collection
+/// costs about what that 1% costs. Build one on the node that serves the selector, for each
+/// selector its peers pull by.
 ///
 /// ```swift
 /// try orders.createIndex(SelectorIndexConfiguration(["store": "s7"]), name: "store-s7")
