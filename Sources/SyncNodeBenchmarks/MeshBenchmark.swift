@@ -5,8 +5,9 @@ import SyncNodeSync
 
 /// `SyncNodeBenchmarks mesh [N]`: the bytes on the wire for N changes made on node A to reach
 /// node B, two mesh nodes paired both ways over loopback HTTPS: each side only pulling (the
-/// default) against each side pushing and pulling (then ``MeshFanOutBenchmark``, ten nodes). Bytes are request and response bodies, as
-/// both listeners count them (all traffic between the two goes through one of them).
+/// default) against each side pushing and pulling (then ``MeshFanOutBenchmark``, ten nodes).
+/// Bytes are request and response bodies, as both listeners count them (all traffic between
+/// the two goes through one of them).
 enum MeshBenchmark {
     static func run(count: Int) async throws {
         print("mesh benchmark: \(count) changes on node A reaching node B, two mesh nodes paired both ways, loopback HTTPS")

@@ -90,10 +90,10 @@ struct ReplicationRun: Sendable {
     /// last save, by this pass or the ones its checkpointer came from). A continuous pass that
     /// wrote nothing, over a short page, saves none: in a mesh, each revision that reaches a
     /// node wakes every peer's pull from it, and all but one find nothing new, yet each saved a
-    /// checkpoint on both sides (in ten nodes, about 80 requests and 160 transactions a write). The next pass examines
-    /// those few changes again from the last checkpoint saved, which at most this many keep.
-    /// A filtered pass always saves: the changes its filter skipped are not counted in its rows,
-    /// and its checkpoint is what spares the next pass reading them all again.
+    /// checkpoint on both sides (in ten nodes, about 80 requests and 160 transactions a write).
+    /// The next pass examines those few changes again from the last checkpoint saved, which at
+    /// most this many keep. A filtered pass always saves: the changes its filter skipped are not
+    /// counted in its rows, and its checkpoint is what spares the next pass reading them all again.
     static func saves(rows: Int, wrote: Int, continuous: Bool, filtered: Bool) -> Bool {
         !continuous || filtered || wrote > 0 || rows >= unsavedRowsLimit
     }
