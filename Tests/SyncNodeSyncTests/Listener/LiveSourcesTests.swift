@@ -48,15 +48,11 @@ import SyncNodeTestSupport
             let origin = try #require(try h.node.database("db", create: true)?.defaultCollection())
             try origin.save(MutableDocument(id: "a"))
             let peer = try ReplicatorTests.Peer()
-            var config = SharedFetchTests.pull(into: peer, from: try ReplicatorTests.pairingURL(h))
-            config.continuous = true
-            let replicator = Replicator(config: config)
-            replicator.start()
+            let replicator = try await ContinuousPassTests.caughtUpPull(into: peer, from: h, last: "a")
             #expect(try await eventually(within: 30) { LivePulls.shared.sources(of: peer.collection, except: "").contains { $0.hasSuffix("/db") } })
-            #expect(LivePulls.shared.sources(of: peer.collection, except: "").count == 1)
-            #expect(try peer.collection.document(id: "a") != nil)
             let named = LivePulls.shared.sources(of: peer.collection, except: "")
-            #expect(LivePulls.shared.sources(of: peer.collection, except: named[0]).isEmpty, "the peer asked is left out")
+            #expect(named.count == 1)
+            #expect(LivePulls.shared.sources(of: peer.collection, except: try #require(named.first)).isEmpty, "the peer asked is left out")
             replicator.stop()
             #expect(try await eventually(within: 30) { LivePulls.shared.sources(of: peer.collection, except: "").isEmpty })
         }
