@@ -37,13 +37,7 @@ extension Handlers {
         // moment later: it gets them from there, so a mesh does not make n² useless passes in
         // the milliseconds a write crosses, and the passes it makes cover several writes.
         let covered = spec.feed == .longpoll ? spec.liveSources : []
-        let token = collection.addChangeListener { change in
-            if !covered.isEmpty, change.documents.allSatisfy({ Self.pulled($0, fromAnyOf: covered) }) {
-                signal.fire(after: Self.coveredWakeDelay)
-            } else {
-                signal.fire()
-            }
-        }
+        let token = collection.addChangeListener { change in Self.wake(signal, for: change.documents, covered: covered) }
         // A waiting feed outlives its request's sign-in check: it wakes when access changes, and
         // ends when its asker may read this keyspace no more.
         let revocation = FeedRevocation(handlers: self, current: Authentication.ofRequest?.current, keyspace: Keyspace(collection), signal: signal)
@@ -362,10 +356,15 @@ extension Handlers {
     /// enough that the asker's checkpoint here, and so its sync status, lags little.
     static let coveredWakeDelay = Duration.milliseconds(250)
 
-    /// Whether this node's replicator pulled `document` from one of `sources`.
-    static func pulled(_ document: ChangedDocument, fromAnyOf sources: Set<String>) -> Bool {
-        guard case .replication(let peer) = document.origin else { return false }
-        return sources.contains(peer)
+    /// Wakes a feed's `signal` for a commit's `documents`: `delay` later when this node's
+    /// replicator pulled every one of them from one of `covered` (a long poll's `live_sources`),
+    /// else at once.
+    static func wake(_ signal: ChangeSignal, for documents: [ChangedDocument], covered: Set<String>, delay: Duration = coveredWakeDelay) {
+        let pulledFromCovered = !covered.isEmpty && documents.allSatisfy { document in
+            guard case .replication(let peer) = document.origin else { return false }
+            return covered.contains(peer)
+        }
+        if pulledFromCovered { signal.fire(after: delay) } else { signal.fire() }
     }
 }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import SyncNodeStore
 @testable import SyncNodeSync
@@ -8,32 +7,42 @@ import SyncNodeTestSupport
 /// `live_sources`: a long poll is not woken by a change this node pulled from a peer its asker
 /// already pulls from live, and a continuous pull names its live sources.
 @Suite struct LiveSourcesTests {
-    /// The long poll names `node-b/db`. A change pulled from there does not end it at once (it
-    /// would, 250 ms later); a local write 100 ms later does, and the answer carries both. Without
-    /// the name, the pulled change ends it.
-    @Test func aChangePulledFromALiveSourceWaitsForTheNextWake() async throws {
-        let arrived = Mutex(0)
-        let h = try await ListenerHarness(faultInjector: FaultInjector { _, path in
-            if path.hasSuffix("/_changes") { arrived.withLock { $0 += 1 } }
-            return nil
-        })
+    /// A commit pulled from a covered source wakes the feed only after the delay; any other
+    /// commit (local, or pulled from a source the asker does not name) wakes it at once.
+    @Test func aChangePulledFromALiveSourceWakesLater() async throws {
+        let pulled = ChangedDocument(id: "p", revisionID: "1-a", isDeleted: false, isConflicted: false, origin: .replication(peer: "node-b/db"))
+        let elsewhere = ChangedDocument(id: "q", revisionID: "1-b", isDeleted: false, isConflicted: false, origin: .replication(peer: "node-x/db"))
+        let local = ChangedDocument(id: "l", revisionID: "1-c", isDeleted: false, isConflicted: false, origin: .local)
+        let covered: Set<String> = ["node-b/db", "node-c/db"]
+
+        let held = ChangeSignal()
+        Handlers.wake(held, for: [pulled], covered: covered, delay: .seconds(600))
+        #expect(await held.wait(timeout: .zero) == false, "a covered commit woke the feed at once")
+        for (documents, sources) in [([pulled, local], covered), ([elsewhere], covered), ([pulled], [])] {
+            let signal = ChangeSignal()
+            Handlers.wake(signal, for: documents, covered: sources, delay: .seconds(600))
+            #expect(await signal.wait(timeout: .zero), "\(documents.map(\.id)) with \(sources) did not wake the feed")
+        }
+        let later = ChangeSignal()
+        Handlers.wake(later, for: [pulled], covered: covered, delay: .milliseconds(10))
+        #expect(await later.wait(timeout: .seconds(60)), "the delayed wake never came")
+    }
+
+    /// End to end: a long poll with `live_sources` answers a pulled change (with the next wake),
+    /// a long poll without answers it, and a malformed `live_sources` is refused.
+    @Test func longPollsReadLiveSources() async throws {
+        let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {
             _ = try await h.request(.PUT, "/db")
             let c = try #require(try h.node.database("db")).defaultCollection()
-            let sources = #"["node-b/db","node-c/db"]"#.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            let sources = #"["node-b/db"]"#.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
             let covered = Task { try await h.request(.GET, "/db/_changes?feed=longpoll&since=0&timeout=30000&live_sources=\(sources)") }
             let plain = Task { try await h.request(.GET, "/db/_changes?feed=longpoll&since=0&timeout=30000") }
-            #expect(try await eventually(within: 30) { arrived.withLock { $0 } == 2 })
-            // Both are waiting (each reads the empty feed once, then waits; a second re-reads).
-            try await Task.sleep(for: .milliseconds(200))
             try c.insertRevision(id: "pulled", history: ["1-aaaa"], deleted: false, body: ["n": 1],
                                  author: WriteAuthor(origin: .replication(peer: "node-b/db")))
-            try await Task.sleep(for: .milliseconds(100))
-            try c.save(MutableDocument(id: "local"))
             #expect(try await plain.value["results"]?.array?.first?["id"]?.stringValue == "pulled")
             let answer = try await covered.value
-            #expect(answer.status == 200)
-            #expect(answer["results"]?.array?.compactMap { $0["id"]?.stringValue } == ["pulled", "local"])
+            #expect(answer.status == 200 && answer["results"]?.array?.first?["id"]?.stringValue == "pulled")
 
             let bad = try await h.request(.GET, "/db/_changes?feed=longpoll&live_sources=%7B%7D")
             #expect(bad.status == 400 && bad["reason"]?.stringValue?.contains("live_sources") == true)
