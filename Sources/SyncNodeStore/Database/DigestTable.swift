@@ -46,10 +46,8 @@ enum DigestTable {
     /// with raw cached statements. Through GRDB's arguments and an SQL function, each bucket's
     /// update cost a single save about a tenth of its time.
     static func apply(_ db: GRDB.Database, collectionID: Int64, _ changes: some Sequence<(bucket: Int, change: CollectionDigest.Accumulator)>) throws {
-        let readStatement = try db.cachedStatement(sql: "SELECT count, deleted, hash FROM c\(collectionID)_digest WHERE bucket = ?")
-        let writeStatement = try db.cachedStatement(sql: "UPDATE c\(collectionID)_digest SET count = ?, deleted = ?, hash = ? WHERE bucket = ?")
-        let read = SQLiteStatement(readStatement.sqliteStatement, owner: readStatement)
-        let write = SQLiteStatement(writeStatement.sqliteStatement, owner: writeStatement)
+        let read = try SQLiteStatement.cached(db, "SELECT count, deleted, hash FROM c\(collectionID)_digest WHERE bucket = ?")
+        let write = try SQLiteStatement.cached(db, "UPDATE c\(collectionID)_digest SET count = ?, deleted = ?, hash = ? WHERE bucket = ?")
         for (bucket, change) in changes {
             read.bind(1, Int64(bucket))
             guard try read.step() else {

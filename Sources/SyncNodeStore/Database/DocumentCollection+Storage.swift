@@ -78,8 +78,7 @@ extension DocumentCollection {
     /// statements run once per document, where GRDB's argument arrays cost
     /// more than the SQL (measured with callgrind).
     func raw(_ db: GRDB.Database, _ sql: String) throws -> SQLiteStatement {
-        let statement = try db.cachedStatement(sql: sql)
-        return SQLiteStatement(statement.sqliteStatement, owner: statement)
+        try SQLiteStatement.cached(db, sql)
     }
 
     /// Takes the next sequence number. The counter lives in the collections
