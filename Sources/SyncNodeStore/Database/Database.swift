@@ -313,8 +313,8 @@ public final class Database: Sendable {
                         digests.beginTransaction()
                         result = Swift.Result { try body(db) }
                         if case .failure = result { return .rollback }
-                        try digests.flush(db)
-                        let counters = try sequences.flush(db)
+                        let logs = try digests.flush(db, with: sequences)
+                        let counters = try sequences.flush(db, digestLogs: logs)
                         // Recorded before the commit: a poll in between must not take these for another process's.
                         externalChanges.noteOwnCommit(counters)
                         return .commit

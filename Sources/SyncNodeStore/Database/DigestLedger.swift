@@ -10,7 +10,9 @@ import Synchronization
 /// here: `DocumentCollection.persist` and `purgeRow`, and expiry's purge. `DigestTests` checks
 /// the digest against a recomputation after each kind of write.
 final class DigestLedger: Sendable {
-    /// Per collection: the change so far to each bucket in this transaction.
+    /// Per collection: the change so far to each bucket in this transaction. Kept from one
+    /// transaction to the next, emptied bucket by bucket: making its arrays anew cost a single
+    /// save more than hashing its entries does.
     private let changes = Mutex<[Int64: Buckets]>([:])
     /// Off only to measure what digests cost (`SyncNodeBenchmarks digest`); the file's digests are wrong then.
     let enabled = Atomic(true)
@@ -28,11 +30,28 @@ final class DigestLedger: Sendable {
             }
             sums[bucket].add(change)
         }
+
+        /// The touched buckets' changes, in the order first touched; empties them.
+        mutating func take() -> [(bucket: Int, change: CollectionDigest.Accumulator)] {
+            defer { clear() }
+            return touched.map { ($0, sums[$0]) }
+        }
+
+        mutating func clear() {
+            for bucket in touched {
+                sums[bucket] = .init()
+                isTouched[bucket] = false
+            }
+            touched.removeAll(keepingCapacity: true)
+        }
     }
 
     /// Forgets an earlier transaction's changes (committed or rolled back).
     func beginTransaction() {
-        changes.withLock { $0.removeAll(keepingCapacity: true) }
+        changes.withLock { all in
+            // Keys copied first: a view of them would share the storage and make it copy on write.
+            for key in Array(all.keys) { all[key]?.clear() }
+        }
     }
 
     /// A document row of collection `collectionID` went from `old` to `new` (nil: no row). A
@@ -63,14 +82,25 @@ final class DigestLedger: Sendable {
         _ = changes.withLock { $0.removeValue(forKey: collectionID) }
     }
 
-    /// Writes the changes to the digest logs (``DigestLog``) or tables; call last in the transaction.
-    func flush(_ db: GRDB.Database) throws {
+    /// Adds the changes to the digest logs (``DigestLog``), or folds them into the tables; call
+    /// last in the transaction, before `sequences` writes its counters. Returns the logs to
+    /// store with those counters (for collections `sequences` read a log for); writes the others.
+    func flush(_ db: GRDB.Database, with sequences: SequenceAllocator) throws -> [Int64: [UInt8]] {
         let pending = changes.withLock { all in
-            defer { all.removeAll(keepingCapacity: true) }
-            return all
+            Array(all.keys).compactMap { key -> (Int64, [(bucket: Int, change: CollectionDigest.Accumulator)])? in
+                guard let taken = all[key]?.take(), !taken.isEmpty else { return nil }
+                return (key, taken)
+            }
         }
-        for (collectionID, buckets) in pending {
-            try DigestLog.record(db, collectionID: collectionID, buckets.touched.lazy.map { ($0, buckets.sums[$0]) })
+        var logs: [Int64: [UInt8]] = [:]
+        for (collectionID, changes) in pending {
+            if let stored = sequences.digestLog(collectionID: collectionID) {
+                logs[collectionID] = try DigestLog.adding(changes, toStored: stored, db, collectionID: collectionID)
+            } else {
+                // Every write that changes a digest takes a sequence; this is only a safe default.
+                try DigestLog.record(db, collectionID: collectionID, changes)
+            }
         }
+        return logs
     }
 }

@@ -35,36 +35,48 @@ enum DigestLog {
     /// and encode all of it.
     static func record(_ db: GRDB.Database, collectionID: Int64, _ changes: some Collection<(bucket: Int, change: CollectionDigest.Accumulator)>) throws {
         let logged = try stored(db, collectionID: collectionID)
+        let bytes = try adding(changes, to: logged, db, collectionID: collectionID)
+        if bytes != logged.bytes { try write(db, collectionID: collectionID, bytes) }
+    }
+
+    /// The list to store once a transaction's `changes` are added to the `stored` one (as read
+    /// with the collection's sequence counter, ``SequenceAllocator``): longer, or empty when
+    /// they were folded into the table.
+    static func adding(_ changes: some Collection<(bucket: Int, change: CollectionDigest.Accumulator)>, toStored stored: [UInt8],
+                       _ db: GRDB.Database, collectionID: Int64) throws -> [UInt8] {
+        guard let logged = Entries(checking: stored) else { throw damaged(collectionID) }
+        return try adding(changes, to: logged, db, collectionID: collectionID)
+    }
+
+    private static func adding(_ changes: some Collection<(bucket: Int, change: CollectionDigest.Accumulator)>, to logged: Entries,
+                               _ db: GRDB.Database, collectionID: Int64) throws -> [UInt8] {
         // A batch that alone names more buckets than the list holds is not put in the list first.
         if changes.count <= capacity {
             var log = logged
-            if changes.allSatisfy({ log.add($0.change, to: $0.bucket) }) {
-                try write(db, collectionID: collectionID, log.bytes)
-                return
-            }
+            if changes.allSatisfy({ log.add($0.change, to: $0.bucket) }) { return log.bytes }
         }
         var merged = logged.changes
         for (bucket, change) in changes { merged[bucket, default: .init()].add(change) }
         try DigestTable.apply(db, collectionID: collectionID, merged.sorted { $0.key < $1.key }.lazy.map { ($0.key, $0.value) })
-        if logged.count > 0 { try write(db, collectionID: collectionID, []) }
+        return []
+    }
+
+    private static func damaged(_ collectionID: Int64) -> StoreError {
+        StoreError.storage("the digest log of collection \(collectionID) is damaged")
     }
 
     private static func stored(_ db: GRDB.Database, collectionID: Int64) throws -> Entries {
-        let statement = try db.cachedStatement(sql: "SELECT digest_log FROM collections WHERE id = ?")
-        let read = SQLiteStatement(statement.sqliteStatement, owner: statement)
+        let read = try SQLiteStatement.cached(db, "SELECT digest_log FROM collections WHERE id = ?")
         read.bind(1, collectionID)
         defer { read.reset() }
         // Writes name only live collections (a dropped one is forgotten first): no row is damage.
         guard try read.step() else { throw StoreError.storage("collection \(collectionID) has no row for its digest log") }
-        guard let log = read.withBlob(0, { Entries(checking: Array($0)) }) else {
-            throw StoreError.storage("the digest log of collection \(collectionID) is damaged")
-        }
+        guard let log = read.withBlob(0, { Entries(checking: Array($0)) }) else { throw damaged(collectionID) }
         return log
     }
 
     private static func write(_ db: GRDB.Database, collectionID: Int64, _ bytes: [UInt8]) throws {
-        let statement = try db.cachedStatement(sql: "UPDATE collections SET digest_log = ? WHERE id = ?")
-        let write = SQLiteStatement(statement.sqliteStatement, owner: statement)
+        let write = try SQLiteStatement.cached(db, "UPDATE collections SET digest_log = ? WHERE id = ?")
         defer { write.reset() }
         if bytes.isEmpty {
             write.bindNull(1)
