@@ -3,7 +3,11 @@ import ServiceLifecycle
 import SyncNodeStore
 
 /// A long poll's wait: until its feed has something to answer, its timeout passes or the
-/// listener stops, in slices of at most a second so a graceful stop is not held up.
+/// listener stops.
+///
+/// It sleeps until its signal fires (a change, a change of access, a graceful stop) and only
+/// then looks at the feed: a mesh node serves a long poll to each of its peers, and looking
+/// once a second cost an idle node a read and a wakeup per peer each second.
 struct LongPollWait {
     private let handlers: Handlers
     private let collection: DocumentCollection
@@ -14,6 +18,8 @@ struct LongPollWait {
     /// How far the wait has looked: a selector's wait tests each change once.
     private var looked: Int64
     private var lastBeat = ContinuousClock.now
+    /// Whether the feed may have something since the last look: a change fired the signal.
+    private var mayHaveChanged = true
 
     init(handlers: Handlers, collection: DocumentCollection, spec: Handlers.ChangesRequest, signal: ChangeSignal, revocation: FeedRevocation) {
         self.handlers = handlers
@@ -31,12 +37,22 @@ struct LongPollWait {
     ///
     /// - Throws: `CouchError.forbidden` when the asker's access is withdrawn meanwhile.
     mutating func next(heartbeat: Duration?) async throws -> Bool {
-        while try handlers.environment.faultInjector?.deafFeeds() == true || nothingYet(),
-              !Task.isShuttingDownGracefully,
-              ContinuousClock.now < deadline {
-            var slice = min(.seconds(1), ContinuousClock.now.duration(to: deadline))
+        // A fault injector's deafness may end at any moment, without a change: it is asked each second.
+        let deafness = handlers.environment.faultInjector?.deafFeeds
+        while !Task.isShuttingDownGracefully, ContinuousClock.now < deadline {
+            if mayHaveChanged || deafness != nil {
+                mayHaveChanged = false
+                if deafness?() != true, try !nothingYet() { return false }
+            }
+            var slice = ContinuousClock.now.duration(to: deadline)
+            if deafness != nil { slice = min(slice, .seconds(1)) }
             if let heartbeat { slice = min(slice, max(.zero, heartbeat - lastBeat.duration(to: .now))) }
-            _ = await signal.wait(timeout: slice)
+            let signal = signal
+            mayHaveChanged = await withGracefulShutdownHandler {
+                await signal.wait(timeout: slice)
+            } onGracefulShutdown: {
+                signal.fire()
+            }
             if revocation.isRevoked() {
                 throw CouchError.forbidden("Access to '\(Keyspace(collection).name)' was withdrawn while this feed waited.")
             }
