@@ -13,15 +13,15 @@ import Glibc
 /// ``coalescing`` before telling anyone: the kernel folds repeated events
 /// meanwhile, so a heavy writer (an import writes its log page by page) costs
 /// about 20 wakeups a second, not one per write.
-final class DirectoryWriteMonitor: Sendable {
+package final class DirectoryWriteMonitor: Sendable {
     /// The process's monitor; nil where inotify is unavailable.
-    static let shared: DirectoryWriteMonitor? = DirectoryWriteMonitor()
+    package static let shared: DirectoryWriteMonitor? = DirectoryWriteMonitor()
 
     /// Writes within this window after a wakeup make one call per directory.
     static let coalescing = DispatchTimeInterval.milliseconds(50)
 
     /// A subscription; ``cancel()`` ends it.
-    final class Subscription: Sendable {
+    package final class Subscription: Sendable {
         fileprivate let watch: Int32
         fileprivate let monitor: DirectoryWriteMonitor
         fileprivate init(watch: Int32, monitor: DirectoryWriteMonitor) {
@@ -29,7 +29,7 @@ final class DirectoryWriteMonitor: Sendable {
             self.monitor = monitor
         }
 
-        func cancel() { monitor.remove(self) }
+        package func cancel() { monitor.remove(self) }
     }
 
     private struct State {
@@ -60,11 +60,15 @@ final class DirectoryWriteMonitor: Sendable {
         #endif
     }
 
-    /// Calls `handler` (on a private serial queue) after writes to files directly in `directory`.
-    func subscribe(directory: String, handler: @escaping @Sendable () -> Void) -> Subscription? {
+    /// Calls `handler` (on a private serial queue) after writes to files directly in `directory`;
+    /// with `replacements`, also after files there are created, renamed into place or removed
+    /// (a file replaced whole, as by an editor or an atomic write).
+    package func subscribe(directory: String, replacements: Bool = false, handler: @escaping @Sendable () -> Void) -> Subscription? {
         #if os(Linux)
         return state.withLock { s in
-            let watch = inotify_add_watch(fd, directory, UInt32(IN_MODIFY))
+            let events = UInt32(IN_MODIFY) | (replacements ? UInt32(IN_CREATE) | UInt32(IN_MOVED_TO) | UInt32(IN_DELETE) : 0)
+            // Added to the events of a watch on the same directory, never in their place.
+            let watch = inotify_add_watch(fd, directory, events | UInt32(IN_MASK_ADD))
             guard watch >= 0 else { return nil }
             let subscription = Subscription(watch: watch, monitor: self)
             s.handlers[watch, default: []].append((ObjectIdentifier(subscription), handler))

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SyncNodeStore
 
 /// Tells what outlives a request's sign-in (continuous and long-poll feeds, `_replicate` jobs,
 /// a mesh node's replications) that who may do what has changed, so that each can check its
@@ -7,7 +8,8 @@ import Synchronization
 ///
 /// Changes come from this process (a `_security` change, ``changed()``) and from files other
 /// processes edit (`syncnode trust remove`, `syncnode user remove`, `syncnode invite --revoke`),
-/// which ``run()`` looks at every ``interval``: a `stat` each, nothing more.
+/// which ``run()`` looks at when inotify says their directory changed, and every ``backstop``
+/// (every ``interval`` without inotify): a `stat` each, nothing more.
 final class AccessWatch: Sendable {
     private struct State {
         var generation = 0
@@ -17,8 +19,10 @@ final class AccessWatch: Sendable {
 
     private let state = Mutex(State())
     private let files: [URL]
-    /// How often the files are looked at.
+    /// How often the files are looked at without inotify.
     static let interval = Duration.milliseconds(200)
+    /// How often they are looked at anyway with inotify: an idle node wakes for nothing else.
+    static let backstop = Duration.seconds(2)
 
     /// Watches `files` (the trusted peers, the users) besides the changes told in-process.
     init(files: [URL]) {
@@ -55,8 +59,15 @@ final class AccessWatch: Sendable {
 
     /// Looks at the files until cancelled.
     func run() async {
+        let written = ChangeSignal()
+        let subscriptions = Set(files.map { $0.deletingLastPathComponent().path }).compactMap {
+            DirectoryWriteMonitor.shared?.subscribe(directory: $0, replacements: true) { written.fire() }
+        }
+        defer { for subscription in subscriptions { subscription.cancel() } }
+        let period = subscriptions.isEmpty ? Self.interval : Self.backstop
         var stamps = files.map(FileStamp.of)
-        while (try? await Task.sleep(for: Self.interval)) != nil {
+        while !Task.isCancelled {
+            _ = await written.wait(timeout: period)
             let now = files.map(FileStamp.of)
             if now != stamps {
                 stamps = now
