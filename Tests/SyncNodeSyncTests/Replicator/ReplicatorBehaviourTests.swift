@@ -174,7 +174,8 @@ import Testing
             let token = replicator.addChangeListener { if $0.status.activity == .offline { offline.append(.offline) } }
             defer { token.remove() }
             #expect(try await replicator.runOnce().pulled == 5, "completed after three 503 answers")
-            #expect(await offline.wait(count: 3).count == 3)
+            // Waits that end as soon as the events come: long enough for a loaded CI run.
+            #expect(await offline.wait(count: 3, timeout: .seconds(30)).count == 3)
 
             // Always 503 with few attempts: the status keeps the HTTP status.
             failures.withLock { $0 = 1000 }
@@ -192,7 +193,7 @@ import Testing
             let watch = continuous.addChangeListener { if ($0.status.error as? CouchError)?.status == 503 { seen.append(503) } }
             defer { watch.remove() }
             continuous.start()
-            #expect(await seen.wait(count: 1).count == 1)
+            #expect(await seen.wait(count: 1, timeout: .seconds(30)).count == 1)
             continuous.stop()
             await continuous.waitUntilStopped()
             #expect(continuous.status.activity == .stopped && continuous.status.error == nil, "\(String(describing: continuous.status.error))")
