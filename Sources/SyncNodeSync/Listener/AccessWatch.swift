@@ -19,14 +19,19 @@ final class AccessWatch: Sendable {
 
     private let state = Mutex(State())
     private let files: [URL]
+    private let backstop: Duration
+    /// Whether ``run()`` follows the files through inotify (else it looks every ``interval``).
+    let followsWrites = Atomic(false)
     /// How often the files are looked at without inotify.
     static let interval = Duration.milliseconds(200)
     /// How often they are looked at anyway with inotify: an idle node wakes for nothing else.
     static let backstop = Duration.seconds(2)
 
-    /// Watches `files` (the trusted peers, the users) besides the changes told in-process.
-    init(files: [URL]) {
+    /// Watches `files` (the trusted peers, the users) besides the changes told in-process,
+    /// looking at them every `backstop` even when inotify says nothing.
+    init(files: [URL], backstop: Duration = AccessWatch.backstop) {
         self.files = files
+        self.backstop = backstop
     }
 
     /// Bumped at each change: a check made at generation N holds until it moves.
@@ -64,7 +69,8 @@ final class AccessWatch: Sendable {
             DirectoryWriteMonitor.shared?.subscribe(directory: $0, replacements: true) { written.fire() }
         }
         defer { for subscription in subscriptions { subscription.cancel() } }
-        let period = subscriptions.isEmpty ? Self.interval : Self.backstop
+        followsWrites.store(!subscriptions.isEmpty, ordering: .relaxed)
+        let period = subscriptions.isEmpty ? Self.interval : backstop
         var stamps = files.map(FileStamp.of)
         while !Task.isCancelled {
             _ = await written.wait(timeout: period)
