@@ -83,20 +83,15 @@ final class SequenceAllocator: Sendable {
             return c.mapValues(\.allocated)
         }
         for (collectionID, allocated) in dirty {
-            if let log = digestLogs[collectionID] {
-                let row = try SQLiteStatement.cached(db, "UPDATE collections SET last_seq = ?, digest_log = ? WHERE id = ?")
-                defer { row.reset() }
-                row.bind(1, allocated.last)
-                if log.isEmpty { row.bindNull(2) } else { log.withUnsafeBytes { row.bind(2, blob: $0) } }
-                row.bind(3, collectionID)
-                _ = try row.step()
-            } else {
-                let counter = try SQLiteStatement.cached(db, "UPDATE collections SET last_seq = ? WHERE id = ?")
-                defer { counter.reset() }
-                counter.bind(1, allocated.last)
-                counter.bind(2, collectionID)
-                _ = try counter.step()
-            }
+            let log = digestLogs[collectionID]
+            let update = try SQLiteStatement.cached(db, log == nil
+                ? "UPDATE collections SET last_seq = ?2 WHERE id = ?1"
+                : "UPDATE collections SET last_seq = ?2, digest_log = ?3 WHERE id = ?1")
+            defer { update.reset() }
+            update.bind(1, collectionID)
+            update.bind(2, allocated.last)
+            if let log { if log.isEmpty { update.bindNull(3) } else { log.withUnsafeBytes { update.bind(3, blob: $0) } } }
+            _ = try update.step()
         }
         return dirty
     }
