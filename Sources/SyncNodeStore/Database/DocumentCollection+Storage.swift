@@ -59,7 +59,7 @@ extension DocumentCollection {
         }) {
             return kept
         }
-        let s = try raw(db, tables.selectRow)
+        let s = try SQLiteStatement.cached(db, tables.selectRow)
         defer { s.reset() }
         s.bind(1, id)
         guard try s.step() else { return nil }
@@ -72,13 +72,6 @@ extension DocumentCollection {
             transaction: database.sequences.transaction,
             lastSequence: database.sequences.last(collectionID: tableID), id: id, row: row)
         lastRowRead.withLock { $0 = kept }
-    }
-
-    /// A cached statement for binding and stepping directly: the save path's
-    /// statements run once per document, where GRDB's argument arrays cost
-    /// more than the SQL (measured with callgrind).
-    func raw(_ db: GRDB.Database, _ sql: String) throws -> SQLiteStatement {
-        try SQLiteStatement.cached(db, sql)
     }
 
     /// Takes the next sequence number. The counter lives in the collections
@@ -299,10 +292,10 @@ extension DocumentCollection {
         }
         let s: SQLiteStatement
         if let current {
-            s = try raw(db, tables.updateRow)
+            s = try SQLiteStatement.cached(db, tables.updateRow)
             s.bind(6, current.key)
         } else {
-            s = try raw(db, tables.insertRow)
+            s = try SQLiteStatement.cached(db, tables.insertRow)
             s.bind(6, id)
         }
         defer { s.reset() }
@@ -319,7 +312,7 @@ extension DocumentCollection {
         for (rev, body) in spare {
             // An ancestor's blobs are kept by name: a peer that has it is sent them as stubs.
             guard let index = tree.index(of: rev), keepsAncestors || tree.isLeaf(index) || body.holdsBlobs else { continue }
-            let keep = try raw(db, tables.keepBody)
+            let keep = try SQLiteStatement.cached(db, tables.keepBody)
             defer { keep.reset() }
             keep.bind(1, key)
             keep.bind(2, rev)
@@ -333,7 +326,7 @@ extension DocumentCollection {
             dropped.append(tree.nodes[parent].rev)
         }
         for rev in dropped {
-            let drop = try raw(db, tables.dropBody)
+            let drop = try SQLiteStatement.cached(db, tables.dropBody)
             defer { drop.reset() }
             drop.bind(1, key)
             drop.bind(2, rev)

@@ -55,7 +55,7 @@ extension DocumentCollection {
         try checkLive()
         // Read raw, not through GRDB rows: a serving node reads every change of a pull here.
         return try database.readStatement { db in
-            let s = try raw(db, includeBodies ? tables.selectChangesWithBodies : tables.selectChanges)
+            let s = try SQLiteStatement.cached(db, includeBodies ? tables.selectChangesWithBodies : tables.selectChanges)
             defer { s.reset() }
             s.bind(1, since)
             s.bind(2, Int64(limit ?? -1))
@@ -126,7 +126,7 @@ extension DocumentCollection {
                 ids.writeString(id)
             }
             ids.writeRaw("]")
-            let s = try raw(db, tables.selectTrees)
+            let s = try SQLiteStatement.cached(db, tables.selectTrees)
             defer { s.reset() }
             s.bind(1, utf8: ids.bytes)
             var trees: [String: String] = [:]

@@ -49,7 +49,7 @@ extension DocumentCollection {
     package func body(id: String, rev: String, readingAtMost maxSize: Int = .max) throws -> RevisionBody? {
         try checkLive()
         return try database.read { db in
-            let s = try raw(db, tables.selectTree)
+            let s = try SQLiteStatement.cached(db, tables.selectTree)
             defer { s.reset() }
             s.bind(1, id)
             guard try s.step() else { return nil }
@@ -104,7 +104,7 @@ extension DocumentCollection {
     ) throws -> [StreamedRevision] {
         try checkLive()
         return try database.read { db in
-            let s = try raw(db, tables.selectTree)
+            let s = try SQLiteStatement.cached(db, tables.selectTree)
             defer { s.reset() }
             s.bind(1, id)
             guard try s.step() else { return [] }
