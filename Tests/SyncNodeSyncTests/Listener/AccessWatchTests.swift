@@ -27,8 +27,10 @@ struct AccessWatchTests {
             let before = changes.withLock { $0 }
             for attempt in 0..<30 {
                 try write(attempt)
-                for _ in 0..<100 where changes.withLock({ $0 }) == before { try await Task.sleep(for: .milliseconds(10)) }
-                if changes.withLock({ $0 }) > before { return true }
+                for _ in 0..<100 {
+                    if changes.withLock({ $0 }) > before { return true }
+                    try await Task.sleep(for: .milliseconds(10))
+                }
             }
             return false
         }
