@@ -3,17 +3,11 @@ extension Replicator {
     enum Work {
         /// The peer's long poll answered these changes.
         case changes(PeerChanges)
-        /// The peer's long poll ended with nothing to say, its feed where it was, and nothing
-        /// changed here.
+        /// The peer's long poll ended with nothing to say, and nothing changed here.
         case quiet
         /// Something may have changed: a local change, an answer that was not a page, or no
         /// answer in time.
         case unknown
-
-        var isQuiet: Bool {
-            if case .quiet = self { return true }
-            return false
-        }
 
         var changes: PeerChanges? {
             if case .changes(let changes) = self { return changes }

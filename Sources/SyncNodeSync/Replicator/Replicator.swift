@@ -230,12 +230,12 @@ public final class Replicator: Sendable {
                             // nothing to do: it is asked again, and only every few such a pass
                             // is made (it reads both sides' checkpoints again). In a mesh of n
                             // nodes, a pass per heartbeat was most of what an idle node did.
-                            var work: Work, polls = 0
-                            repeat {
-                                work = try await waitForWork(remote: remote, remoteID: remoteID, remoteSince: remoteSince, localSignal: signal)
-                                polls += 1
-                            } while work.isQuiet && polls < Self.quietPollsPerPass
-                            return work.changes
+                            for _ in 1..<Self.quietPollsPerPass {
+                                let work = try await waitForWork(remote: remote, remoteID: remoteID, remoteSince: remoteSince, localSignal: signal)
+                                if case .quiet = work { continue }
+                                return work.changes
+                            }
+                            return try await waitForWork(remote: remote, remoteID: remoteID, remoteSince: remoteSince, localSignal: signal).changes
                         }
                     }
                 }
@@ -366,10 +366,7 @@ public final class Replicator: Sendable {
                 group.addTask {
                     let answer = try await remote.waitForChanges(since: remoteSince, limit: limit, timeout: heartbeat, filter: filter, liveSources: sources)
                     guard let answer else { return .unknown }
-                    guard answer.rows.isEmpty else { return .changes(answer) }
-                    // An empty page whose feed moved on (changes a filter skipped, say) is not
-                    // quiet: asked again from the same place, it would answer the same at once.
-                    return answer.lastSeq == remoteSince ? .quiet : .unknown
+                    return answer.rows.isEmpty ? .quiet : .changes(answer)
                 }
             }
             group.addTask {
