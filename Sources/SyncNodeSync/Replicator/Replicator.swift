@@ -342,6 +342,22 @@ public final class Replicator: Sendable {
         return (result, remoteSince, checkpointers)
     }
 
+    /// What ended a wait for work.
+    private enum Work {
+        /// The peer's long poll answered these changes.
+        case changes(PeerChanges)
+        /// The peer's long poll ended with nothing to say, and nothing changed here.
+        case quiet
+        /// Something may have changed: a local change, an answer that was not a page, or no
+        /// answer in time.
+        case unknown
+
+        var changes: PeerChanges? {
+            if case .changes(let changes) = self { return changes }
+            return nil
+        }
+    }
+
     /// Empty long polls in a row that make a pass (the others are asked again at once): about
     /// two minutes with the default heartbeat.
     package static let quietPollsPerPass = 5
