@@ -31,9 +31,10 @@ final class SyncAudit: Sendable {
                     let inSync = judgement.state == .inSync
                     if report(judgement, stoodInSync != inSync) { stoodInSync = inSync }
                     last = judgement
-                    // In sync, the replicator's own feed wakes it on the next change: a slower
-                    // look suffices to catch a feed that stays silent (15 x), and costs an idle
-                    // node less.
+                    // In sync, the replicator's own feed wakes it on the next change, and so do
+                    // the passes it makes when a long poll ends empty (every heartbeat, 25 s): a
+                    // slower look suffices to catch a feed that stays silent (15 x), and costs an
+                    // idle node less.
                     guard await signal.wait(timeout: inSync ? interval * 15 : interval) else { continue }
                     // A short pass goes busy and idle again within milliseconds: judged once,
                     // after both, instead of once for each (a longer pass is judged while it runs).
@@ -103,8 +104,8 @@ final class SyncAudit: Sendable {
             // peer pulls from here is the peer's own replication to judge.
             let unverified = digestsMatch == nil && !replicator.config.isFiltered && (pending.push == nil || pending.pull == nil)
             // Equal digests with nothing pending are in sync even while a pass runs: the passes a
-            // continuous replicator makes after empty long polls find nothing, and must not make
-            // the node say, every few minutes, that it fell out of sync.
+            // continuous replicator makes when its long poll ends empty (every heartbeat) find
+            // nothing, and must not make the node say, twice a minute, that it fell out of sync.
             // Without digests, only an idle replicator's zero counts are taken for it.
             if pending.isZero, !unverified, digestsMatch == true || (digestsMatch == nil && before.activity == .idle && now.activity == .idle) {
                 return Judgement(state: .inSync, pending: pending)

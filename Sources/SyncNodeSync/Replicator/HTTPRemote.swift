@@ -265,7 +265,8 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         let (_, _, status, text) = try await changesAnswer("&feed=longpoll&timeout=\(ms)" + sources, since: since, limit: limit, filter: filter)
         guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, answer: text) }
         // An answer that is not a page still means "look now": the pass asks again.
-        return try? CouchAnswers.changesPage(text)
+        guard let page = try? CouchAnswers.changesPage(text), !page.rows.isEmpty else { return nil }
+        return page
     }
 
     func ensureFullCommit() async throws {

@@ -93,8 +93,8 @@ struct LocalDatabase: ReplicationPeer {
         let token = collection.addChangeListener { _ in signal.fire() }
         defer { token.remove() }
         if try collection.changeCount(since: Int64(since) ?? 0) > 0 { return nil }
-        guard await !signal.wait(timeout: timeout), !Task.isCancelled else { return nil }
-        return PeerChanges(rows: [], lastSeq: since, pending: nil)
+        _ = await signal.wait(timeout: timeout)
+        return nil
     }
 
     /// Every store transaction is durable when it commits.

@@ -31,8 +31,7 @@ protocol ReplicationPeer: Sendable {
     func digestRoot(pendingSince: String?) async throws -> (root: String, pending: Int?)?
     /// Returns once the peer has changes after `since`, or after `timeout`: with the first page
     /// of them (at most `limit`, every leaf revision) when its answer carries them, so the next
-    /// pass need not ask again; a page without rows when it said it has none after `timeout`;
-    /// nil when it does not say (there may be changes). `liveSources` names the
+    /// pass need not ask again; nil when it timed out or does not say. `liveSources` names the
     /// peers this node already pulls from live (``LivePulls``): a node may answer later for the
     /// changes it pulled from one of them.
     func waitForChanges(since: String, limit: Int, timeout: Duration, filter: ChangeFilter, liveSources: [String]) async throws -> PeerChanges?

@@ -226,16 +226,7 @@ public final class Replicator: Sendable {
                         }
                         // Caught up: other pulls into this collection name this peer while it waits.
                         prefetched = try await LivePulls.shared.waiting(on: remoteID, into: config.collection, counted: config.replicatorType != .push) {
-                            // A long poll that ends with nothing, and no local change, means
-                            // nothing to do: it is asked again, and only every few such a pass
-                            // is made (it reads both sides' checkpoints again). In a mesh of n
-                            // nodes, a pass per heartbeat was most of what an idle node did.
-                            for _ in 1..<Self.quietPollsPerPass {
-                                let work = try await waitForWork(remote: remote, remoteID: remoteID, remoteSince: remoteSince, localSignal: signal)
-                                if case .quiet = work { continue }
-                                return work.changes
-                            }
-                            return try await waitForWork(remote: remote, remoteID: remoteID, remoteSince: remoteSince, localSignal: signal).changes
+                            try await waitForWork(remote: remote, remoteID: remoteID, remoteSince: remoteSince, localSignal: signal)
                         }
                     }
                 }
@@ -342,56 +333,32 @@ public final class Replicator: Sendable {
         return (result, remoteSince, checkpointers)
     }
 
-    /// What ended a wait for work.
-    private enum Work {
-        /// The peer's long poll answered these changes.
-        case changes(PeerChanges)
-        /// The peer's long poll ended with nothing to say, and nothing changed here.
-        case quiet
-        /// Something may have changed: a local change, an answer that was not a page, or no
-        /// answer in time.
-        case unknown
-
-        var changes: PeerChanges? {
-            if case .changes(let changes) = self { return changes }
-            return nil
-        }
-    }
-
-    /// Empty long polls in a row that make a pass (the others are asked again at once): about
-    /// two minutes with the default heartbeat.
-    package static let quietPollsPerPass = 5
-
     /// Returns when there may be something to replicate: a local change (when
     /// pushing) or a remote one (when pulling, by long poll, with the first page of
-    /// them when the peer's answer carries it), or after a heartbeat.
-    private func waitForWork(remote: any ReplicationPeer, remoteID: String, remoteSince: String?, localSignal: ChangeSignal) async throws -> Work {
+    /// them when the peer's answer carries it), or after a minute.
+    private func waitForWork(remote: any ReplicationPeer, remoteID: String, remoteSince: String?, localSignal: ChangeSignal) async throws -> PeerChanges? {
         let pushing = config.replicatorType != .pull && state.withLock { $0.pushRefusal == nil }
         let filter = try changeFilter(.pull)
         let heartbeat = longPollTimeout
         let limit = config.batchSize
-        return try await withThrowingTaskGroup(of: Work.self) { group in
+        return try await withThrowingTaskGroup(of: PeerChanges?.self) { group in
             if pushing {
                 group.addTask {
                     _ = await localSignal.wait(timeout: heartbeat + .seconds(5))
-                    return .unknown
+                    return nil
                 }
             }
             if let remoteSince {
                 let sources = LivePulls.shared.sources(of: config.collection, except: remoteID)
-                group.addTask {
-                    let answer = try await remote.waitForChanges(since: remoteSince, limit: limit, timeout: heartbeat, filter: filter, liveSources: sources)
-                    guard let answer else { return .unknown }
-                    return answer.rows.isEmpty ? .quiet : .changes(answer)
-                }
+                group.addTask { try await remote.waitForChanges(since: remoteSince, limit: limit, timeout: heartbeat, filter: filter, liveSources: sources) }
             }
             group.addTask {
                 try await Task.sleep(for: heartbeat + .seconds(5))
-                return .unknown
+                return nil
             }
             let first = try await group.next()
             group.cancelAll()
-            return first ?? .unknown
+            return first ?? nil
         }
     }
 
