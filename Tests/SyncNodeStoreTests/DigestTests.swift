@@ -191,6 +191,22 @@ import Testing
         defer { try? db.close() }
         #expect(try db.defaultCollection().digest() == expected)
     }
+
+    /// A damaged digest log is said, on reading the digest and on the next write, and never
+    /// overwritten: the write that would have changed it rolls back whole.
+    @Test(arguments: ["x'0001'", "x'0005\(String(repeating: "00", count: 32))0003\(String(repeating: "00", count: 32))'",
+                      "x'0100\(String(repeating: "00", count: 32))'"])
+    func aDamagedDigestLogIsRefused(log: String) throws {
+        let f = try TasksFixture()
+        try f.tasks.save(MutableDocument(id: "kept"))
+        // A part of an entry, two entries out of bucket order, an entry of bucket 256.
+        try f.db.write { db in try db.execute(sql: "UPDATE collections SET digest_log = \(log) WHERE id = \(f.tasks.tableID)") }
+        #expect(throws: StoreError.self) { try f.tasks.digest() }
+        #expect(throws: StoreError.self) { try f.tasks.save(MutableDocument(id: "refused")) }
+        #expect(try f.tasks.document(id: "refused") == nil)
+        let stored = try f.db.read { db in try Data.fetchOne(db, sql: "SELECT digest_log FROM collections WHERE id = ?", arguments: [f.tasks.tableID]) }
+        #expect(stored.map { Hex.string(Array($0)) } == log.dropFirst(2).dropLast().lowercased())
+    }
 }
 
 /// A deterministic generator (SplitMix64), so a failure replays.

@@ -313,8 +313,8 @@ public final class Database: Sendable {
                         digests.beginTransaction()
                         result = Swift.Result { try body(db) }
                         if case .failure = result { return .rollback }
-                        let logs = try digests.flush(db, with: sequences)
-                        let counters = try sequences.flush(db, digestLogs: logs)
+                        try digests.flush(db, with: sequences)
+                        let counters = try sequences.flush(db)
                         // Recorded before the commit: a poll in between must not take these for another process's.
                         externalChanges.noteOwnCommit(counters)
                         return .commit

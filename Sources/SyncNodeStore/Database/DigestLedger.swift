@@ -13,17 +13,30 @@ final class DigestLedger: Sendable {
     /// Per collection: the change so far to each bucket in this transaction. Kept from one
     /// transaction to the next, emptied bucket by bucket: making its arrays anew cost a single
     /// save more than hashing its entries does.
-    private let changes = Mutex<[Int64: Buckets]>([:])
+    private let state = Mutex(State())
     /// Off only to measure what digests cost (`SyncNodeBenchmarks digest`); the file's digests are wrong then.
     let enabled = Atomic(true)
 
-    /// A collection's bucket changes, and which buckets have one.
-    private struct Buckets {
+    private struct State {
+        var collections: [Int64: Buckets] = [:]
+        /// Whether any collection holds a change not yet flushed (after a rollback, say).
+        var isPending = false
+
+        mutating func clear() {
+            guard isPending else { return }
+            for buckets in collections.values { buckets.clear() }
+            isPending = false
+        }
+    }
+
+    /// A collection's bucket changes, and which buckets have one. A class, so that a flush
+    /// that reads it while it is in the dictionary and then empties it copies no array.
+    private final class Buckets {
         var sums = [CollectionDigest.Accumulator](repeating: .init(), count: CollectionDigest.bucketCount)
         var isTouched = [Bool](repeating: false, count: CollectionDigest.bucketCount)
         var touched: [Int] = []
 
-        mutating func add(_ change: CollectionDigest.Accumulator, to bucket: Int) {
+        func add(_ change: CollectionDigest.Accumulator, to bucket: Int) {
             if !isTouched[bucket] {
                 isTouched[bucket] = true
                 touched.append(bucket)
@@ -31,13 +44,7 @@ final class DigestLedger: Sendable {
             sums[bucket].add(change)
         }
 
-        /// The touched buckets' changes, in the order first touched; empties them.
-        mutating func take() -> [(bucket: Int, change: CollectionDigest.Accumulator)] {
-            defer { clear() }
-            return touched.map { ($0, sums[$0]) }
-        }
-
-        mutating func clear() {
+        func clear() {
             for bucket in touched {
                 sums[bucket] = .init()
                 isTouched[bucket] = false
@@ -46,12 +53,9 @@ final class DigestLedger: Sendable {
         }
     }
 
-    /// Forgets an earlier transaction's changes (committed or rolled back).
+    /// Forgets an earlier transaction's changes (rolled back: a commit flushed them).
     func beginTransaction() {
-        changes.withLock { all in
-            // Keys copied first: a view of them would share the storage and make it copy on write.
-            for key in Array(all.keys) { all[key]?.clear() }
-        }
+        state.withLock { $0.clear() }
     }
 
     /// A document row of collection `collectionID` went from `old` to `new` (nil: no row). A
@@ -71,36 +75,42 @@ final class DigestLedger: Sendable {
             }
             if let old { count(old, sign: -1) }
             if let new { count(new, sign: 1) }
-            changes.withLock { all in
-                all[collectionID, default: Buckets()].add(change, to: bucket)
+            state.withLock { state in
+                if let buckets = state.collections[collectionID] {
+                    buckets.add(change, to: bucket)
+                } else {
+                    let buckets = Buckets()
+                    buckets.add(change, to: bucket)
+                    state.collections[collectionID] = buckets
+                }
+                state.isPending = true
             }
         }
     }
 
     /// A collection dropped in this transaction: it has no digest left to write to.
     func forget(collectionID: Int64) {
-        _ = changes.withLock { $0.removeValue(forKey: collectionID) }
+        _ = state.withLock { $0.collections.removeValue(forKey: collectionID) }
     }
 
-    /// Adds the changes to the digest logs (``DigestLog``), or folds them into the tables; call
-    /// last in the transaction, before `sequences` writes its counters. Returns the logs to
-    /// store with those counters (for collections `sequences` read a log for); writes the others.
-    func flush(_ db: GRDB.Database, with sequences: SequenceAllocator) throws -> [Int64: [UInt8]] {
-        let pending = changes.withLock { all in
-            Array(all.keys).compactMap { key -> (Int64, [(bucket: Int, change: CollectionDigest.Accumulator)])? in
-                guard let taken = all[key]?.take(), !taken.isEmpty else { return nil }
-                return (key, taken)
+    /// Adds the changes to the digest logs (``DigestLog``) that `sequences` read with their
+    /// counters and writes back with them, or folds them into the tables; call last in the
+    /// transaction, before `sequences` writes its counters.
+    func flush(_ db: GRDB.Database, with sequences: SequenceAllocator) throws {
+        let pending = state.withLock { state -> [(collectionID: Int64, changes: [(bucket: Int, change: CollectionDigest.Accumulator)])] in
+            guard state.isPending else { return [] }
+            defer { state.clear() }
+            return state.collections.compactMap { collectionID, buckets in
+                buckets.touched.isEmpty ? nil : (collectionID, buckets.touched.sorted().map { ($0, buckets.sums[$0]) })
             }
         }
-        var logs: [Int64: [UInt8]] = [:]
         for (collectionID, changes) in pending {
             if let stored = sequences.digestLog(collectionID: collectionID) {
-                logs[collectionID] = try DigestLog.adding(changes, toStored: stored, db, collectionID: collectionID)
+                sequences.setDigestLog(try DigestLog.adding(changes, toStored: stored, db, collectionID: collectionID), collectionID: collectionID)
             } else {
                 // Every write that changes a digest takes a sequence; this is only a safe default.
                 try DigestLog.record(db, collectionID: collectionID, changes)
             }
         }
-        return logs
     }
 }

@@ -25,54 +25,92 @@ enum DigestLog {
 
     /// The list kept for collection `collectionID`.
     static func read(_ db: GRDB.Database, collectionID: Int64) throws -> Changes {
-        try stored(db, collectionID: collectionID).changes
+        try decode(stored(db, collectionID: collectionID), collectionID: collectionID)
     }
 
     /// Adds a transaction's `changes` to the list, or folds the list and them into the table when
     /// together they name more than ``capacity`` buckets.
-    ///
-    /// The list is changed where it lies, as bytes sorted by bucket, so a save does not decode
-    /// and encode all of it.
     static func record(_ db: GRDB.Database, collectionID: Int64, _ changes: some Collection<(bucket: Int, change: CollectionDigest.Accumulator)>) throws {
         let logged = try stored(db, collectionID: collectionID)
-        let bytes = try adding(changes, to: logged, db, collectionID: collectionID)
-        if bytes != logged.bytes { try write(db, collectionID: collectionID, bytes) }
+        let bytes = try adding(changes.sorted { $0.bucket < $1.bucket }, toStored: logged, db, collectionID: collectionID)
+        if bytes != logged { try write(db, collectionID: collectionID, bytes) }
     }
 
-    /// The list to store once a transaction's `changes` are added to the `stored` one (as read
-    /// with the collection's sequence counter, ``SequenceAllocator``): longer, or empty when
-    /// they were folded into the table.
-    static func adding(_ changes: some Collection<(bucket: Int, change: CollectionDigest.Accumulator)>, toStored stored: [UInt8],
+    /// The list to store once a transaction's `changes` (sorted by bucket, each bucket once) are
+    /// added to the `stored` one (as read with the collection's sequence counter,
+    /// ``SequenceAllocator``): longer, or empty when they were folded into the table.
+    ///
+    /// A single save runs this: it copies the stored list into one new array around the entries
+    /// that change (decoding it and inserting into it cost a save more than hashing its entries
+    /// does).
+    static func adding(_ changes: some RandomAccessCollection<(bucket: Int, change: CollectionDigest.Accumulator)>, toStored stored: [UInt8],
                        _ db: GRDB.Database, collectionID: Int64) throws -> [UInt8] {
-        guard let logged = Entries(checking: stored) else { throw damaged(collectionID) }
-        return try adding(changes, to: logged, db, collectionID: collectionID)
+        guard stored.count % entrySize == 0 else { throw damaged(collectionID) }
+        if let merged = try merging(changes, into: stored, collectionID: collectionID) { return merged }
+        var folded = try decode(stored, collectionID: collectionID)
+        for (bucket, change) in changes { folded[bucket, default: .init()].add(change) }
+        try DigestTable.apply(db, collectionID: collectionID, folded.sorted { $0.key < $1.key }.lazy.map { ($0.key, $0.value) })
+        return []
     }
 
-    private static func adding(_ changes: some Collection<(bucket: Int, change: CollectionDigest.Accumulator)>, to logged: Entries,
-                               _ db: GRDB.Database, collectionID: Int64) throws -> [UInt8] {
-        // A batch that alone names more buckets than the list holds is not put in the list first.
-        if changes.count <= capacity {
-            var log = logged
-            if changes.allSatisfy({ log.add($0.change, to: $0.bucket) }) { return log.bytes }
+    /// `stored` with `changes` added; nil when the result would name more than ``capacity`` buckets.
+    private static func merging(_ changes: some RandomAccessCollection<(bucket: Int, change: CollectionDigest.Accumulator)>, into stored: [UInt8],
+                                collectionID: Int64) throws -> [UInt8]? {
+        // A batch that alone names more buckets than the list holds goes to the table at once.
+        guard changes.count <= capacity else { return nil }
+        let storedCount = stored.count / entrySize
+        return try stored.withUnsafeBytes { old -> [UInt8]? in
+            // Checked whole, as reading it is, though only a few of its entries change.
+            var previous = -1
+            for index in 0..<storedCount {
+                let bucket = bucket(in: old, at: index)
+                guard bucket > previous, bucket < CollectionDigest.bucketCount else { throw damaged(collectionID) }
+                previous = bucket
+            }
+            var merged = [UInt8](repeating: 0, count: stored.count + changes.count * entrySize)
+            var written = 0, next = 0
+            merged.withUnsafeMutableBytes { new in
+                func copy(upTo end: Int) {
+                    let bytes = UnsafeRawBufferPointer(rebasing: old[(next * entrySize)..<(end * entrySize)])
+                    UnsafeMutableRawBufferPointer(rebasing: new[(written * entrySize)...]).copyMemory(from: bytes)
+                    written += end - next
+                    next = end
+                }
+                for (bucket, change) in changes {
+                    // The stored entries of lower buckets are copied as they are.
+                    var low = next, high = storedCount
+                    while low < high {
+                        let middle = (low + high) / 2
+                        if self.bucket(in: old, at: middle) < bucket { low = middle + 1 } else { high = middle }
+                    }
+                    copy(upTo: low)
+                    var total = change
+                    if next < storedCount, self.bucket(in: old, at: next) == bucket {
+                        total.add(self.change(in: old, at: next))
+                        next += 1
+                    }
+                    store(total, bucket: bucket, into: new, at: written)
+                    written += 1
+                }
+                copy(upTo: storedCount)
+            }
+            guard written <= capacity else { return nil }
+            merged.removeLast(merged.count - written * entrySize)
+            return merged
         }
-        var merged = logged.changes
-        for (bucket, change) in changes { merged[bucket, default: .init()].add(change) }
-        try DigestTable.apply(db, collectionID: collectionID, merged.sorted { $0.key < $1.key }.lazy.map { ($0.key, $0.value) })
-        return []
     }
 
     private static func damaged(_ collectionID: Int64) -> StoreError {
         StoreError.storage("the digest log of collection \(collectionID) is damaged")
     }
 
-    private static func stored(_ db: GRDB.Database, collectionID: Int64) throws -> Entries {
+    private static func stored(_ db: GRDB.Database, collectionID: Int64) throws -> [UInt8] {
         let read = try SQLiteStatement.cached(db, "SELECT digest_log FROM collections WHERE id = ?")
         read.bind(1, collectionID)
         defer { read.reset() }
         // Writes name only live collections (a dropped one is forgotten first): no row is damage.
         guard try read.step() else { throw StoreError.storage("collection \(collectionID) has no row for its digest log") }
-        guard let log = read.withBlob(0, { Entries(checking: Array($0)) }) else { throw damaged(collectionID) }
-        return log
+        return read.withBlob(0) { Array($0) }
     }
 
     private static func write(_ db: GRDB.Database, collectionID: Int64, _ bytes: [UInt8]) throws {
@@ -87,69 +125,39 @@ enum DigestLog {
         _ = try write.step()
     }
 
-    /// The stored list: entries of ``entrySize`` bytes, sorted by bucket, each bucket once.
-    private struct Entries {
-        private(set) var bytes: [UInt8]
-
-        /// The list in a stored value (empty for NULL); nil unless it is whole entries of known
-        /// buckets, sorted, each once.
-        init?(checking bytes: [UInt8]) {
-            self.bytes = bytes
-            guard bytes.count % entrySize == 0 else { return nil }
-            for index in 0..<count {
-                guard bucket(at: index) < CollectionDigest.bucketCount, index == 0 || bucket(at: index - 1) < bucket(at: index) else { return nil }
+    /// The changes in a stored list (empty for NULL): entries of ``entrySize`` bytes, sorted by
+    /// bucket, each bucket once; anything else is damage.
+    private static func decode(_ bytes: [UInt8], collectionID: Int64) throws -> Changes {
+        guard bytes.count % entrySize == 0 else { throw damaged(collectionID) }
+        return try bytes.withUnsafeBytes { raw in
+            var changes = Changes(), previous = -1
+            for index in 0..<(raw.count / entrySize) {
+                let bucket = bucket(in: raw, at: index)
+                guard bucket > previous, bucket < CollectionDigest.bucketCount else { throw damaged(collectionID) }
+                previous = bucket
+                changes[bucket] = change(in: raw, at: index)
             }
-        }
-
-        var count: Int { bytes.count / entrySize }
-
-        var changes: Changes {
-            var changes = Changes()
-            for index in 0..<count { changes[bucket(at: index)] = change(at: index) }
             return changes
         }
+    }
 
-        func bucket(at index: Int) -> Int { Int(load(UInt16.self, index * entrySize)) }
+    private static func bucket(in list: UnsafeRawBufferPointer, at index: Int) -> Int {
+        Int(UInt16(bigEndian: list.loadUnaligned(fromByteOffset: index * entrySize, as: UInt16.self)))
+    }
 
-        func change(at index: Int) -> CollectionDigest.Accumulator {
-            let start = index * entrySize
-            return CollectionDigest.Accumulator(
-                count: Int(Int64(bitPattern: load(UInt64.self, start + 2))),
-                deleted: Int(Int64(bitPattern: load(UInt64.self, start + 10))),
-                hash: bytes.withUnsafeBytes { CollectionDigest.Words(loading: $0, at: start + 18) })
-        }
+    private static func change(in list: UnsafeRawBufferPointer, at index: Int) -> CollectionDigest.Accumulator {
+        let start = index * entrySize
+        return CollectionDigest.Accumulator(
+            count: Int(Int64(bigEndian: list.loadUnaligned(fromByteOffset: start + 2, as: Int64.self))),
+            deleted: Int(Int64(bigEndian: list.loadUnaligned(fromByteOffset: start + 10, as: Int64.self))),
+            hash: CollectionDigest.Words(loading: list, at: start + 18))
+    }
 
-        /// Adds `change` to its bucket's entry, or inserts one; false when the list is full.
-        mutating func add(_ change: CollectionDigest.Accumulator, to bucket: Int) -> Bool {
-            var low = 0, high = count
-            while low < high {
-                let middle = (low + high) / 2
-                if self.bucket(at: middle) < bucket { low = middle + 1 } else { high = middle }
-            }
-            var total = change
-            if low < count, self.bucket(at: low) == bucket {
-                total.add(self.change(at: low))
-                store(total, bucket: bucket, at: low)
-                return true
-            }
-            guard count < capacity else { return false }
-            bytes.insert(contentsOf: repeatElement(0, count: entrySize), at: low * entrySize)
-            store(total, bucket: bucket, at: low)
-            return true
-        }
-
-        private mutating func store(_ change: CollectionDigest.Accumulator, bucket: Int, at index: Int) {
-            let start = index * entrySize
-            bytes.withUnsafeMutableBytes { raw in
-                raw.storeBytes(of: UInt16(bucket).bigEndian, toByteOffset: start, as: UInt16.self)
-                raw.storeBytes(of: UInt64(bitPattern: Int64(change.count)).bigEndian, toByteOffset: start + 2, as: UInt64.self)
-                raw.storeBytes(of: UInt64(bitPattern: Int64(change.deleted)).bigEndian, toByteOffset: start + 10, as: UInt64.self)
-                change.hash.store(into: raw, at: start + 18)
-            }
-        }
-
-        private func load<I: FixedWidthInteger>(_ type: I.Type, _ offset: Int) -> I {
-            bytes.withUnsafeBytes { I(bigEndian: $0.loadUnaligned(fromByteOffset: offset, as: I.self)) }
-        }
+    private static func store(_ change: CollectionDigest.Accumulator, bucket: Int, into list: UnsafeMutableRawBufferPointer, at index: Int) {
+        let start = index * entrySize
+        list.storeBytes(of: UInt16(bucket).bigEndian, toByteOffset: start, as: UInt16.self)
+        list.storeBytes(of: Int64(change.count).bigEndian, toByteOffset: start + 2, as: Int64.self)
+        list.storeBytes(of: Int64(change.deleted).bigEndian, toByteOffset: start + 10, as: Int64.self)
+        change.hash.store(into: list, at: start + 18)
     }
 }

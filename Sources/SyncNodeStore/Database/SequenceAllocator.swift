@@ -25,6 +25,8 @@ final class SequenceAllocator: Sendable {
         var allocated: Allocated
         /// The row's `digest_log` when the transaction first took a sequence (empty for NULL).
         let digestLog: [UInt8]
+        /// The `digest_log` to write back with the counter (empty for NULL); nil: left as it is.
+        var newDigestLog: [UInt8]?
     }
 
     /// Forgets counters from an earlier transaction (committed or rolled back).
@@ -45,6 +47,12 @@ final class SequenceAllocator: Sendable {
     /// took no sequence in it.
     func digestLog(collectionID: Int64) -> [UInt8]? {
         counters.withLock { $0[collectionID]?.digestLog }
+    }
+
+    /// Writes `log` (empty for NULL) as the collection's digest log with its counter; the
+    /// transaction must have taken a sequence in it.
+    func setDigestLog(_ log: [UInt8], collectionID: Int64) {
+        counters.withLock { $0[collectionID]?.newDigestLog = log }
     }
 
     func next(_ db: GRDB.Database, collectionID: Int64) throws -> Int64 {
@@ -74,16 +82,18 @@ final class SequenceAllocator: Sendable {
         }
     }
 
-    /// Writes the counters back, with the new `digestLogs` (empty for NULL) of collections that
-    /// took sequences; call last in the transaction. Returns what it took.
+    /// Writes the counters back, with the digest logs set since they were read; call last in
+    /// the transaction. Returns what it took.
     @discardableResult
-    func flush(_ db: GRDB.Database, digestLogs: [Int64: [UInt8]] = [:]) throws -> [Int64: Allocated] {
+    func flush(_ db: GRDB.Database) throws -> [Int64: Allocated] {
         let dirty = counters.withLock { c in
             defer { c.removeAll(keepingCapacity: true) }
-            return c.mapValues(\.allocated)
+            return c
         }
-        for (collectionID, allocated) in dirty {
-            let log = digestLogs[collectionID]
+        var taken: [Int64: Allocated] = [:]
+        for (collectionID, counter) in dirty {
+            let allocated = counter.allocated, log = counter.newDigestLog
+            taken[collectionID] = allocated
             let update = try SQLiteStatement.cached(db, log == nil
                 ? "UPDATE collections SET last_seq = ?2 WHERE id = ?1"
                 : "UPDATE collections SET last_seq = ?2, digest_log = ?3 WHERE id = ?1")
@@ -93,6 +103,6 @@ final class SequenceAllocator: Sendable {
             if let log { if log.isEmpty { update.bindNull(3) } else { log.withUnsafeBytes { update.bind(3, blob: $0) } } }
             _ = try update.step()
         }
-        return dirty
+        return taken
     }
 }
