@@ -44,6 +44,7 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                "CXattr",
             ]
         ),
         .target(
@@ -85,6 +86,8 @@ let package = Package(
         .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
         .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         .systemLibrary(name: "CMalloc"),
+        // Extended attributes, where the blob store keeps each blob's MD5 (no file of its own).
+        .systemLibrary(name: "CXattr"),
         // Gzip between nodes through Intel's ISA-L (igzip): about three times zlib's speed at the same ratio.
         .systemLibrary(name: "CIsal", pkgConfig: "libisal", providers: [.apt(["libisal-dev"])]),
         .target(

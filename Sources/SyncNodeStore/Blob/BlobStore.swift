@@ -69,13 +69,12 @@ final class BlobStore: Sendable {
 
     /// `md5-` and the base64 MD5 of a blob's content, the digest CouchDB and
     /// PouchDB exchange for attachments; nil when the content is not here.
-    /// Computed once by streaming the file, then kept beside it (`<blob>.md5`)
+    /// Computed once by streaming the file, then kept with it (``BlobMD5Note``)
     /// and in memory.
     func md5(digest: String) -> String? {
         if let known = md5Cache.withLock({ $0[digest] }) { return known }
         guard let url = fileURL(digest: digest) else { return nil }
-        let sidecar = url.appendingPathExtension("md5")
-        if let saved = try? String(contentsOf: sidecar, encoding: .utf8), saved.hasPrefix("md5-") {
+        if let saved = BlobMD5Note.read(beside: url) {
             remember(saved, for: digest)
             return saved
         }
@@ -95,14 +94,9 @@ final class BlobStore: Sendable {
         return md5
     }
 
-    /// Keeps a blob's MD5 beside its file and in memory. Best effort: without the file it is
-    /// computed again when next asked.
+    /// Keeps a blob's MD5 with its file and in memory.
     private func keep(_ md5: String, for digest: String, beside url: URL) {
-        if let (temp, handle) = try? createTemporaryFile() {
-            let written = (try? handle.write(contentsOf: Data(md5.utf8))) != nil
-            try? handle.close()
-            if !written || rename(temp.path, url.appendingPathExtension("md5").path) != 0 { try? FileManager.default.removeItem(at: temp) }
-        }
+        BlobMD5Note.write(md5, beside: url, temporaryFile: createTemporaryFile)
         remember(md5, for: digest)
     }
 
@@ -198,7 +192,7 @@ final class BlobStore: Sendable {
     func delete(digest: String) {
         guard let url = fileURL(digest: digest) else { return }
         try? FileManager.default.removeItem(at: url)
-        try? FileManager.default.removeItem(at: url.appendingPathExtension("md5"))
+        try? FileManager.default.removeItem(at: BlobMD5Note.sidecar(of: url))
         md5Cache.withLock { _ = $0.removeValue(forKey: digest) }
     }
 
