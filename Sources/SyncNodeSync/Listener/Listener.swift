@@ -25,6 +25,8 @@ public final class Listener: Sendable {
     public let environment: ListenerEnvironment
     let logger: Logger
     private let stats = ListenerStats()
+    /// The peers holding a connection to this listener now, by certificate fingerprint.
+    package let connectedPeers = ConnectedPeers()
     private let replications: ServerReplications
     private let compactions = Compactions()
     private let metrics = NodeMetrics()
@@ -177,8 +179,9 @@ public final class Listener: Sendable {
             additionalChannelHandlers: [ConnectionCounter(stats: stats, limits: limits)],
             idleTimeout: idleTimeout,
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 64 * 1024, maxHeaderListSize: 128 * 1024, maxHeaderFieldCount: 200))
+        let connectedPeers = self.connectedPeers
         let plain = HTTPServerBuilder { responder in 
-            ListenerHTTP1Channel(base: HTTP1Channel(responder: responder, configuration: http1), writeStallTimeout: idleTimeout)
+            ListenerHTTP1Channel(base: HTTP1Channel(responder: responder, configuration: http1), writeStallTimeout: idleTimeout, connectedPeers: connectedPeers)
         }
         let server: HTTPServerBuilder = try identity.map {
             try .tls(plain, configuration: $0.serverConfiguration(acceptingClientCertificates: config.trustedPeers != nil))

@@ -48,6 +48,29 @@ import Testing
         return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 20)))
     }
 
+    /// A peer that holds a connection open is counted as connected, by its certificate, until the
+    /// connection closes (discovery does not probe it meanwhile).
+    @Test func aPeerIsConnectedWhileItHoldsAConnection() async throws {
+        let (peer, peerDir) = try Self.identity()
+        defer { try? FileManager.default.removeItem(at: peerDir) }
+        let h = try await ListenerHarness(peerTrust: (trusted: [peer.fingerprint], firstUse: false))
+        let client = try Self.client(of: h, presenting: peer)
+        try await withCleanup({
+            try? await client.shutdown()
+            await h.shutdown()
+        }) {
+            let connected = h.listener.connectedPeers
+            #expect(!connected.isConnected(peer.fingerprint))
+            let (status, _) = try await Self.send(client, h, .GET, "/")
+            #expect(status == 200)
+            // The client keeps its connection for the next request.
+            #expect(connected.isConnected(peer.fingerprint))
+            #expect(!connected.isConnected(try h.node.tlsIdentity().fingerprint))
+            try await client.shutdown()
+            #expect(try await eventually(within: 10) { !connected.isConnected(peer.fingerprint) })
+        }
+    }
+
     @Test func everyEndpointAdmitsTrustedCertificatesOnly() async throws {
         let (trusted, trustedDir) = try Self.identity()
         let (stranger, strangerDir) = try Self.identity()

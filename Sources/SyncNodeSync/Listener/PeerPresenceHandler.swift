@@ -1,0 +1,67 @@
+import NIOCore
+import NIOSSL
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Keeps a connection alive by TCP and counts it in ``ConnectedPeers`` under its client
+/// certificate's fingerprint, from its first request until it closes.
+final class PeerPresenceHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+
+    /// The kernel's keep-alive: the first ask after 2 s without traffic, then one a second, and
+    /// the connection is closed after 2 unanswered (a vanished peer leaves within about 4 s).
+    static let keepAlive: [(NIOBSDSocket.OptionLevel, NIOBSDSocket.Option, SocketOptionValue)] = [
+        (.socket, .so_keepalive, 1),
+        (.tcp, NIOBSDSocket.Option(rawValue: idleOption), 2),
+        (.tcp, NIOBSDSocket.Option(rawValue: TCP_KEEPINTVL), 1),
+        (.tcp, NIOBSDSocket.Option(rawValue: TCP_KEEPCNT), 2),
+    ]
+
+    #if canImport(Darwin)
+    private static let idleOption = TCP_KEEPALIVE
+    #else
+    private static let idleOption = TCP_KEEPIDLE
+    #endif
+
+    private let peers: ConnectedPeers
+    private var fingerprint: String?
+    private var looked = false
+
+    init(peers: ConnectedPeers) {
+        self.peers = peers
+    }
+
+    /// Turns on TCP keep-alive for `channel` (best effort: a socket without it is only never
+    /// counted as gone before it closes otherwise).
+    static func keepAlive(_ channel: any Channel) {
+        guard let options = try? channel.syncOptions else { return }
+        for (level, name, value) in keepAlive {
+            try? options.setOption(ChannelOptions.Types.SocketOption(level: level, name: name), value: value)
+        }
+    }
+
+    /// The first bytes to come through TLS come after its handshake: the certificate is known then.
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if !looked {
+            looked = true
+            count(context)
+        }
+        context.fireChannelRead(data)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        if let fingerprint { peers.closed(fingerprint) }
+        fingerprint = nil
+    }
+
+    private func count(_ context: ChannelHandlerContext) {
+        guard let certificate = try? context.pipeline.syncOperations.nioSSL_peerCertificate(),
+              let der = try? certificate.toDERBytes() else { return }
+        let fingerprint = TLSIdentity.fingerprint(der: der)
+        self.fingerprint = fingerprint
+        peers.opened(fingerprint)
+    }
+}
