@@ -204,7 +204,9 @@ public final class MeshNode: Sendable {
             }
             advertiser = configuration.advertise ? try Advertiser(record: record, onStatus: onStatus.report) : nil
             if configuration.browse {
-                browser = try Browser(ignoring: configuration.directory.uuid, authenticator: configuration.peerCredential, onStatus: onStatus.report)
+                let connected = listener.connectedPeers
+                browser = try Browser(ignoring: configuration.directory.uuid, authenticator: configuration.peerCredential,
+                                      isConnected: { connected.isConnected($0) }, onStatus: onStatus.report)
             }
         } catch {
             // Failed after the listener bound: nothing of this start is left running or announced.

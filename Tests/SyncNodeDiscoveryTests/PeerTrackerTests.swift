@@ -53,9 +53,11 @@ import Testing
         }
     }
 
-    func tracker(_ events: Events, own: String? = nil, authenticator: BasicAuthenticator? = BasicAuthenticator(username: "ann", password: "secret")) -> PeerTracker {
+    func tracker(_ events: Events, own: String? = nil, authenticator: BasicAuthenticator? = BasicAuthenticator(username: "ann", password: "secret"),
+                 isConnected: (@Sendable (String) -> Bool)? = nil) -> PeerTracker {
         PeerTracker(
-            options: .init(ownUUID: own, authenticator: authenticator, probeInterval: .milliseconds(200), probeTimeout: .seconds(2), failureLimit: 2),
+            options: .init(ownUUID: own, authenticator: authenticator, probeInterval: .milliseconds(200), probeTimeout: .seconds(2), failureLimit: 2,
+                           isConnected: isConnected),
             logger: .init(label: "test"), emit: { events.continuation.yield($0) })
     }
 
@@ -126,6 +128,39 @@ import Testing
         let tracker = tracker(events, authenticator: nil)
         await tracker.handle(.resolved(Sighting(key: key("n"), record: try node.record(), address: "127.0.0.1")))
         guard case .appeared? = await events.next() else { Issue.record("a peer answering 401 over its advertised certificate was not reported"); return }
+        await tracker.stop()
+        await node.shutdown()
+    }
+
+    /// A settled peer that holds a connection to this node is not asked `GET /`; once its
+    /// connections are gone it is asked again, and reported gone when it does not answer.
+    @Test func aConnectedPeerIsNotProbedUntilItsConnectionsGo() async throws {
+        let node = try await Node()
+        let events = Events()
+        let connected = Mutex(true)
+        let record = try node.record()
+        let tracker = tracker(events, isConnected: { fingerprint in fingerprint == record.fingerprint && connected.withLock { $0 } })
+        await tracker.handle(.resolved(Sighting(key: key("n"), record: record, address: "127.0.0.1")))
+        guard case .appeared(let peer)? = await events.next() else { Issue.record("no appeared event"); return }
+        /// Requests the node got in `window`, looked at after it.
+        func requests(over window: Duration) async throws -> Int {
+            let before = node.listener.status.totalRequests
+            try await Task.sleep(for: window)
+            return node.listener.status.totalRequests - before
+        }
+        // Probed every 200-400 ms until settled (5 answers), then never while connected: a
+        // quiet second and a half comes (and could not while probed).
+        var quiet = false, windows = 0
+        while !quiet, windows < 20 {
+            quiet = try await requests(over: .milliseconds(1500)) == 0
+            windows += 1
+        }
+        #expect(quiet, "the tracker kept asking a connected peer")
+        connected.withLock { $0 = false }
+        #expect(try await requests(over: .seconds(3)) >= 2)
+        // Stopped, its connections are gone with it: asked, no answer, gone.
+        await node.listener.stop()
+        #expect(await events.next() == .disappeared(peer))
         await tracker.stop()
         await node.shutdown()
     }

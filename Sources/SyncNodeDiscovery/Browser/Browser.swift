@@ -32,16 +32,22 @@ public final class Browser: Sendable {
     ///     over TLS with its advertised certificate still counts as answering.
     ///   - probeInterval: how often each peer is checked; two failed checks in a row report it gone.
     ///   - probeTimeout: how long one check may take before it counts as failed.
+    ///   - isConnected: whether a peer that presented the certificate with this fingerprint holds a
+    ///     connection to this node now, kept alive by TCP (a mesh node's listener tells). A settled
+    ///     peer so connected is not checked: it is looked at each second, and checked again as soon
+    ///     as its connections are gone.
     ///   - logger: where sightings, probes and losses are logged.
     ///   - onStatus: told (on Avahi's thread; return quickly) when DNS-SD becomes available or unavailable.
     public init(ignoring ownUUID: String? = nil, authenticator: BasicAuthenticator? = nil, probeInterval: Duration = .seconds(2),
-                probeTimeout: Duration = .milliseconds(1500), logger: Logger = Logger(label: "syncnode.browser"),
+                probeTimeout: Duration = .milliseconds(1500), isConnected: (@Sendable (_ fingerprint: String) -> Bool)? = nil,
+                logger: Logger = Logger(label: "syncnode.browser"),
                 onStatus: @escaping @Sendable (DiscoveryStatus) -> Void = { _ in }) throws {
         let (events, continuation) = AsyncStream.makeStream(of: PeerEvent.self)
         self.events = events
         self.continuation = continuation
         let tracker = PeerTracker(
-            options: .init(ownUUID: ownUUID, authenticator: authenticator, probeInterval: probeInterval, probeTimeout: probeTimeout, failureLimit: 2),
+            options: .init(ownUUID: ownUUID, authenticator: authenticator, probeInterval: probeInterval, probeTimeout: probeTimeout, failureLimit: 2,
+                          isConnected: isConnected),
             logger: logger, emit: { continuation.yield($0) })
         self.tracker = tracker
         let (stream, sightings) = AsyncStream.makeStream(of: SightingEvent.self)

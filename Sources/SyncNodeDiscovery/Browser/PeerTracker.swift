@@ -15,7 +15,13 @@ actor PeerTracker {
         var probeTimeout: Duration
         /// Failed probes in a row before a peer is reported gone.
         var failureLimit: Int
+        /// Whether a peer with this certificate fingerprint holds a connection to this node now.
+        var isConnected: (@Sendable (_ fingerprint: String) -> Bool)?
     }
+
+    /// How often a settled peer that holds a connection to this node is looked at instead of
+    /// probed: a look is a lookup, and the peer is probed as soon as its connections are gone.
+    static let connectedCheck = Duration.seconds(1)
 
     private struct Candidate {
         var sightings: [Sighting.Key: Sighting] = [:]
@@ -52,6 +58,8 @@ actor PeerTracker {
             let previous = candidates[uuid, default: Candidate()].sightings.updateValue(sighting, forKey: sighting.key)
             // Something new to check (a restarted node's new port, a new TXT): check now, not at the next interval.
             if previous != sighting || candidates[uuid]?.prober == nil {
+                // Probed again until settled, connected or not: what it answers may have changed.
+                candidates[uuid]?.answers = 0
                 candidates[uuid]?.prober?.cancel()
                 candidates[uuid]?.prober = Task { [weak self] in await self?.probeLoop(uuid) }
             }
@@ -88,6 +96,10 @@ actor PeerTracker {
     private func probeLoop(_ uuid: String) async {
         while !Task.isCancelled {
             guard candidates[uuid] != nil else { return }
+            if isConnected(uuid) {
+                try? await Task.sleep(for: Self.connectedCheck)
+                continue
+            }
             let answer = await Self.probe(probes(for: uuid), logger: logger)
             guard !Task.isCancelled, candidates[uuid] != nil else { return }
             settle(uuid, answer)
@@ -106,6 +118,15 @@ actor PeerTracker {
         guard let candidate = candidates[uuid] else { return options.probeInterval }
         if candidate.failures > 0 { return options.probeInterval / 2 }
         return candidate.answers >= Self.settledAfter ? options.probeInterval * 2 : options.probeInterval
+    }
+
+    /// Whether a settled peer holds a connection to this node (with a certificate it advertises):
+    /// it is there, and need not be asked. A connection kept alive by TCP closes within seconds
+    /// of its peer vanishing (``ConnectedPeers``).
+    private func isConnected(_ uuid: String) -> Bool {
+        guard let check = options.isConnected, let candidate = candidates[uuid], candidate.confirmed != nil,
+              candidate.failures == 0, candidate.answers >= Self.settledAfter else { return false }
+        return candidate.sightings.values.contains { $0.record.fingerprint.map(check) ?? false }
     }
 
     /// The candidate's sightings in the order to try them, each with its probe
