@@ -206,7 +206,7 @@ public final class MeshNode: Sendable {
             if configuration.browse {
                 let connected = listener.connectedPeers
                 browser = try Browser(ignoring: configuration.directory.uuid, authenticator: configuration.peerCredential,
-                                      isConnected: { connected.isConnected($0) }, onStatus: onStatus.report)
+                                      isConnected: { await connected.isConnected($0) }, onStatus: onStatus.report)
             }
         } catch {
             // Failed after the listener bound: nothing of this start is left running or announced.

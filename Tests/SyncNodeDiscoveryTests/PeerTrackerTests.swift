@@ -54,7 +54,7 @@ import Testing
     }
 
     func tracker(_ events: Events, own: String? = nil, authenticator: BasicAuthenticator? = BasicAuthenticator(username: "ann", password: "secret"),
-                 isConnected: (@Sendable (String) -> Bool)? = nil) -> PeerTracker {
+                 isConnected: (@Sendable (String) async -> Bool)? = nil) -> PeerTracker {
         PeerTracker(
             options: .init(ownUUID: own, authenticator: authenticator, probeInterval: .milliseconds(200), probeTimeout: .seconds(2), failureLimit: 2,
                            isConnected: isConnected),

@@ -33,13 +33,13 @@ public final class Browser: Sendable {
     ///   - probeInterval: how often each peer is checked; two failed checks in a row report it gone.
     ///   - probeTimeout: how long one check may take before it counts as failed.
     ///   - isConnected: whether a peer that presented the certificate with this fingerprint holds a
-    ///     connection to this node now, kept alive by TCP (a mesh node's listener tells). A settled
-    ///     peer so connected is not checked: it is looked at each second, and checked again as soon
-    ///     as its connections are gone.
+    ///     connection to this node and was heard from on it in the last seconds (a mesh node's
+    ///     listener tells). A settled peer so connected is not checked: it is looked at each
+    ///     second, and checked again as soon as it is not.
     ///   - logger: where sightings, probes and losses are logged.
     ///   - onStatus: told (on Avahi's thread; return quickly) when DNS-SD becomes available or unavailable.
     public init(ignoring ownUUID: String? = nil, authenticator: BasicAuthenticator? = nil, probeInterval: Duration = .seconds(2),
-                probeTimeout: Duration = .milliseconds(1500), isConnected: (@Sendable (_ fingerprint: String) -> Bool)? = nil,
+                probeTimeout: Duration = .milliseconds(1500), isConnected: (@Sendable (_ fingerprint: String) async -> Bool)? = nil,
                 logger: Logger = Logger(label: "syncnode.browser"),
                 onStatus: @escaping @Sendable (DiscoveryStatus) -> Void = { _ in }) throws {
         let (events, continuation) = AsyncStream.makeStream(of: PeerEvent.self)

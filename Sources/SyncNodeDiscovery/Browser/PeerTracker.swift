@@ -16,7 +16,7 @@ actor PeerTracker {
         /// Failed probes in a row before a peer is reported gone.
         var failureLimit: Int
         /// Whether a peer with this certificate fingerprint holds a connection to this node now.
-        var isConnected: (@Sendable (_ fingerprint: String) -> Bool)?
+        var isConnected: (@Sendable (_ fingerprint: String) async -> Bool)?
     }
 
     /// How often a settled peer that holds a connection to this node is looked at instead of
@@ -96,7 +96,7 @@ actor PeerTracker {
     private func probeLoop(_ uuid: String) async {
         while !Task.isCancelled {
             guard candidates[uuid] != nil else { return }
-            if isConnected(uuid) {
+            if await isConnected(uuid) {
                 try? await Task.sleep(for: Self.connectedCheck)
                 continue
             }
@@ -120,13 +120,14 @@ actor PeerTracker {
         return candidate.answers >= Self.settledAfter ? options.probeInterval * 2 : options.probeInterval
     }
 
-    /// Whether a settled peer holds a connection to this node (with a certificate it advertises):
-    /// it is there, and need not be asked. A connection kept alive by TCP closes within seconds
-    /// of its peer vanishing (``ConnectedPeers``).
-    private func isConnected(_ uuid: String) -> Bool {
+    /// Whether a settled peer holds a connection to this node (with a certificate it advertises)
+    /// and was heard from on it in the last seconds: it is there, and need not be asked
+    /// (``ConnectedPeers``).
+    private func isConnected(_ uuid: String) async -> Bool {
         guard let check = options.isConnected, let candidate = candidates[uuid], candidate.confirmed != nil,
               candidate.failures == 0, candidate.answers >= Self.settledAfter else { return false }
-        return candidate.sightings.values.contains { $0.record.fingerprint.map(check) ?? false }
+        for fingerprint in Set(candidate.sightings.values.compactMap(\.record.fingerprint)) where await check(fingerprint) { return true }
+        return false
     }
 
     /// The candidate's sightings in the order to try them, each with its probe

@@ -11,13 +11,13 @@ import Darwin
 final class PeerPresenceHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = NIOAny
 
-    /// The kernel's keep-alive: the first ask after 2 s without traffic, then one a second, and
-    /// the connection is closed after 2 unanswered (a vanished peer leaves within about 4 s).
+    /// The kernel's keep-alive: an ask after 1 s without traffic, so a live peer is heard from
+    /// each second (``ConnectedPeers/recent``); closed after 3 unanswered.
     static let keepAlive: [(NIOBSDSocket.OptionLevel, NIOBSDSocket.Option, SocketOptionValue)] = [
         (.socket, .so_keepalive, 1),
-        (.tcp, NIOBSDSocket.Option(rawValue: idleOption), 2),
+        (.tcp, NIOBSDSocket.Option(rawValue: idleOption), 1),
         (.tcp, NIOBSDSocket.Option(rawValue: TCP_KEEPINTVL), 1),
-        (.tcp, NIOBSDSocket.Option(rawValue: TCP_KEEPCNT), 2),
+        (.tcp, NIOBSDSocket.Option(rawValue: TCP_KEEPCNT), 3),
     ]
 
     #if canImport(Darwin)
@@ -53,7 +53,7 @@ final class PeerPresenceHandler: ChannelInboundHandler, RemovableChannelHandler 
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        if let fingerprint { peers.closed(fingerprint) }
+        if let fingerprint { peers.closed(fingerprint, context.channel) }
         fingerprint = nil
     }
 
@@ -62,6 +62,6 @@ final class PeerPresenceHandler: ChannelInboundHandler, RemovableChannelHandler 
               let der = try? certificate.toDERBytes() else { return }
         let fingerprint = TLSIdentity.fingerprint(der: der)
         self.fingerprint = fingerprint
-        peers.opened(fingerprint)
+        peers.opened(fingerprint, context.channel)
     }
 }
