@@ -61,12 +61,7 @@ enum DigestLog {
         let storedCount = stored.count / entrySize
         return try stored.withUnsafeBytes { old -> [UInt8]? in
             // Checked whole, as reading it is, though only a few of its entries change.
-            var previous = -1
-            for index in 0..<storedCount {
-                let bucket = bucket(in: old, at: index)
-                guard bucket > previous, bucket < CollectionDigest.bucketCount else { throw damaged(collectionID) }
-                previous = bucket
-            }
+            try checkOrder(old, collectionID: collectionID)
             var merged = [UInt8](repeating: 0, count: stored.count + changes.count * entrySize)
             var written = 0, next = 0
             merged.withUnsafeMutableBytes { new in
@@ -130,14 +125,20 @@ enum DigestLog {
     private static func decode(_ bytes: [UInt8], collectionID: Int64) throws -> Changes {
         guard bytes.count % entrySize == 0 else { throw damaged(collectionID) }
         return try bytes.withUnsafeBytes { raw in
-            var changes = Changes(), previous = -1
-            for index in 0..<(raw.count / entrySize) {
-                let bucket = bucket(in: raw, at: index)
-                guard bucket > previous, bucket < CollectionDigest.bucketCount else { throw damaged(collectionID) }
-                previous = bucket
-                changes[bucket] = change(in: raw, at: index)
-            }
+            try checkOrder(raw, collectionID: collectionID)
+            var changes = Changes()
+            for index in 0..<(raw.count / entrySize) { changes[bucket(in: raw, at: index)] = change(in: raw, at: index) }
             return changes
+        }
+    }
+
+    /// Throws unless the list's entries name known buckets in increasing order, each once.
+    private static func checkOrder(_ list: UnsafeRawBufferPointer, collectionID: Int64) throws {
+        var previous = -1
+        for index in 0..<(list.count / entrySize) {
+            let bucket = bucket(in: list, at: index)
+            guard bucket > previous, bucket < CollectionDigest.bucketCount else { throw damaged(collectionID) }
+            previous = bucket
         }
     }
 

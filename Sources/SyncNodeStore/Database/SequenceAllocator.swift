@@ -90,10 +90,8 @@ final class SequenceAllocator: Sendable {
             defer { c.removeAll(keepingCapacity: true) }
             return c
         }
-        var taken: [Int64: Allocated] = [:]
         for (collectionID, counter) in dirty {
             let allocated = counter.allocated, log = counter.newDigestLog
-            taken[collectionID] = allocated
             let update = try SQLiteStatement.cached(db, log == nil
                 ? "UPDATE collections SET last_seq = ?2 WHERE id = ?1"
                 : "UPDATE collections SET last_seq = ?2, digest_log = ?3 WHERE id = ?1")
@@ -103,6 +101,6 @@ final class SequenceAllocator: Sendable {
             if let log { if log.isEmpty { update.bindNull(3) } else { log.withUnsafeBytes { update.bind(3, blob: $0) } } }
             _ = try update.step()
         }
-        return taken
+        return dirty.mapValues(\.allocated)
     }
 }
