@@ -34,11 +34,11 @@ struct ListenerContext: RequestContext {
     }
 
     /// The fingerprint of the certificate the client presented in the TLS handshake; nil without one (or without TLS).
+    /// The connection's ``PeerPresenceHandler`` computed it once, before its first request.
     func clientFingerprint() async -> String? {
         let channel = channel
         return try? await channel.eventLoop.submit { () -> String? in
-            guard let certificate = try channel.pipeline.syncOperations.nioSSL_peerCertificate() else { return nil }
-            return TLSIdentity.fingerprint(der: try certificate.toDERBytes())
+            try channel.pipeline.syncOperations.handler(type: PeerPresenceHandler.self).fingerprint
         }.get()
     }
 }

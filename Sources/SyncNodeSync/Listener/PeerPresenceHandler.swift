@@ -7,13 +7,14 @@ import Darwin
 #endif
 
 /// Keeps a connection alive by TCP and counts it in ``ConnectedPeers`` under its client
-/// certificate's fingerprint, from its first request until it closes.
+/// certificate's fingerprint, from its first request until it closes. The fingerprint is
+/// computed once here, and each request's sign-in reads it (`clientFingerprint()`).
 final class PeerPresenceHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = NIOAny
 
     /// The kernel's keep-alive: an ask after 1 s without traffic, so a live peer is heard from
     /// each second (``ConnectedPeers/recent``); closed after 3 unanswered.
-    static let keepAlive: [(NIOBSDSocket.OptionLevel, NIOBSDSocket.Option, SocketOptionValue)] = [
+    static let keepAliveOptions: [(NIOBSDSocket.OptionLevel, NIOBSDSocket.Option, SocketOptionValue)] = [
         (.socket, .so_keepalive, 1),
         (.tcp, NIOBSDSocket.Option(rawValue: idleOption), 1),
         (.tcp, NIOBSDSocket.Option(rawValue: TCP_KEEPINTVL), 1),
@@ -27,18 +28,19 @@ final class PeerPresenceHandler: ChannelInboundHandler, RemovableChannelHandler 
     #endif
 
     private let peers: ConnectedPeers
-    private var fingerprint: String?
+    /// The client certificate's fingerprint; nil without one (or before the first bytes).
+    private(set) var fingerprint: String?
     private var looked = false
 
     init(peers: ConnectedPeers) {
         self.peers = peers
     }
 
-    /// Turns on TCP keep-alive for `channel` (best effort: a socket without it is only never
-    /// counted as gone before it closes otherwise).
+    /// Turns on TCP keep-alive for `channel` (best effort: without it, a quiet peer is not heard
+    /// from, so it is not counted as connected and discovery probes it as before).
     static func keepAlive(_ channel: any Channel) {
         guard let options = try? channel.syncOptions else { return }
-        for (level, name, value) in keepAlive {
+        for (level, name, value) in keepAliveOptions {
             try? options.setOption(ChannelOptions.Types.SocketOption(level: level, name: name), value: value)
         }
     }
