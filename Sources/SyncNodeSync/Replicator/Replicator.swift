@@ -335,7 +335,7 @@ public final class Replicator: Sendable {
 
     /// Returns when there may be something to replicate: a local change (when
     /// pushing) or a remote one (when pulling, by long poll, with the first page of
-    /// them when the peer's answer carries it), or after a minute.
+    /// them when the peer's answer carries it), or after a heartbeat (``ReplicatorConfiguration/heartbeat``).
     private func waitForWork(remote: any ReplicationPeer, remoteID: String, remoteSince: String?, localSignal: ChangeSignal) async throws -> PeerChanges? {
         let pushing = config.replicatorType != .pull && state.withLock { $0.pushRefusal == nil }
         let filter = try changeFilter(.pull)
