@@ -28,7 +28,7 @@ struct SyncNodeCommand: AsyncParsableCommand {
         }
         let command: ParsableCommand
         do {
-            command = try parseAsRoot()
+            command = try parseAsRoot(FingerprintArgument.separated(Array(CommandLine.arguments.dropFirst())))
         } catch {
             // --help, -h, help, --version: argument-parser prints them (fullMessage is empty for these) and exits 0.
             if exitCode(for: error) == .success { exit(withError: error) }

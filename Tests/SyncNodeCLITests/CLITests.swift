@@ -28,6 +28,24 @@ func runCLI(_ arguments: [String], stdin: String? = nil) throws -> (status: Int3
         #expect(stdout.contains("USAGE: syncnode") && stdout.contains("Example"), "\(command): \(stdout.prefix(300))")
     }
 
+    /// One fingerprint in 64 starts with "-": pasted as `syncnode identity` prints it, with
+    /// options before or after it, `trust add` and `trust remove` still take it.
+    @Test func aFingerprintThatStartsWithADashIsTakenAsIs() throws {
+        let dir = try TempDirectory()
+        let d = ["--dir", dir.url.path]
+        let fingerprint = "-ICa_01pvs552r41vgxwi4kNfq-4QfEhMwZnt30uJZA"
+        let added = try runCLI(d + ["trust", "add", fingerprint, "--note", "laptop"])
+        #expect(added.status == 0, "\(added)")
+        let listed = try runCLI(d + ["trust", "list"])
+        #expect(listed.stdout.contains(fingerprint) && listed.stdout.contains("laptop"), "\(listed)")
+        let removed = try runCLI(d + ["trust", "remove", fingerprint])
+        #expect(removed.status == 0, "\(removed)")
+        #expect(try runCLI(d + ["trust", "list"]).stdout.isEmpty)
+        // A dash-led word that is not a fingerprint is still read as options.
+        let unknown = try runCLI(d + ["trust", "add", "-ICa_01"])
+        #expect(unknown.status == 2 && !unknown.stderr.isEmpty, "\(unknown)")
+    }
+
     @Test func putGetDeleteExportChangesRoundTrip() throws {
         let dir = try TempDirectory()
         let d = ["--dir", dir.url.path]

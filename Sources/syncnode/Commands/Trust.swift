@@ -7,7 +7,7 @@ import SyncNodeSync
 struct Trust: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage the peers this node trusts by certificate fingerprint: it syncs with them (--auto-sync) and admits them without a password. A running node sees changes at once.",
-        discussion: "Example (a fingerprint starting with '-' goes after --):\n  syncnode trust add --note laptop -- -Xq3hYLqdXk1rjm0A6vUNJ8TXdQv0o3sw3VxL1G3Ha8c",
+        discussion: "Example (a fingerprint may start with '-'):\n  syncnode trust add --note laptop -ICa_01pvs552r41vgxwi4kNfq-4QfEhMwZnt30uJZA",
         subcommands: [Add.self, Remove.self, List.self])
 
     struct Add: ParsableCommand {
@@ -15,7 +15,7 @@ struct Trust: ParsableCommand {
 
         @ParentCommand var syncnode: SyncNodeCommand
         var node: NodeOptions { syncnode.node }
-        @Argument(help: "The fingerprint; write --  before one that starts with '-'.") var fingerprint: String
+        @Argument(help: "The fingerprint, as `syncnode identity` prints it (one that starts with '-' is taken as is).") var fingerprint: String
         @Option(help: "The peer's UUID: the node then refuses that UUID with any other certificate.") var uuid: String?
         @Option(help: "A note kept beside it (e.g. the machine's name).") var note: String = ""
         @Option(name: .customLong("keyspace"), help: "A keyspace the peer may reach (db, or db.scope.collection; repeatable). Default: every one, or the scope it has.")
