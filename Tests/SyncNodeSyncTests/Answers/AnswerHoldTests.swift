@@ -46,12 +46,12 @@ import Testing
         defer { try? database.close() }
         let c = try database.defaultCollection()
         for i in 0..<10 { try c.save(MutableDocument(id: "d\(i)", data: ["n": i])) }
-        let channel = EmbeddedChannel()
         let departure = ClientDeparture()
-        try channel.pipeline.syncOperations.addHandler(departure)
+        // The async testing channel, not EmbeddedChannel: an async test resumes on other threads.
+        let channel = await NIOAsyncTestingChannel(handler: departure)
         let query = try database.createQuery("SELECT * FROM _")
         #expect(try await QuerySpill.run(query, in: database.path, usage: QuerySpill.Usage(), departure: departure).size > 0)
-        channel.pipeline.fireChannelInactive()
+        try await channel.testingEventLoop.executeInContext { channel.pipeline.fireChannelInactive() }
         do {
             _ = try await QuerySpill.run(query, in: database.path, usage: QuerySpill.Usage(), departure: departure)
             Issue.record("the query went on after its client left")
@@ -64,12 +64,12 @@ import Testing
     @Test func aWaitingReaderWhoseClientLeavesStopsWaiting() async throws {
         let budget = AnswerBudget(capacity: 100)
         let held = try await budget.reserve(100)
-        let channel = EmbeddedChannel()
         let departure = ClientDeparture()
-        try channel.pipeline.syncOperations.addHandler(departure)
+        // The async testing channel, not EmbeddedChannel: an async test resumes on other threads.
+        let channel = await NIOAsyncTestingChannel(handler: departure)
         let waiter = Task { try await budget.reserve(50, departure: departure) }
         while budget.waiting < 1 { await Task.yield() }
-        channel.pipeline.fireChannelInactive()
+        try await channel.testingEventLoop.executeInContext { channel.pipeline.fireChannelInactive() }
         await #expect(throws: CancellationError.self) { try await waiter.value }
         #expect(budget.waiting == 0)
         budget.release(held)
@@ -77,7 +77,7 @@ import Testing
         // Gone before it asks: no turn at all.
         await #expect(throws: CancellationError.self) { try await budget.reserve(10, departure: departure) }
         #expect(budget.available == 100)
-        _ = try? channel.finish()
+        _ = try? await channel.finish()
     }
 
     /// Attachments inlined as base64 (`attachments=true`) are counted against the budget: one
