@@ -39,7 +39,7 @@ final class PeerPresenceHandler: ChannelInboundHandler, RemovableChannelHandler 
     /// Turns on TCP keep-alive for `channel` (best effort: without it, a quiet peer is not heard
     /// from, so it is not counted as connected and discovery probes it as before).
     static func keepAlive(_ channel: any Channel) {
-        guard let options = try? channel.syncOptions else { return }
+        guard let options = channel.syncOptions else { return }
         for (level, name, value) in keepAliveOptions {
             try? options.setOption(ChannelOptions.Types.SocketOption(level: level, name: name), value: value)
         }

@@ -65,7 +65,7 @@ final class GzipDecoder {
     /// Decodes what `input` holds into the window, until either is used up.
     private func inflate(_ input: inout ByteBuffer) throws {
         var (used, status): (Int, Int32) = (0, 0)
-        input.withUnsafeReadableBytes { source in
+        _ = input.withUnsafeReadableBytes { source in
             window.writeWithUnsafeMutableBytes(minimumWritableBytes: 0) { room in
                 state.pointee.next_in = UnsafeMutablePointer(mutating: source.baseAddress?.assumingMemoryBound(to: UInt8.self))
                 state.pointee.avail_in = UInt32(source.count)
