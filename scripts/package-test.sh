@@ -47,7 +47,7 @@ version=$(sh scripts/version.sh)
 [ "$(dpkg-deb -f "$deb" Version)" = "$version" ] || fail "Version is $(dpkg-deb -f "$deb" Version), the tree's $version"
 [ "$(dpkg-deb -f "$deb" Architecture)" = "$(dpkg --print-architecture)" ] || fail "wrong Architecture"
 depends=$(dpkg-deb -f "$deb" Depends)
-for p in libavahi-client3 libsqlite3-0 libqrencode4 zlib1g libisal2 libc6; do
+for p in libavahi-client3 libsqlite3-0 libqrencode4 zlib1g libisal2 libssl3 libc6; do
   grep -Eq "(^|, )$p \(>= [^)]+\)" <<< "$depends" || fail "Depends lacks $p with a version: $depends"
 done
 files=$(dpkg-deb -c "$deb" | awk '{print $6}')

@@ -7,9 +7,9 @@ set -euo pipefail
 
 # avahi, dbus, iproute2, util-linux: DNS-SD and the multi-host lab (scripts/lab.sh); curl: the multi-node test;
 # zlib1g-dev: gzip-encoded attachments (CouchDB sends text ones so); libisal-dev: gzip between nodes
-# (igzip). Name `dbus` explicitly: dbus-broker alone lacks dbus-daemon.
+# (igzip); libssl-dev: SHA-256 for collection digests. Name `dbus` explicitly: dbus-broker alone lacks dbus-daemon.
 packages=(libsqlite3-dev sqlite3 python3 libavahi-client-dev libqrencode-dev avahi-daemon avahi-utils dbus
-          iproute2 util-linux curl zlib1g-dev libisal-dev)
+          iproute2 util-linux curl zlib1g-dev libisal-dev libssl-dev)
 tests=false
 if [ "${1:-}" = "--package" ] || [ "${1:-}" = "--tests" ]; then
   # dpkg-dev: dpkg-shlibdeps (the package's Depends); binutils: strip and readelf; systemd:

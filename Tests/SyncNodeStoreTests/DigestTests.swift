@@ -18,6 +18,11 @@ import Testing
         // and hashlib.sha256(b"a").digest()[0].
         #expect(Hex.string(CollectionDigest.Entry(id: "a", revisionID: "1-x", isDeleted: false).hash) == "0d6140c05caba4d7d925b1f22bfc70fb")
         #expect(CollectionDigest.bucket(of: "a") == 202)
+        // An entry over one SHA-256 block (64 bytes), not ASCII, deleted; and the empty ID.
+        let long = String(repeating: "é", count: 40), rev = "3-" + String(repeating: "f", count: 32)
+        #expect(Hex.string(CollectionDigest.Entry(id: long, revisionID: rev, isDeleted: true).hash) == "06628b70b21bfc09571cdbe91eaceefd")
+        #expect(CollectionDigest.bucket(of: long) == 132 && CollectionDigest.subBucket(of: long) == 254)
+        #expect(CollectionDigest.bucket(of: "") == 227)
         let empty = CollectionDigest(entries: [])
         #expect(empty.count == 0 && empty.buckets.allSatisfy { $0.hash == String(repeating: "0", count: 32) })
     }

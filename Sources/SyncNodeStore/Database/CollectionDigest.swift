@@ -73,18 +73,15 @@ public struct CollectionDigest: Sendable, Equatable {
         }
 
         static func words(id: UnsafeRawBufferPointer, rev: UnsafeRawBufferPointer, deleted: Bool) -> Words {
-            // The input is put together first and hashed in one call: each call through the
-            // hash's wrapper costs more than hashing a short entry does (every write hashes one
-            // or two).
+            // The input is put together first and hashed in one call (every write hashes one
+            // to three entries).
             withUnsafeTemporaryAllocation(byteCount: id.count + rev.count + 3, alignment: 1) { input in
                 input.copyMemory(from: id)
                 input[id.count] = 0
                 UnsafeMutableRawBufferPointer(rebasing: input[(id.count + 1)...]).copyMemory(from: rev)
                 input[id.count + 1 + rev.count] = 0
                 input[id.count + 2 + rev.count] = deleted ? UInt8(ascii: "1") : UInt8(ascii: "0")
-                var sha = SHA256()
-                sha.update(bufferPointer: UnsafeRawBufferPointer(input))
-                return sha.finalize().withUnsafeBytes { Words(loading: $0, at: 0) }
+                return ShortSHA256.withHash(of: UnsafeRawBufferPointer(input)) { Words(loading: $0, at: 0) }
             }
         }
     }
@@ -184,9 +181,7 @@ public struct CollectionDigest: Sendable, Equatable {
 
     /// Byte `index` of the SHA-256 of an ID's UTF-8 bytes: 0 is its bucket, 1 its sub-bucket.
     private static func idHashByte(_ id: UnsafeRawBufferPointer, at index: Int) -> Int {
-        var sha = SHA256()
-        sha.update(bufferPointer: id)
-        return sha.finalize().withUnsafeBytes { Int($0[index]) }
+        ShortSHA256.withHash(of: id) { Int($0[index]) }
     }
 
     /// Running totals of one bucket, or a transaction's change to them (counts may be negative).

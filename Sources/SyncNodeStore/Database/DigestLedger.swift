@@ -22,6 +22,17 @@ final class DigestLedger: Sendable {
         /// Whether any collection holds a change not yet flushed (after a rollback, say).
         var isPending = false
 
+        /// The last collection written to: most transactions write to one.
+        var last: (collectionID: Int64, buckets: Buckets)?
+
+        mutating func buckets(of collectionID: Int64) -> Buckets {
+            if let last, last.collectionID == collectionID { return last.buckets }
+            let buckets = collections[collectionID] ?? Buckets()
+            collections[collectionID] = buckets
+            last = (collectionID, buckets)
+            return buckets
+        }
+
         mutating func clear() {
             guard isPending else { return }
             for buckets in collections.values { buckets.clear() }
@@ -31,10 +42,12 @@ final class DigestLedger: Sendable {
 
     /// A collection's bucket changes, and which buckets have one. A class, so that a flush
     /// that reads it while it is in the dictionary and then empties it copies no array.
+    /// Only used under the ledger's lock, so its properties skip Swift's run-time exclusivity
+    /// checks, which cost a save more than its bucket arithmetic.
     private final class Buckets {
-        var sums = [CollectionDigest.Accumulator](repeating: .init(), count: CollectionDigest.bucketCount)
-        var isTouched = [Bool](repeating: false, count: CollectionDigest.bucketCount)
-        var touched: [Int] = []
+        @exclusivity(unchecked) var sums = [CollectionDigest.Accumulator](repeating: .init(), count: CollectionDigest.bucketCount)
+        @exclusivity(unchecked) var isTouched = [Bool](repeating: false, count: CollectionDigest.bucketCount)
+        @exclusivity(unchecked) var touched: [Int] = []
 
         func add(_ change: CollectionDigest.Accumulator, to bucket: Int) {
             if !isTouched[bucket] {
@@ -76,13 +89,7 @@ final class DigestLedger: Sendable {
             if let old { count(old, sign: -1) }
             if let new { count(new, sign: 1) }
             state.withLock { state in
-                if let buckets = state.collections[collectionID] {
-                    buckets.add(change, to: bucket)
-                } else {
-                    let buckets = Buckets()
-                    buckets.add(change, to: bucket)
-                    state.collections[collectionID] = buckets
-                }
+                state.buckets(of: collectionID).add(change, to: bucket)
                 state.isPending = true
             }
         }
@@ -90,7 +97,10 @@ final class DigestLedger: Sendable {
 
     /// A collection dropped in this transaction: it has no digest left to write to.
     func forget(collectionID: Int64) {
-        _ = state.withLock { $0.collections.removeValue(forKey: collectionID) }
+        state.withLock { state in
+            state.collections.removeValue(forKey: collectionID)
+            if state.last?.collectionID == collectionID { state.last = nil }
+        }
     }
 
     /// Adds the changes to the digest logs (``DigestLog``) that `sequences` read with their
