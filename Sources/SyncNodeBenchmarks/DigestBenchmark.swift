@@ -8,6 +8,10 @@ import SyncNodeStore
 /// figure is the median of paired rounds, and its ratio the median of the rounds' ratios.
 enum DigestBenchmark {
     static let rounds = 11
+    /// Rounds of single saves, which are short (0.1 s, and 0.5 s in processes) and move the
+    /// most from one round to the next: with 11 pairs, five runs of one build gave medians from
+    /// 0.99 to 1.23 for the processes.
+    static let singleRounds = 31
 
     /// `SyncNodeBenchmarks digest-saves N on|off`: N single saves into a fresh database, keeping
     /// digests or not; prints the seconds the saves took.
@@ -42,7 +46,8 @@ enum DigestBenchmark {
         let writes = min(count, 50_000), singles = min(writes, 1000)
         let docs = DocumentGenerator.documents(count: writes)
         print("digest benchmark: write overhead on \(writes) documents (batches of 1000, and \(singles) single saves; then"
-              + " \(min(count, 5000)) single saves in processes of their own), medians of \(rounds) paired rounds;"
+              + " \(min(count, 5000)) single saves in processes of their own), medians of \(rounds) paired rounds"
+              + " (\(singleRounds) for single saves);"
               + " digest read at \(count) documents")
 
         // Writes with and without the digest, interleaved, each into a fresh database; the last
@@ -89,7 +94,7 @@ enum DigestBenchmark {
             pass += 1
             for i in 0..<singles { try collection.save(MutableDocument(id: "single-\(pass)-\(i)", values: docs[i].body)) }
         }
-        let single = try Report.pairedInterleaved(of: rounds, baseline: { try saveOneByOne(plain) }, ours: { try saveOneByOne(digested) })
+        let single = try Report.pairedInterleaved(of: singleRounds, baseline: { try saveOneByOne(plain) }, ours: { try saveOneByOne(digested) })
         let entries = try (0..<CollectionDigest.bucketCount).flatMap { try digested.digestEntries(inBucket: $0) }
         guard try digested.digest() == CollectionDigest(entries: entries), try plain.count == digested.count else {
             throw StoreError.storage("benchmark self-check failed: the kept digest differs from a recomputation")
@@ -98,7 +103,7 @@ enum DigestBenchmark {
         // Single saves again, each side alone in a process of its own (timed A B A B): two files
         // in one process share caches and interleave their background checkpoints.
         let processSaves = min(count, 5000)
-        let alone = try Report.pairedMeasurements(of: rounds, baseline: { try savesInChild(processSaves, digests: false) },
+        let alone = try Report.pairedMeasurements(of: singleRounds, baseline: { try savesInChild(processSaves, digests: false) },
                                                   ours: { try savesInChild(processSaves, digests: true) })
         for (name, measured, n) in [("bulk insert", bulk, writes), ("update all", update, writes), ("single saves", single, singles),
                                     ("saves, processes", alone, processSaves)] {
