@@ -80,11 +80,11 @@ extension Replicator {
     /// request (its digest, with the changes it has after this replicator's pull position); a
     /// sync check that asked twice was a third of the requests a mesh of ten made per write.
     /// Others are asked as those two methods ask.
+    /// - Throws: what ``pendingChanges()`` and ``digestsMatch()`` throw.
     ///
     /// Right after a pass that a node's long poll started, its answer's digest root stands in for
     /// the request when it equals this side's: in a mesh every write wakes such a pass in each
     /// replication, and their sync checks were half the requests a write cost twenty nodes.
-    /// - Throws: what ``pendingChanges()`` and ``digestsMatch()`` throw.
     public func syncCheck() async throws -> (pending: PendingChanges, digestsMatch: Bool?) {
         let (remote, pulled, answered) = state.withLock { s in
             defer { s.answeredRoot = nil }
