@@ -10,8 +10,8 @@ enum FingerprintArgument {
     /// `arguments` (without the program name), with a dash-led fingerprint of `trust add` or
     /// `trust remove` moved after `--`; any other command line unchanged.
     static func separated(_ arguments: [String]) -> [String] {
-        guard let trust = arguments.firstIndex(of: "trust"), trust + 1 < arguments.count,
-              ["add", "remove"].contains(arguments[trust + 1]), !arguments.contains("--"),
+        guard let trust = arguments.indices.first(where: { arguments[$0] == "trust" && $0 + 1 < arguments.count && ["add", "remove"].contains(arguments[$0 + 1]) }),
+              !arguments.contains("--"),
               let index = arguments[(trust + 2)...].firstIndex(where: { $0.hasPrefix("-") && TLSIdentity.isFingerprint($0) })
         else { return arguments }
         var moved = arguments
