@@ -7,7 +7,7 @@ import Darwin
 #endif
 
 /// Keeps a connection alive by TCP and counts it in ``ConnectedPeers`` under its client
-/// certificate's fingerprint, from its first request until it closes. The fingerprint is
+/// certificate's fingerprint, from its first bytes until it closes. The fingerprint is
 /// computed once here, and each request's sign-in reads it (`clientFingerprint()`).
 final class PeerPresenceHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = NIOAny
