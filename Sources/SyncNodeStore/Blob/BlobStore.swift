@@ -229,6 +229,21 @@ final class BlobStore: Sendable {
         return (temp, FileHandle(fileDescriptor: fd, closeOnDealloc: true))
     }
 
+    /// Makes the names of the blobs renamed into place durable: an fsync of a file covers its
+    /// content, not its directory entry.
+    /// - Throws: ``StoreError/io(_:)`` when the disk refuses.
+    func syncDirectory() throws {
+        let path = directory.path
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw StoreError.io("cannot open \(path) to make it durable: \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else {
+            throw StoreError.io("cannot make \(path) durable: \(String(cString: strerror(errno)))")
+        }
+    }
+
     private func write(_ data: Data, to target: URL) throws {
         try place(target, doing: "writing blob \(target.lastPathComponent)") { try data.write(to: $0) }
     }

@@ -53,8 +53,13 @@ package final class BlobWriter {
     /// `verify` sees the content's `md5-` digest and length first; when it throws, nothing is
     /// kept and its error is rethrown (content that is not what its sender declared never
     /// becomes a blob).
+    ///
+    /// The content is durable when this returns; its name too when `syncingName` (an fsync of
+    /// the blob directory). A caller that finishes many blobs passes false and calls
+    /// ``DocumentCollection/makeBlobNamesDurable()`` once, before saving a document that refers
+    /// to them.
     /// - Throws: ``StoreError/io(_:)`` when the file cannot be completed or renamed, or what `verify` throws.
-    package func finish(verify: (_ md5: String, _ length: Int) throws -> Void = { _, _ in }) throws -> String {
+    package func finish(syncingName: Bool = true, verify: (_ md5: String, _ length: Int) throws -> Void = { _, _ in }) throws -> String {
         let md5 = "md5-" + Data(self.md5.finalize()).base64EncodedString()
         do {
             try flush()
@@ -72,6 +77,7 @@ package final class BlobWriter {
         try? handle.close()
         let digest = "sha1-" + Data(sha1.finalize()).base64EncodedString()
         try store.adopt(temp, digest: digest, md5: md5)
+        if syncingName { try store.syncDirectory() }
         return digest
     }
 

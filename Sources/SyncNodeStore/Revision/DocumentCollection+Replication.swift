@@ -267,6 +267,13 @@ extension DocumentCollection {
         database.blobStore.file(digest: digest)
     }
 
+    /// Makes the names of blobs finished with `BlobWriter.finish(syncingName: false)` durable
+    /// (one fsync of the blob directory), before a document that refers to them is saved.
+    /// - Throws: ``StoreError/io(_:)`` when the disk refuses.
+    package func makeBlobNamesDurable() throws {
+        try database.blobStore.syncDirectory()
+    }
+
     /// A writer of blob content arriving piece by piece (see ``BlobWriter``).
     /// - Throws: ``StoreError/io(_:)`` when the temporary file cannot be created.
     package func blobWriter() throws -> BlobWriter {

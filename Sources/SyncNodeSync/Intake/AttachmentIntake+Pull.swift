@@ -56,6 +56,9 @@ extension AttachmentIntake {
                 next()
             }
         }
+        // The new blobs' names, durable together before the documents that refer to them are
+        // saved (and so before the checkpoint that skips them).
+        if !downloads.isEmpty { try collection.makeBlobNamesDurable() }
         for (index, found) in files {
             guard case .dictionary(var attachments)? = out[index].meta[DocumentCollection.attachmentsKey] else { continue }
             for (name, file) in found {
@@ -90,7 +93,8 @@ extension AttachmentIntake {
     }
 
     /// One attachment of revision `rev`, streamed from `source` into `collection`'s blob store;
-    /// checked against its stub before it is kept.
+    /// checked against its stub before it is kept. Its name is not yet durable:
+    /// ``pulled(_:wanted:into:from:)`` makes a batch's names durable together.
     private static func download(
         id: String, rev: String, name: String, entry: [String: DocumentValue], into collection: DocumentCollection,
         from source: any AttachmentSource
@@ -104,7 +108,7 @@ extension AttachmentIntake {
             writer.abandon()
             throw error
         }
-        let digest = try writer.finish { md5, length in
+        let digest = try writer.finish(syncingName: false) { md5, length in
             do {
                 try AttachmentFile.verify(md5: md5, length: length, against: entry, name: name)
             } catch let error as CouchError {

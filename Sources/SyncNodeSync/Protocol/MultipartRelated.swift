@@ -129,6 +129,7 @@ enum MultipartRelated {
                 throw CouchError.badRequest("attachment '\(missing)' is marked follows, but the body ended before its part")
             }
             if !attachments.isEmpty { object["_attachments"] = .dictionary(attachments) }
+            if !files.isEmpty { try collection.makeBlobNamesDurable() }
             return (object, files)
         }
 
@@ -196,7 +197,8 @@ enum MultipartRelated {
             }
             if let writer {
                 self.writer = nil
-                let digest = try writer.finish { md5, length in
+                // The names are made durable once, for all parts (``result()``).
+                let digest = try writer.finish(syncingName: false) { md5, length in
                     try AttachmentFile.verify(md5: md5, length: length, against: entry, name: name)
                 }
                 let type = entry["content_type"]?.stringValue ?? "application/octet-stream"
