@@ -233,7 +233,10 @@ final class BlobStore: Sendable {
     /// content, not its directory entry.
     /// - Throws: ``StoreError/io(_:)`` when the disk refuses.
     func syncDirectory() throws {
-        let path = directory.path
+        try Self.flush(path: directory.path)
+    }
+
+    private static func flush(path: String) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             throw StoreError.io("cannot open \(path) to make it durable: \(String(cString: strerror(errno)))")
@@ -248,19 +251,23 @@ final class BlobStore: Sendable {
         try place(target, doing: "writing blob \(target.lastPathComponent)") { try data.write(to: $0) }
     }
 
-    /// Fills a temporary file with `fill` and renames it to `target`; on failure the temporary
-    /// file goes and the error says what was `doing`.
+    /// Fills a temporary file with `fill` and renames it to `target`, each durable before the
+    /// next step; on failure the temporary file goes and the error says what was `doing`.
+    ///
+    /// The content reaches the disk before the name does: after a power cut, a name without
+    /// its content (a file emptied by delayed allocation) would pass for that content for good,
+    /// since equal names mean equal content here.
     private func place(_ target: URL, doing: String, _ fill: (URL) throws -> Void) throws {
         let temp = tempURL()
         do {
             try fill(temp)
-            try moveIntoPlace(temp, target)
-        } catch let e as StoreError {
-            throw e
+            try Self.flush(path: temp.path)
         } catch {
             try? FileManager.default.removeItem(at: temp)
-            throw StoreError.io("\(doing): \(error.localizedDescription)")
+            throw error as? StoreError ?? StoreError.io("\(doing): \(error.localizedDescription)")
         }
+        try moveIntoPlace(temp, target)
+        try syncDirectory()
     }
 
     private func moveIntoPlace(_ temp: URL, _ target: URL) throws {
