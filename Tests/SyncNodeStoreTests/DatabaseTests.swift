@@ -266,6 +266,28 @@ import Testing
         }
     }
 
+    @Test func aCopyThatFailsLeavesNothingBehind() throws {
+        let dir = try TempDirectory()
+        let source = try dir.open("prebuilt")
+        let doc = MutableDocument(id: "photo")
+        doc.setBlob(Blob(contentType: "image/png", data: Data("pixels".utf8)), forKey: "image")
+        try source.defaultCollection().save(doc)
+        let sourcePath = source.path
+        try source.close()
+        // A link to nothing: copied as a link, then it cannot be opened to be made durable.
+        let dangling = sourcePath.appendingPathComponent("blobs/dangling")
+        try FileManager.default.createSymbolicLink(atPath: dangling.path, withDestinationPath: "/nonexistent/syncnode")
+        let config = DatabaseConfiguration(directory: dir.url)
+        #expect(throws: StoreError.self) { try Database.copy(fromPath: sourcePath, toDatabase: "copy", config: config) }
+        #expect(!FileManager.default.fileExists(atPath: Database.directory(name: "copy", in: dir.url).path))
+        // Half a copy would have made this one fail with alreadyExists.
+        try FileManager.default.removeItem(at: dangling)
+        try Database.copy(fromPath: sourcePath, toDatabase: "copy", config: config)
+        let copy = try dir.open("copy")
+        defer { try? copy.close() }
+        #expect(try copy.defaultCollection().document(id: "photo")?.blob(forKey: "image")?.content == Data("pixels".utf8))
+    }
+
     @Test func scopesAndCollections() throws {
         let dir = try TempDirectory()
         let db = try dir.open()

@@ -233,18 +233,7 @@ final class BlobStore: Sendable {
     /// content, not its directory entry.
     /// - Throws: ``StoreError/io(_:)`` when the disk refuses.
     func syncDirectory() throws {
-        try Self.flush(path: directory.path)
-    }
-
-    private static func flush(path: String) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw StoreError.io("cannot open \(path) to make it durable: \(String(cString: strerror(errno)))")
-        }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else {
-            throw StoreError.io("cannot make \(path) durable: \(String(cString: strerror(errno)))")
-        }
+        try Durability.sync(path: directory.path)
     }
 
     private func write(_ data: Data, to target: URL) throws {
@@ -252,7 +241,7 @@ final class BlobStore: Sendable {
     }
 
     /// Fills a temporary file with `fill` and renames it to `target`, each durable before the
-    /// next step; on failure the temporary file goes and the error says what was `doing`.
+    /// next step; on failure the temporary file goes (an error of `fill` says what was `doing`).
     ///
     /// The content reaches the disk before the name does: after a power cut, a name without
     /// its content (a file emptied by delayed allocation) would pass for that content for good,
@@ -261,7 +250,7 @@ final class BlobStore: Sendable {
         let temp = tempURL()
         do {
             try fill(temp)
-            try Self.flush(path: temp.path)
+            try Durability.sync(path: temp.path)
         } catch {
             try? FileManager.default.removeItem(at: temp)
             throw error as? StoreError ?? StoreError.io("\(doing): \(error.localizedDescription)")

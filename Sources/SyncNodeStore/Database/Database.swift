@@ -190,8 +190,12 @@ public final class Database: Sendable {
             try FileManager.default.createDirectory(at: config.directory, withIntermediateDirectories: true)
             try FileManager.default.copyItem(at: path, to: target)
             try? FileManager.default.removeItem(at: target.appendingPathComponent(fileName + "-shm"))
+            // The copy's files, blobs included, on disk before anything is written into it.
+            try Durability.syncTree(at: target)
         } catch {
-            throw StoreError.io("copying \(path.path) to \(target.path): \(error.localizedDescription)")
+            // Half a copy would pass for a database, and block the next attempt.
+            try? FileManager.default.removeItem(at: target)
+            throw error as? StoreError ?? StoreError.io("copying \(path.path) to \(target.path): \(error.localizedDescription)")
         }
         let copy = try Database(name: name, config: config)
         try copy.write { db in try Schema.assignNewUUID(db) }
