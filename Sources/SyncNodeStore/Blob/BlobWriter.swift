@@ -4,7 +4,7 @@ import Foundation
 /// Content written into a database's blob store piece by piece (an attachment arriving over
 /// the network), its digests computed as it goes, so nothing holds the whole content in memory.
 ///
-/// The pieces go to a temporary file; ``finish(verify:)`` names it after its digest (or drops it when
+/// The pieces go to a temporary file; ``finish(syncingName:verify:)`` names it after its digest (or drops it when
 /// the store has that content already). A writer abandoned, or a process killed, leaves no
 /// partial blob under a real name: temporary files are removed when the database opens.
 package final class BlobWriter {
@@ -58,7 +58,8 @@ package final class BlobWriter {
     /// the blob directory). A caller that finishes many blobs passes false and calls
     /// ``DocumentCollection/makeBlobNamesDurable()`` once, before saving a document that refers
     /// to them.
-    /// - Throws: ``StoreError/io(_:)`` when the file cannot be completed or renamed, or what `verify` throws.
+    /// - Throws: ``StoreError/io(_:)`` when the file cannot be completed or renamed, or the folder
+    ///   not synced (the blob is then in place, its name perhaps not durable); or what `verify` throws.
     package func finish(syncingName: Bool = true, verify: (_ md5: String, _ length: Int) throws -> Void = { _, _ in }) throws -> String {
         let md5 = "md5-" + Data(self.md5.finalize()).base64EncodedString()
         do {

@@ -37,24 +37,30 @@ extension AttachmentIntake {
                 }
             }
         }
-        try await withThrowingTaskGroup(of: (Int, String, AttachmentFile?).self) { group in
-            var pending = downloads.makeIterator()
-            func next() {
-                guard let (index, name, entry) = pending.next() else { return }
-                let doc = docs[index]
-                group.addTask {
-                    do {
-                        return (index, name, try await download(id: doc.id, rev: doc.rev, name: name, entry: entry, into: collection, from: source))
-                    } catch let missing as CouchError where PeerStatus.contentGone.contains(missing.status) {
-                        return (index, name, nil)
+        do {
+            try await withThrowingTaskGroup(of: (Int, String, AttachmentFile?).self) { group in
+                var pending = downloads.makeIterator()
+                func next() {
+                    guard let (index, name, entry) = pending.next() else { return }
+                    let doc = docs[index]
+                    group.addTask {
+                        do {
+                            return (index, name, try await download(id: doc.id, rev: doc.rev, name: name, entry: entry, into: collection, from: source))
+                        } catch let missing as CouchError where PeerStatus.contentGone.contains(missing.status) {
+                            return (index, name, nil)
+                        }
                     }
                 }
+                for _ in 0..<parallelDownloads { next() }
+                while let (index, name, file) = try await group.next() {
+                    if let file { files[index, default: [:]][name] = file }
+                    next()
+                }
             }
-            for _ in 0..<parallelDownloads { next() }
-            while let (index, name, file) = try await group.next() {
-                if let file { files[index, default: [:]][name] = file }
-                next()
-            }
+        } catch {
+            // Blobs already in place stay (a retry finds them there): their names durable all the same.
+            if !downloads.isEmpty { try? collection.makeBlobNamesDurable() }
+            throw error
         }
         // The new blobs' names, durable together before the documents that refer to them are
         // saved (and so before the checkpoint that skips them).

@@ -41,17 +41,25 @@ enum MultipartRelated {
         let reader = PartReader(jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection)
         defer { reader.abandon() }
         var scanner = MultipartScanner(boundary: boundary)
-        for try await buffer in body {
-            try buffer.withUnsafeReadableBytes { bytes in
-                try scanner.feed(
-                    bytes, headers: { reader.headers = $0 }, body: { reader.body(ByteBuffer(bytes: $0)) }, end: { reader.complete() })
+        do {
+            for try await buffer in body {
+                try buffer.withUnsafeReadableBytes { bytes in
+                    try scanner.feed(
+                        bytes, headers: { reader.headers = $0 }, body: { reader.body(ByteBuffer(bytes: $0)) }, end: { reader.complete() })
+                }
+                if let error = reader.error { throw error }
             }
-            if let error = reader.error { throw error }
+            guard scanner.isComplete else {
+                throw CouchError.badRequest("the multipart body ended before its closing boundary")
+            }
+            let result = try reader.result()
+            try reader.syncNames()
+            return result
+        } catch {
+            // Parts already in place stay (a retry finds them there): their names durable all the same.
+            try? reader.syncNames()
+            throw error
         }
-        guard scanner.isComplete else {
-            throw CouchError.badRequest("the multipart body ended before its closing boundary")
-        }
-        return try reader.result()
     }
 
     /// The parts as they are read. One request's, on one task.
@@ -129,8 +137,13 @@ enum MultipartRelated {
                 throw CouchError.badRequest("attachment '\(missing)' is marked follows, but the body ended before its part")
             }
             if !attachments.isEmpty { object["_attachments"] = .dictionary(attachments) }
-            if !files.isEmpty { try collection.makeBlobNamesDurable() }
             return (object, files)
+        }
+
+        /// Makes the names of the finished parts' blobs durable: one fsync of the blob folder
+        /// for all of them (``finishPart()`` skips it for each).
+        func syncNames() throws {
+            if !files.isEmpty { try collection.makeBlobNamesDurable() }
         }
 
         /// Drops a part left half-read (a body that broke off, or an error).
@@ -197,7 +210,7 @@ enum MultipartRelated {
             }
             if let writer {
                 self.writer = nil
-                // The names are made durable once, for all parts (``result()``).
+                // The names are made durable once, for all parts (``syncNames()``).
                 let digest = try writer.finish(syncingName: false) { md5, length in
                     try AttachmentFile.verify(md5: md5, length: length, against: entry, name: name)
                 }
