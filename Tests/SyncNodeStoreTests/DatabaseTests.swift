@@ -280,6 +280,7 @@ import Testing
         let config = DatabaseConfiguration(directory: dir.url)
         #expect(throws: StoreError.self) { try Database.copy(fromPath: sourcePath, toDatabase: "copy", config: config) }
         #expect(!FileManager.default.fileExists(atPath: Database.directory(name: "copy", in: dir.url).path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.url.path).filter { $0.hasPrefix(".copying-") }.isEmpty)
         // Half a copy would have made this one fail with alreadyExists.
         try FileManager.default.removeItem(at: dangling)
         try Database.copy(fromPath: sourcePath, toDatabase: "copy", config: config)

@@ -161,11 +161,20 @@ public final class Database: Sendable {
         try? FileManager.default.removeItem(at: doomed)
     }
 
-    /// Removes what deletions left behind in `directory` (see ``delete(name:directory:)``).
+    /// Removes what deletions left behind in `directory` (see ``delete(name:directory:)``), and
+    /// copies killed midway an hour ago or more.
     public static func removeDeletedLeftovers(in directory: URL) {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         for name in names where name.hasPrefix(".deleted-") {
             try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
+        }
+        // Copies killed midway (``copy(fromPath:toDatabase:config:)``); a younger one may still be copying.
+        let abandoned = Date().addingTimeInterval(-3600)
+        for name in names where name.hasPrefix(".copying-") {
+            let url = directory.appendingPathComponent(name)
+            let modified = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.modificationDate] as? Date
+            if let modified, modified > abandoned { continue }
+            try? FileManager.default.removeItem(at: url)
         }
     }
 
@@ -186,17 +195,26 @@ public final class Database: Sendable {
         guard !FileManager.default.fileExists(atPath: target.path) else {
             throw StoreError.alreadyExists("database '\(name)' in \(config.directory.path)")
         }
+        // Copied under a name of its own and made durable (its files, blobs included), then
+        // renamed into place in one step: half a copy, from a failure or a kill, never passes for
+        // a database, and a database made meanwhile under `name` is never touched.
+        let staging = config.directory.appendingPathComponent(".copying-\(UUID().uuidString)")
         do {
             try FileManager.default.createDirectory(at: config.directory, withIntermediateDirectories: true)
-            try FileManager.default.copyItem(at: path, to: target)
-            try? FileManager.default.removeItem(at: target.appendingPathComponent(fileName + "-shm"))
-            // The copy's files, blobs included, on disk before anything is written into it.
-            try Durability.syncTree(at: target)
+            try FileManager.default.copyItem(at: path, to: staging)
+            try? FileManager.default.removeItem(at: staging.appendingPathComponent(fileName + "-shm"))
+            try Durability.syncTree(at: staging)
         } catch {
-            // Half a copy would pass for a database, and block the next attempt.
-            try? FileManager.default.removeItem(at: target)
+            try? FileManager.default.removeItem(at: staging)
             throw error as? StoreError ?? StoreError.io("copying \(path.path) to \(target.path): \(error.localizedDescription)")
         }
+        guard rename(staging.path, target.path) == 0 else {
+            let error = errno
+            try? FileManager.default.removeItem(at: staging)
+            if error == EEXIST || error == ENOTEMPTY { throw StoreError.alreadyExists("database '\(name)' in \(config.directory.path)") }
+            throw StoreError.io("installing the copy as \(target.path): \(String(cString: strerror(error)))")
+        }
+        try Durability.sync(path: config.directory.path)
         let copy = try Database(name: name, config: config)
         try copy.write { db in try Schema.assignNewUUID(db) }
         try copy.close()
