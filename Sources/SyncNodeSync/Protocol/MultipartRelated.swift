@@ -31,7 +31,7 @@ enum MultipartRelated {
     /// ones so) is decoded as it arrives, into the blob store like the others: no part is
     /// held in memory, however many there are.
     /// - Throws: `CouchError` 400 for a malformed body or content that does not match its
-    ///   declaration, 413 beyond a limit.
+    ///   declaration, 413 beyond a limit; `StoreError` when the blob store fails.
     static func read<Body: AsyncSequence>(
         _ body: Body, boundary: String, jsonLimit: Int, attachmentLimit: Int, into collection: DocumentCollection
     ) async throws -> (object: [String: DocumentValue], files: [String: AttachmentFile]) where Body.Element == ByteBuffer {
@@ -41,6 +41,7 @@ enum MultipartRelated {
         let reader = PartReader(jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection)
         defer { reader.abandon() }
         var scanner = MultipartScanner(boundary: boundary)
+        let result: (object: [String: DocumentValue], files: [String: AttachmentFile])
         do {
             for try await buffer in body {
                 try buffer.withUnsafeReadableBytes { bytes in
@@ -52,14 +53,14 @@ enum MultipartRelated {
             guard scanner.isComplete else {
                 throw CouchError.badRequest("the multipart body ended before its closing boundary")
             }
-            let result = try reader.result()
-            try reader.syncNames()
-            return result
+            result = try reader.result()
         } catch {
             // Parts already in place stay (a retry finds them there): their names durable all the same.
             try? reader.syncNames()
             throw error
         }
+        try reader.syncNames()
+        return result
     }
 
     /// The parts as they are read. One request's, on one task.
