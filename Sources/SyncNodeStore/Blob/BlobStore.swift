@@ -200,14 +200,7 @@ final class BlobStore: Sendable {
     /// one may be another process's upload in progress (a CLI command opens the database that
     /// a serving node is streaming an attachment into).
     func removeTemporaryFiles() {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        let abandoned = Date().addingTimeInterval(-3600)
-        for name in names where name.hasPrefix(".tmp-") {
-            let url = directory.appendingPathComponent(name)
-            let modified = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.modificationDate] as? Date
-            if let modified, modified > abandoned { continue }
-            try? FileManager.default.removeItem(at: url)
-        }
+        AbandonedFiles.remove(in: directory, prefix: ".tmp-")
     }
 
     /// A fresh temporary name. Not a `UUID()`: Foundation opens `/dev/urandom` for each.

@@ -169,13 +169,7 @@ public final class Database: Sendable {
             try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
         }
         // Copies killed midway (``copy(fromPath:toDatabase:config:)``); a younger one may still be copying.
-        let abandoned = Date().addingTimeInterval(-3600)
-        for name in names where name.hasPrefix(".copying-") {
-            let url = directory.appendingPathComponent(name)
-            let modified = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.modificationDate] as? Date
-            if let modified, modified > abandoned { continue }
-            try? FileManager.default.removeItem(at: url)
-        }
+        AbandonedFiles.remove(in: directory, prefix: ".copying-")
     }
 
     /// Installs a pre-built database: copies the `.syncnode` directory at
