@@ -82,15 +82,30 @@ import Testing
                     for i in 0..<80 { try c.save(MutableDocument(id: "bulk-\(step)-\(i)")) }
                 }
             }
-            if step % 50 == 49 {
-                let kept = try c.digest(), expected = try recomputed(c)
-                #expect(kept == expected, "after step \(step)")
-            }
+            // After every step: a digest remembered from the step before (``DigestMemo``) must
+            // not outlive the write.
+            let kept = try c.digest(), expected = try recomputed(c)
+            #expect(kept == expected, "after step \(step)")
         }
         try f.db.compact()
         let digest = try c.digest(), expected = try recomputed(c)
         #expect(digest == expected)
         #expect(digest.count > 0)
+    }
+
+    /// A digest remembered by one connection to the file is not taken for the file's after
+    /// another writes to it (as another process would: through its own connections).
+    @Test func aWriteThroughAnotherOpeningIsSeen() throws {
+        let f = try TasksFixture()
+        try f.tasks.save(MutableDocument(id: "a"))
+        let before = try f.tasks.digest()
+        #expect(try f.tasks.digest() == before)
+        let other = try f.dir.open()
+        try #require(try other.collection(name: "tasks")).save(MutableDocument(id: "b"))
+        try other.close()
+        let after = try f.tasks.digest()
+        #expect(after.count == 2 && after != before)
+        #expect(after == (try recomputed(f.tasks)))
     }
 
     /// One transaction writing to two collections, and one that creates a collection, writes to it
@@ -189,7 +204,8 @@ import Testing
                 try db.execute(sql: "UPDATE c1_digest SET count = count + 1, deleted = deleted + 1 WHERE bucket = ?", arguments: [bucket])
                 try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v9-live-digests'")
             }
-            #expect(try c.digest() != expected)
+            // Read from the table: the digest as last read is remembered until a write's sequence.
+            #expect(try db.read { try DigestTable.read($0, c.tables) } != expected)
             try db.close()
         }
         let db = try dir.open()

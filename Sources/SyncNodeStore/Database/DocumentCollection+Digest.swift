@@ -5,13 +5,15 @@ extension DocumentCollection {
     /// same documents at the same winning revisions.
     ///
     /// It reads 256 small rows and a short log of recent changes, whatever the collection's
-    /// size. Inside ``Database/inBatch(_:)`` it does not include the batch's own writes yet:
-    /// they count from the batch's commit.
+    /// size, and only one row while nothing was written since the last read. Inside
+    /// ``Database/inBatch(_:)`` it does not include the batch's own writes yet: they count from
+    /// the batch's commit.
     /// - Throws: ``StoreError/collectionDeleted(_:)``, ``StoreError/databaseClosed(_:)``,
     ///   ``StoreError/storage(_:)``.
     public func digest() throws -> CollectionDigest {
         try checkLive()
-        return try database.read { db in try DigestTable.read(db, tables) }
+        let remember = !ThreadConnection.isWriting(database)
+        return try database.read { db in try digestMemo.digest(db, tables, remember: remember) }
     }
 
     /// The entries of one of the digest's buckets, sorted by ID: where two digests' buckets

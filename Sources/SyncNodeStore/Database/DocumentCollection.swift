@@ -22,6 +22,8 @@ public final class DocumentCollection: Sendable, Hashable, CustomStringConvertib
     let validatorSlot = Mutex<DocumentValidator?>(nil)
     /// Recent `changeCount(since:)` answers, which later pages' counts follow from.
     let changeCounts = ChangeCounts()
+    /// The digest as last read (``digest()``).
+    let digestMemo = DigestMemo()
     /// The row ``document(id:)`` last read inside a batch (see ``LastRowRead``).
     let lastRowRead = Mutex<LastRowRead?>(nil)
 
