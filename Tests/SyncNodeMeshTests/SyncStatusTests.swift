@@ -111,10 +111,35 @@ import SyncNodeStore
 
     /// Node a, holding one document and serving with `faults`, and node b, paired with it and
     /// checking its sync every 200 ms (its events go to `events`), once b says it is in sync.
-    private func pairedInSync(faults: FaultInjector, events: Events) async throws -> (a: Node, b: Node) {
+    /// A write that b's long poll brings is judged in sync by the root that the long poll's
+    /// answer carried: b asks a for no `_digest`. (A mesh's every write wakes such a pass in
+    /// each replication, and their sync checks were half the requests it cost.)
+    @Test func aPassALongPollStartedIsJudgedByItsAnswersRoot() async throws {
+        let digests = Mutex(0), events = Events()
+        let faults = FaultInjector({ _, path in
+            if path.hasSuffix("/_digest") { digests.withLock { $0 += 1 } }
+            return nil
+        })
+        // Looks of the audit's own (15 x 10 s while in sync) do not come during the test.
+        let (a, b) = try await pairedInSync(faults: faults, events: events, checkInterval: .seconds(10))
+        func sync() -> MeshPeer.CollectionSync? { Self.sync(b) }
+        let before = digests.withLock { $0 }
+        for n in 1...4 {
+            let judged = sync()?.lastInSync
+            try a.collection().save(try MutableDocument(id: "w-\(n)", data: ["n": n]))
+            #expect(try await eventually { try b.collection().document(id: "w-\(n)") != nil && sync()?.state == .inSync && sync()?.lastInSync != judged },
+                    "\(String(describing: sync()))")
+        }
+        #expect(digests.withLock { $0 } == before, "b asked a's digest \(digests.withLock { $0 } - before) times for 4 writes")
+        #expect(events.all == ["in_sync"])
+        await b.mesh.stop()
+        await a.mesh.stop()
+    }
+
+    private func pairedInSync(faults: FaultInjector, events: Events, checkInterval: Duration = .milliseconds(200)) async throws -> (a: Node, b: Node) {
         let a = try Node(name: "a") { $0.faultInjector = faults }
         let b = try Node(name: "b") {
-            $0.syncCheckInterval = .milliseconds(200)
+            $0.syncCheckInterval = checkInterval
             $0.onEvent = events.add
         }
         try a.collection().save(try MutableDocument(id: "first", data: ["n": 1]))

@@ -23,6 +23,10 @@ extension Handlers {
         /// `live_sources` (a long poll's, SyncNode's own parameter): the peers the asker pulls
         /// from live, as `<uuid>/<database>` (``LivePulls``).
         var liveSources: Set<String> = []
+        /// `digest=true` (SyncNode's own): the answer ends with the collection's digest root,
+        /// read after its rows. A replicator that applied them compares its own root with it
+        /// instead of asking `_digest` (in a mesh, one request per write for each replication).
+        var digest = false
         /// Milliseconds; nil means no heartbeat.
         var heartbeat: Int?
         /// Milliseconds without changes after which a feed ends; nil: never
@@ -194,6 +198,10 @@ extension Handlers {
             stream.json.writeInteger(lastSeq)
             stream.json.writeRaw(#","pending":"#)
             stream.json.writeInteger(Int64(pending))
+            if spec.digest {
+                stream.json.writeRaw(#","digest":"#)
+                stream.json.writeString(try collection.digest().root)
+            }
             stream.json.writeRaw("}")
         }
     }
@@ -345,7 +353,8 @@ extension Handlers {
         return ChangesRequest(
             feed: feed, since: since, limit: try query.int("limit"), allLeaves: style == "all_docs",
             includeDocs: try query.bool("include_docs"), conflicts: try query.bool("conflicts"),
-            descending: try query.bool("descending"), docIDs: docIDs, selector: selector, liveSources: liveSources, heartbeat: heartbeat,
+            descending: try query.bool("descending"), docIDs: docIDs, selector: selector, liveSources: liveSources,
+            digest: try query.bool("digest"), heartbeat: heartbeat,
             timeout: try query.int("timeout").map { min($0, 600_000) } ?? (heartbeat == nil || feed != .continuous ? 60_000 : nil))
     }
 }

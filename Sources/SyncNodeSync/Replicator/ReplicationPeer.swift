@@ -61,6 +61,8 @@ struct PeerChanges: Sendable {
     var rows: [PeerChange]
     var lastSeq: String
     var pending: Int?
+    /// The source's digest root after these rows (a node's long poll, `digest=true`).
+    var digestRoot: String?
 }
 
 struct StoredBatch: Sendable {

@@ -81,15 +81,31 @@ extension Replicator {
     /// sync check that asked twice was a third of the requests a mesh of ten made per write.
     /// Others are asked as those two methods ask.
     /// - Throws: what ``pendingChanges()`` and ``digestsMatch()`` throw.
+    ///
+    /// Right after a pass that a node's long poll started, its answer's digest root stands in for
+    /// the request when it equals this side's: in a mesh every write wakes such a pass in each
+    /// replication, and their sync checks were half the requests a write cost twenty nodes.
     public func syncCheck() async throws -> (pending: PendingChanges, digestsMatch: Bool?) {
-        let (remote, pulled) = state.withLock { ($0.connected, $0.pulledUpTo) }
+        let (remote, pulled, answered) = state.withLock { s in
+            defer { s.answeredRoot = nil }
+            return (s.connected, s.pulledUpTo, s.answeredRoot)
+        }
         guard !config.isFiltered, config.replicatorType != .push, let remote, let pulled else {
             return (try await pendingChanges(), try await digestsMatch())
+        }
+        if let answered, answered.lastSeq == pulled, answered.at.duration(to: .now) < Self.answeredRootLifetime,
+           try config.collection.digest().root == answered.root {
+            return (try await pendingChanges(knownPull: answered.pending ?? 0), true)
         }
         let theirs = try await remote.digestRoot(pendingSince: pulled)
         let pending = try await pendingChanges(knownPull: theirs?.pending)
         return (pending, try theirs.map { try config.collection.digest().root == $0.root })
     }
+
+    /// How long a long poll's digest root stands in for asking: about as long as a sync check
+    /// waits after a pass (``SyncAudit``), so that it is a look at the peer as recent as one
+    /// it would make.
+    static let answeredRootLifetime = Duration.seconds(3)
 
     /// The local documents changed since the last push checkpoint (after the
     /// `documentIDs` or `selector`, and push filters): what the next push would send.

@@ -44,6 +44,17 @@ public final class Replicator: Sendable {
         /// The source sequences each direction has examined up to (its last checkpoint).
         var pushedUpTo: String?
         var pulledUpTo: String?
+        /// The peer's digest root as its long poll's answer gave it, when the pass that answer
+        /// started went no further (``syncCheck()`` uses it once).
+        var answeredRoot: AnsweredRoot?
+    }
+
+    /// A peer's digest root after the changes up to `lastSeq`, as its long poll answered at `at`.
+    struct AnsweredRoot {
+        var root: String
+        var lastSeq: String
+        var pending: Int?
+        var at: ContinuousClock.Instant
     }
 
     /// A replicator for `config`; it connects to nothing until ``start(reset:)``, ``runOnce(reset:)`` or
@@ -316,6 +327,12 @@ public final class Replicator: Sendable {
                                      firstPage: carried[.pull] == nil ? nil : prefetched, resuming: reset ? nil : carried[.pull])
             let pulled = try await run.run()
             (result.pulled, remoteSince, checkpointers[.pull]) = (pulled.written, pulled.since, pulled.checkpointer)
+            let answered = carried[.pull] == nil ? nil : prefetched
+            state.withLock { s in
+                s.answeredRoot = answered.flatMap { page in
+                    page.digestRoot.flatMap { page.lastSeq == pulled.since ? AnsweredRoot(root: $0, lastSeq: page.lastSeq, pending: page.pending, at: .now) : nil }
+                }
+            }
         }
         if config.replicatorType != .pull, state.withLock({ $0.pushRefusal == nil }) {
             let run = ReplicationRun(replicator: self, source: local, target: remote, direction: .push,

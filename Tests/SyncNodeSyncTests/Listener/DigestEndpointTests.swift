@@ -44,6 +44,11 @@ import Testing
             for bad in ["pending_since=x", "pending_since=-1", "bucket=3&pending_since=0"] {
                 #expect(try await h.request(.GET, "/db/_digest?\(bad)").status == 400, "\(bad)")
             }
+            // A changes feed asked for it ends with the root after its rows; others carry none.
+            let feed = try await h.request(.GET, "/db/_changes?feed=longpoll&since=30&digest=true")
+            #expect(feed["digest"]?.string == stored.root && feed["results"]?.array?.count == 11, "\(feed)")
+            #expect(try await h.request(.GET, "/db/_changes?since=30")["digest"] == nil)
+            #expect(try await h.request(.GET, "/db/_changes?digest=maybe").status == 400)
             #expect(try await h.request(.POST, "/db/_digest", body: "{}").status == 405)
             #expect(try await h.request(.GET, "/nope/_digest").status == 404)
         }

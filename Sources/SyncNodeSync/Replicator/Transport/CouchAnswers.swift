@@ -9,6 +9,7 @@ enum CouchAnswers {
     static func changesPage(_ text: String) throws(StoreError) -> PeerChanges {
         var lastSeq: DocumentValue?
         var pending: Int?
+        var digestRoot: String?
         var rows: [PeerChange] = []
         try JSONParser.reading(text) { input, start throws(StoreError) in
             ((), try JSONParser.members(ofObjectIn: input, at: start, depth: 0) { name, at throws(StoreError) in
@@ -16,6 +17,7 @@ enum CouchAnswers {
                     let (value, end) = try JSONParser.parseValue(in: input, at: at, depth: 1)
                     if name == "last_seq" { lastSeq = value }
                     if name == "pending", case .int(let n) = value { pending = Int(n) }
+                    if name == "digest" { digestRoot = value.stringValue }
                     return end
                 }
                 return try JSONParser.elements(ofArrayIn: input, at: at, depth: 1) { row throws(StoreError) in
@@ -25,7 +27,7 @@ enum CouchAnswers {
                 }
             })
         }
-        return PeerChanges(rows: rows, lastSeq: WireURL.sequenceText(lastSeq), pending: pending)
+        return PeerChanges(rows: rows, lastSeq: WireURL.sequenceText(lastSeq), pending: pending, digestRoot: digestRoot)
     }
 
     /// One row of a `_changes` answer, and where it ends; nil for a row without `id` or `changes`.
