@@ -22,9 +22,13 @@ final class DigestMemo: Sendable {
             return try read.step() ? read.int64(0) : nil
         }()
         guard let lastSequence else { return try DigestTable.read(db, tables) }
-        if let last = last.withLock({ $0 }), last.lastSequence == lastSequence { return last.digest }
-        let digest = try DigestTable.read(db, tables)
-        last.withLock { $0 = (lastSequence, digest) }
-        return digest
+        // Read under the lock: right after a write, the long polls of every peer ask at once,
+        // and all but the first wait for its read instead of each reading the digest whole.
+        return try last.withLock { last in
+            if let last, last.lastSequence == lastSequence { return last.digest }
+            let digest = try DigestTable.read(db, tables)
+            last = (lastSequence, digest)
+            return digest
+        }
     }
 }
