@@ -191,7 +191,8 @@ public final class Database: Sendable {
         }
         // Copied under a name of its own and made durable (its files, blobs included), then
         // renamed into place in one step: half a copy, from a failure or a kill, never passes for
-        // a database, and a database made meanwhile under `name` is never touched.
+        // a database, and a database made meanwhile under `name` is left alone (`rename` would
+        // replace only an empty folder, and a database's folder is never empty).
         let staging = config.directory.appendingPathComponent(".copying-\(UUID().uuidString)")
         do {
             try FileManager.default.createDirectory(at: config.directory, withIntermediateDirectories: true)
