@@ -11,16 +11,10 @@ import Synchronization
 final class DigestMemo: Sendable {
     private let last = Mutex<(lastSequence: Int64, digest: CollectionDigest)?>(nil)
 
-    /// The collection's digest in `db`'s snapshot. Inside a write transaction (`remember` false)
-    /// the counter row lags the rows until the commit: it is read whole and not remembered.
-    func digest(_ db: GRDB.Database, _ tables: CollectionTables, remember: Bool) throws -> CollectionDigest {
-        guard remember else { return try DigestTable.read(db, tables) }
-        let read = try SQLiteStatement.cached(db, "SELECT last_seq FROM collections WHERE id = ?")
-        read.bind(1, tables.id)
-        let lastSequence: Int64? = try {
-            defer { read.reset() }
-            return try read.step() ? read.int64(0) : nil
-        }()
+    /// The collection's digest in `db`'s snapshot, whose `last_seq` is `lastSequence` (nil: read
+    /// whole and not remembered, as inside a write transaction, where the counter row lags the
+    /// rows until the commit).
+    func digest(_ db: GRDB.Database, _ tables: CollectionTables, lastSequence: Int64?) throws -> CollectionDigest {
         guard let lastSequence else { return try DigestTable.read(db, tables) }
         // Read under the lock: right after a write, the long polls of every peer ask at once,
         // and all but the first wait for its read instead of each reading the digest whole.

@@ -13,7 +13,9 @@ extension DocumentCollection {
     public func digest() throws -> CollectionDigest {
         try checkLive()
         let remember = !ThreadConnection.isWriting(database)
-        return try database.read { db in try digestMemo.digest(db, tables, remember: remember) }
+        return try database.read { db in
+            try digestMemo.digest(db, tables, lastSequence: remember ? try lastSequence(db) : nil)
+        }
     }
 
     /// The entries of one of the digest's buckets, sorted by ID: where two digests' buckets

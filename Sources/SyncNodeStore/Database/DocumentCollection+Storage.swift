@@ -84,9 +84,13 @@ extension DocumentCollection {
     /// The sequence of the collection's latest change.
     package func lastSequence() throws -> Int64 {
         try checkLive()
-        return try database.readStatement { db in
-            try Int64.fetchOne(db, sql: "SELECT last_seq FROM collections WHERE id = ?", arguments: [tableID]) ?? 0
-        }
+        return try database.readStatement { db in try lastSequence(db) ?? 0 }
+    }
+
+    /// The sequence of the collection's latest change in `db`'s snapshot; nil when it has no row.
+    /// Inside a write transaction it lags the rows until the commit writes it.
+    func lastSequence(_ db: GRDB.Database) throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT last_seq FROM collections WHERE id = ?"), arguments: [tableID])
     }
 
     /// What an edit was based on, to tell whether the document changed since.

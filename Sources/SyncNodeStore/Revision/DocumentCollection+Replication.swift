@@ -96,8 +96,7 @@ extension DocumentCollection {
         // Inside a write transaction the counter row lags the rows (it is written at commit).
         let followsEarlierCounts = !ThreadConnection.isWriting(database)
         return try database.read { db in
-            let lastSequence = try Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT last_seq FROM collections WHERE id = ?"), arguments: [tableID]) ?? 0
+            let lastSequence = try self.lastSequence(db) ?? 0
             let count: Int
             if followsEarlierCounts, let base = changeCounts.base(lastSequence: lastSequence, since: since) {
                 let passed = try Int.fetchOne(

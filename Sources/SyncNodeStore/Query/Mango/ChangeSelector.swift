@@ -43,8 +43,7 @@ extension DocumentCollection {
         try checkLive()
         return try database.readStatement { db in
             // The end first: a document changed meanwhile moves past it and is read next time.
-            let end = try Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT last_seq FROM collections WHERE id = ?"), arguments: [tableID]) ?? 0
+            let end = try lastSequence(db) ?? 0
             // Not cached: askers choose selectors, and a cache would keep every one of them.
             let statement = try db.makeStatement(sql: changesSQL(selector))
             let s = SQLiteStatement(statement.sqliteStatement, owner: statement)
