@@ -4,8 +4,12 @@ import SyncNodeStore
 /// Pulled attachments: each stub turned into a file in the local blob store, from a revision
 /// this side has already, or streamed from the peer and checked against the stub.
 extension AttachmentIntake {
-    /// Attachments downloaded at once, at most this many: enough to hide a round trip.
+    /// Attachments downloaded at once, at most this many: enough to hide a round trip. From a
+    /// source that sends a batch's attachments in one answer, as many answers at once.
     static let parallelDownloads = 4
+
+    /// An attachment a pulled revision lacks: `docs[doc]`'s attachment `name`, its stub `entry`.
+    private typealias Download = (doc: Int, name: String, entry: [String: DocumentValue])
 
     /// `docs` (fetched from `source`) with each attachment stub turned into a file of
     /// `collection`'s blob store: the local blob when a revision this side has (`attsSince`)
@@ -23,7 +27,7 @@ extension AttachmentIntake {
         guard docs.contains(where: { $0.meta[DocumentCollection.attachmentsKey] != nil }) else { return docs }
         let attsSince = Dictionary(wanted.map { ($0.id, $0.attsSince) }, uniquingKeysWith: +)
         var out = docs
-        var downloads: [(doc: Int, name: String, entry: [String: DocumentValue])] = []
+        var downloads: [Download] = []
         var files: [Int: [String: AttachmentFile]] = [:]
         for (index, doc) in docs.enumerated() {
             guard case .dictionary(let attachments)? = doc.meta[DocumentCollection.attachmentsKey] else { continue }
@@ -38,8 +42,15 @@ extension AttachmentIntake {
             }
         }
         do {
+            // Several attachments from a node: a few requests for all of them; what it did not
+            // send (and everything from CouchDB) one request each.
+            var remaining = downloads
+            if downloads.count > 1, let received = try await inBatches(downloads, of: docs, attsSince: attsSince, into: collection, from: source) {
+                for (index, sent) in received { files[index, default: [:]].merge(sent) { $1 } }
+                remaining.removeAll { received[$0.doc]?[$0.name] != nil }
+            }
             try await withThrowingTaskGroup(of: (Int, String, AttachmentFile?).self) { group in
-                var pending = downloads.makeIterator()
+                var pending = remaining.makeIterator()
                 func next() {
                     guard let (index, name, entry) = pending.next() else { return }
                     let doc = docs[index]
@@ -81,6 +92,41 @@ extension AttachmentIntake {
             out[index] = out[index].replacing(meta: meta, files: found)
         }
         return out
+    }
+
+    /// `downloads` from a source that sends a batch's attachments in one answer, split into
+    /// ``parallelDownloads`` answers at once: the files it sent that match their stubs, by
+    /// document and name. Nil when the source cannot send them so.
+    private static func inBatches(
+        _ downloads: [Download], of docs: [WireRevision], attsSince: [String: [String]], into collection: DocumentCollection,
+        from source: any AttachmentSource
+    ) async throws -> [Int: [String: AttachmentFile]]? {
+        var documents: [Int] = []
+        for download in downloads where documents.last != download.doc { documents.append(download.doc) }
+        let parts = min(parallelDownloads, documents.count)
+        let received = try await withThrowingTaskGroup(of: [AttachmentRequest.Key: [String: AttachmentFile]]?.self) { group in
+            for part in 0..<parts {
+                let requests = stride(from: part, to: documents.count, by: parts).map { documents[$0] }.map {
+                    AttachmentRequest(key: .init(id: docs[$0].id, rev: docs[$0].rev), attsSince: attsSince[docs[$0].id] ?? [])
+                }
+                group.addTask { try await source.downloadAttachments(of: requests, into: collection) }
+            }
+            var all: [AttachmentRequest.Key: [String: AttachmentFile]]? = [:]
+            for try await answer in group {
+                guard let answer else { all = nil; continue }
+                all?.merge(answer) { $1 }
+            }
+            return all
+        }
+        guard let received else { return nil }
+        var found: [Int: [String: AttachmentFile]] = [:]
+        for (index, name, entry) in downloads {
+            // Checked against the stub this pull received: the answer's JSON only vouches for itself.
+            guard let file = received[.init(id: docs[index].id, rev: docs[index].rev)]?[name],
+                  (try? AttachmentFile.verify(md5: file.md5, length: file.length, against: entry, name: name)) != nil else { continue }
+            found[index, default: [:]][name] = file
+        }
+        return found
     }
 
     /// The blobs of the local revisions `revisions` of document `id`, by the `md5-` digest peers name them by.

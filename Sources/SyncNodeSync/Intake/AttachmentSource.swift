@@ -1,3 +1,5 @@
+import SyncNodeStore
+
 /// A peer whose attachments can be read one at a time: where a pull gets the content of the
 /// attachment stubs it receives (``AttachmentIntake/pulled(_:wanted:into:from:)``).
 protocol AttachmentSource: Sendable {
@@ -10,4 +12,23 @@ protocol AttachmentSource: Sendable {
     func download(
         id: String, rev: String, name: String, declaredLength: Int?, into sink: (UnsafeRawBufferPointer) throws -> Void
     ) async throws
+
+    /// The attachments of several revisions in one answer, each revision's written to
+    /// `collection`'s blob store as it arrives (their names not yet durable): the files received,
+    /// by revision and attachment name; nil when the peer cannot send them so.
+    ///
+    /// - Throws: `CouchError` 502 for a malformed answer or content that does not match its
+    ///   declaration; the peer's other answers and network errors; `StoreError`.
+    func downloadAttachments(of revisions: [AttachmentRequest], into collection: DocumentCollection) async throws -> [AttachmentRequest.Key: [String: AttachmentFile]]?
+}
+
+/// A revision whose attachments a pull lacks: those not in revisions `attsSince`.
+struct AttachmentRequest: Sendable {
+    struct Key: Hashable, Sendable {
+        let id: String
+        let rev: String
+    }
+
+    let key: Key
+    let attsSince: [String]
 }

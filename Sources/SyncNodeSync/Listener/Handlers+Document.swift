@@ -117,27 +117,8 @@ extension Handlers {
                             try await MultipartMixed.write(.init(json: json, error: true), boundary: boundary, to: &writer)
                             continue
                         }
-                        // Compacted away: nothing to send.
-                        guard let body = try c.body(id: id, rev: revision.rev, readingAtMost: AnswerStream.largeBody) else { continue }
-                        let history = revs ? revision.history : nil
-                        try await AnswerStream.withWholeBody(id: id, rev: revision.rev, body, budget: budget, collection: c) { text in
-                            guard WireDocument.hasBlobs(text) else {
-                                // A plain JSON part, written as `_bulk_get` writes a document.
-                                try await writer.write(ByteBuffer(string: "--\(boundary)\r\nContent-Type: application/json\r\n\r\n"))
-                                try await stream.writeDocument(
-                                    id: id, rev: revision.rev, deleted: revision.deleted, body: .text(text), revisions: history,
-                                    collection: c, to: &writer
-                                ) { try WireDocument.encode(id: id, rev: revision.rev, deleted: revision.deleted, body: $0, revisions: history, collection: c) }
-                                try await stream.flush(&writer, all: true)
-                                try await writer.write(ByteBuffer(string: "\r\n"))
-                                return
-                            }
-                            var files: [String: AttachmentFile] = [:]
-                            let json = try WireDocument.encode(
-                                id: id, rev: revision.rev, deleted: revision.deleted, body: text, revisions: history,
-                                attachments: try attachments(revision.stored(body: text)).asFiles, collection: c, files: &files)
-                            try await MultipartMixed.write(.init(json: json, files: files), boundary: boundary, to: &writer)
-                        }
+                        try await MultipartMixed.writeRevision(
+                            id: id, revision, revs: revs, attsSince: since, collection: c, boundary: boundary, stream: &stream, to: &writer)
                     }
                 }
             }

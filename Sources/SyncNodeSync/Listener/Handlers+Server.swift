@@ -9,12 +9,16 @@ extension Handlers {
     func welcome() -> Response {
         var welcome: [String: DocumentValue] = [
             "couchdb": "Welcome", "vendor": ["name": "SyncNode", "version": .string(Self.version)], "version": "3.3.3",
-            "uuid": .string(directory.uuid), "features": ["access-ready"],
+            "uuid": .string(directory.uuid), "features": ["access-ready", .string(Self.multipartBulkGet)],
         ]
         // The node's DNS-SD name, for peers that paired by URL (a URL carries none).
         if let name = environment.console?.name { welcome["name"] = .string(name) }
         return HTTP.json(.dictionary(welcome))
     }
+
+    /// The feature the welcome names when `_bulk_get` sends attachments as `multipart/mixed`
+    /// (``bulkGet(_:collection:)``): a puller asks for a batch's attachments so only then.
+    static let multipartBulkGet = "multipart-bulk-get"
 
     /// The version the welcome and `/_node/info` report.
     static let version = "0.1"

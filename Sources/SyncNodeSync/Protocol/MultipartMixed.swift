@@ -47,3 +47,91 @@ enum MultipartMixed {
         try await writer.write(ByteBuffer(string: "\r\n"))
     }
 }
+
+extension MultipartMixed {
+    /// Writes revision `revision` of document `id` as one part: `multipart/related`, its JSON
+    /// followed by the attachments a reader holding `attsSince` lacks, or plain JSON when none
+    /// follow. A body compacted away writes nothing (and returns false).
+    @discardableResult
+    static func writeRevision(
+        id: String, _ revision: StreamedRevision, revs: Bool, attsSince: [String], collection: DocumentCollection,
+        boundary: String, stream: inout AnswerStream, to writer: inout any ResponseBodyWriter
+    ) async throws -> Bool {
+        guard let body = try collection.body(id: id, rev: revision.rev, readingAtMost: AnswerStream.largeBody) else { return false }
+        let history = revs ? revision.history : nil
+        try await AnswerStream.withWholeBody(id: id, rev: revision.rev, body, budget: stream.budget, collection: collection) { text in
+            guard WireDocument.hasBlobs(text) else {
+                // A plain JSON part, written as `_bulk_get` writes a document.
+                try await writer.write(ByteBuffer(string: "--\(boundary)\r\nContent-Type: application/json\r\n\r\n"))
+                try await stream.writeDocument(
+                    id: id, rev: revision.rev, deleted: revision.deleted, body: .text(text), revisions: history,
+                    collection: collection, to: &writer
+                ) { try WireDocument.encode(id: id, rev: revision.rev, deleted: revision.deleted, body: $0, revisions: history, collection: collection) }
+                try await stream.flush(&writer, all: true)
+                try await writer.write(ByteBuffer(string: "\r\n"))
+                return
+            }
+            var files: [String: AttachmentFile] = [:]
+            let attachments = try WireDocument.attachments(of: revision.stored(body: text), attsSince: attsSince, collection: collection).asFiles
+            let json = try WireDocument.encode(
+                id: id, rev: revision.rev, deleted: revision.deleted, body: text, revisions: history,
+                attachments: attachments, collection: collection, files: &files)
+            try await write(.init(json: json, files: files), boundary: boundary, to: &writer)
+        }
+        return true
+    }
+}
+
+extension MultipartMixed {
+    /// Reads a `multipart/mixed` answer of documents as its bytes arrive (``response(_:)``'s):
+    /// the attachments following each `multipart/related` part's JSON go into `collection`'s
+    /// blob store, each checked against what the JSON declares, none held in memory. Plain
+    /// JSON parts (a document none follow, an error) are skipped: the reader fetches what it
+    /// did not receive another way. One answer's, on one task.
+    final class Reader {
+        private var scanner: MultipartScanner
+        private let jsonLimit: Int
+        private let attachmentLimit: Int
+        private let collection: DocumentCollection
+        /// The `multipart/related` part being read.
+        private var part: MultipartRelated.Reader?
+        private var documents: [(object: [String: DocumentValue], files: [String: AttachmentFile])] = []
+
+        init(boundary: String, jsonLimit: Int, attachmentLimit: Int, collection: DocumentCollection) {
+            scanner = MultipartScanner(boundary: boundary)
+            self.jsonLimit = jsonLimit
+            self.attachmentLimit = attachmentLimit
+            self.collection = collection
+        }
+
+        /// Reads the answer's next bytes.
+        /// - Throws: `CouchError` 400 for a malformed answer or content that does not match its
+        ///   declaration, 413 beyond a limit; `StoreError` when the blob store fails.
+        func feed(_ bytes: UnsafeRawBufferPointer) throws {
+            try scanner.feed(bytes, headers: { headers in
+                part = try MultipartRelated.boundary(contentType: headers["content-type"] ?? "").map {
+                    try MultipartRelated.Reader(boundary: $0, jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection)
+                }
+            }, body: { bytes in
+                try bytes.withUnsafeBytes { try part?.feed($0) }
+            }, end: {
+                guard let part else { return }
+                self.part = nil
+                documents.append(try part.result())
+            })
+        }
+
+        /// Each document received with the attachment files that followed it, once the whole
+        /// answer was fed.
+        func result() throws -> [(object: [String: DocumentValue], files: [String: AttachmentFile])] {
+            guard scanner.isComplete else { throw CouchError.badRequest("the multipart answer ended before its closing boundary") }
+            return documents
+        }
+
+        /// Drops a part left half-read.
+        func abandon() {
+            part?.abandon()
+            part = nil
+        }
+    }
+}

@@ -14,14 +14,7 @@ import SyncNodeStore
 enum MultipartRelated {
     /// The boundary of a `multipart/related; boundary="..."` content type, or nil.
     static func boundary(contentType: String) -> String? {
-        guard contentType.lowercased().hasPrefix("multipart/related") else { return nil }
-        for parameter in contentType.split(separator: ";").dropFirst() {
-            let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            if pair.count == 2, pair[0].lowercased() == "boundary" {
-                return pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-            }
-        }
-        return nil
+        MultipartScanner.boundary(of: "multipart/related", in: contentType)
     }
 
     /// Reads an upload as it arrives: the document, each `follows` attachment's content
@@ -35,23 +28,12 @@ enum MultipartRelated {
     static func read<Body: AsyncSequence>(
         _ body: Body, boundary: String, jsonLimit: Int, attachmentLimit: Int, into collection: DocumentCollection
     ) async throws -> (object: [String: DocumentValue], files: [String: AttachmentFile]) where Body.Element == ByteBuffer {
-        guard !boundary.isEmpty, boundary.utf8.count <= 200 else {
-            throw CouchError.badRequest("the multipart boundary must be 1 to 200 characters")
-        }
-        let reader = PartReader(jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection)
+        let reader = try Reader(boundary: boundary, jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection)
         defer { reader.abandon() }
-        var scanner = MultipartScanner(boundary: boundary)
         let result: (object: [String: DocumentValue], files: [String: AttachmentFile])
         do {
             for try await buffer in body {
-                try buffer.withUnsafeReadableBytes { bytes in
-                    try scanner.feed(
-                        bytes, headers: { reader.headers = $0 }, body: { reader.body(ByteBuffer(bytes: $0)) }, end: { reader.complete() })
-                }
-                if let error = reader.error { throw error }
-            }
-            guard scanner.isComplete else {
-                throw CouchError.badRequest("the multipart body ended before its closing boundary")
+                try buffer.withUnsafeReadableBytes { try reader.feed($0) }
             }
             result = try reader.result()
         } catch {
@@ -61,6 +43,44 @@ enum MultipartRelated {
         }
         try reader.syncNames()
         return result
+    }
+
+    /// A body read as its bytes are fed: a request's, or one part of a `multipart/mixed`
+    /// answer (``MultipartMixed/Reader``). One body's, on one task.
+    final class Reader {
+        private var scanner: MultipartScanner
+        private let parts: PartReader
+
+        /// - Throws: `CouchError` 400 for a boundary of more than 200 characters or none.
+        init(boundary: String, jsonLimit: Int, attachmentLimit: Int, collection: DocumentCollection) throws {
+            guard !boundary.isEmpty, boundary.utf8.count <= 200 else {
+                throw CouchError.badRequest("the multipart boundary must be 1 to 200 characters")
+            }
+            scanner = MultipartScanner(boundary: boundary)
+            parts = PartReader(jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection)
+        }
+
+        /// Reads the body's next bytes.
+        /// - Throws: what ``MultipartRelated/read(_:boundary:jsonLimit:attachmentLimit:into:)`` throws.
+        func feed(_ bytes: UnsafeRawBufferPointer) throws {
+            let parts = parts
+            try scanner.feed(bytes, headers: { parts.headers = $0 }, body: { parts.body(ByteBuffer(bytes: $0)) }, end: { parts.complete() })
+            if let error = parts.error { throw error }
+        }
+
+        /// The document and its attachments' files, once the whole body was fed.
+        func result() throws -> (object: [String: DocumentValue], files: [String: AttachmentFile]) {
+            guard scanner.isComplete else {
+                throw CouchError.badRequest("the multipart body ended before its closing boundary")
+            }
+            return try parts.result()
+        }
+
+        /// Makes the names of the finished parts' blobs durable (one fsync of the blob folder).
+        func syncNames() throws { try parts.syncNames() }
+
+        /// Drops a part left half-read.
+        func abandon() { parts.abandon() }
     }
 
     /// The parts as they are read. One request's, on one task.

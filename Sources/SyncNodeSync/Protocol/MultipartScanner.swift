@@ -16,6 +16,19 @@ struct MultipartScanner {
     private var pending: [UInt8] = [13, 10]
     private var state = State.preamble
 
+    /// The boundary of a `type; boundary="..."` content type (`type` being `multipart/related`,
+    /// say), or nil for another type or none.
+    static func boundary(of type: String, in contentType: String) -> String? {
+        guard contentType.lowercased().hasPrefix(type) else { return nil }
+        for parameter in contentType.split(separator: ";").dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if pair.count == 2, pair[0].lowercased() == "boundary" {
+                return pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            }
+        }
+        return nil
+    }
+
     init(boundary: String) {
         delimiter = Array("\r\n--\(boundary)".utf8)
     }

@@ -1,7 +1,8 @@
 import NIOCore
 import SyncNodeStore
 
-/// A CouchDB peer's attachments, read one at a time (`GET /{db}/{doc}/{attachment}?rev=`).
+/// A peer's attachments: a node sends a batch's in one `multipart/mixed` `_bulk_get` answer;
+/// CouchDB's are read one at a time (`GET /{db}/{doc}/{attachment}?rev=`).
 extension HTTPRemote: AttachmentSource {
     func download(
         id: String, rev: String, name: String, declaredLength: Int?, into sink: (UnsafeRawBufferPointer) throws -> Void
@@ -31,5 +32,71 @@ extension HTTPRemote: AttachmentSource {
         } catch {
             throw transport.timeouts.describe(error, peer: root)
         }
+    }
+
+    func downloadAttachments(of revisions: [AttachmentRequest], into collection: DocumentCollection) async throws -> [AttachmentRequest.Key: [String: AttachmentFile]]? {
+        guard try await sendsMultipartBulkGet() else { return nil }
+        var body = JSONWriter(capacity: 16 + revisions.reduce(0) { $0 + $1.key.id.utf8.count + 64 * (1 + $1.attsSince.count) })
+        body.writeRaw(#"{"docs":["#)
+        for (index, revision) in revisions.enumerated() {
+            body.writeRaw(index == 0 ? #"{"id":"# : #",{"id":"#)
+            body.writeString(revision.key.id)
+            body.writeRaw(#","rev":"#)
+            body.writeString(revision.key.rev)
+            body.writeRaw(#","atts_since":["#)
+            for (n, rev) in revision.attsSince.enumerated() {
+                if n > 0 { body.writeRaw(",") }
+                body.writeString(rev)
+            }
+            body.writeRaw("]}")
+        }
+        body.writeRaw("]}")
+        let path = "\(db)/_bulk_get?attachments=true"
+        // Not gzip-encoded: the attachments' bytes go as they are stored.
+        var request = transport.request(.POST, path, body: .json(body.text), accept: false)
+        request.headers.add(name: "Accept", value: "multipart/mixed")
+        let response = try await transport.execute(request)
+        let status = Int(response.status.code)
+        guard PeerStatus.success.contains(status) else {
+            throw PeerStatus.error(status, answer: try await transport.text(of: response, upTo: 1 << 20))
+        }
+        let type = response.headers.first(name: "Content-Type") ?? ""
+        guard let boundary = MultipartScanner.boundary(of: "multipart/mixed", in: type) else {
+            throw CouchError(status: 502, error: "bad_gateway", reason: "\(root) answered a multipart _bulk_get with '\(type)'")
+        }
+        let reader = MultipartMixed.Reader(boundary: boundary, jsonLimit: 1 << 30, attachmentLimit: maxAttachmentSize, collection: collection)
+        defer { reader.abandon() }
+        do {
+            for try await piece in response.body {
+                try piece.withUnsafeReadableBytes { try reader.feed($0) }
+            }
+            var files: [AttachmentRequest.Key: [String: AttachmentFile]] = [:]
+            for (object, received) in try reader.result() {
+                guard case .string(let id)? = object["_id"], case .string(let rev)? = object["_rev"] else { continue }
+                files[AttachmentRequest.Key(id: id, rev: rev), default: [:]].merge(received) { $1 }
+            }
+            return files
+        } catch let error as CouchError where error.status == 400 || error.status == 413 {
+            // Malformed or oversized content is the peer's fault or the network's: a bad gateway, retried.
+            throw CouchError(status: 502, error: "bad_gateway", reason: "\(root): \(error.reason)")
+        } catch {
+            throw transport.timeouts.describe(error, peer: root)
+        }
+    }
+
+    /// Whether the peer's welcome (`GET /`) names ``Handlers/multipartBulkGet``: asked once, and
+    /// again after a failure to ask.
+    private func sendsMultipartBulkGet() async throws -> Bool {
+        if let known = multipartBulkGet.withLock({ $0 }) { return known }
+        let welcome: DocumentValue
+        do {
+            welcome = try await transport.expect(.GET, "/")
+        } catch let error as CouchError where PeerStatus.contentGone.contains(error.status) {
+            welcome = .null
+        }
+        var sends = false
+        if case .array(let features)? = welcome["features"] { sends = features.contains(.string(Handlers.multipartBulkGet)) }
+        multipartBulkGet.withLock { $0 = sends }
+        return sends
     }
 }

@@ -17,6 +17,8 @@ final class HTTPRemote: ReplicationPeer, Sendable {
     let maxAttachmentSize: Int
     /// False once the peer refused `_bulk_get` (fetches may run two at a time).
     private let hasBulkGet = Atomic(true)
+    /// Whether the peer sends a batch's attachments in one `_bulk_get` answer; nil until asked.
+    let multipartBulkGet = Mutex<Bool?>(nil)
     /// The `_rev` of each checkpoint document as last read or written here (nil: there is none),
     /// so that a save sends it without reading the document first: one round trip per checkpoint,
     /// not two.
