@@ -6,6 +6,8 @@
 #   scripts/bench.sh digest [N]        the collection digest: write overhead, read time at N (1,000,000)
 #   scripts/bench.sh attachments [MB]  a MB-sized blob (default 1024) saved, pushed and pulled;
 #                                      1,000 100 KB attachments pulled vs cp; a mixed batch
+#   scripts/bench.sh latency [MS ...]  1,000 100 KB attachments pulled through a proxy delaying
+#                                      each way by MS (0 1 3): batched against one at a time
 #   scripts/bench.sh scale [N ...]      import and pull at 100k and 1M (or the given N), then
 #                                       the query benchmark at 1M (SCALE_QUERY_N overrides)
 #   scripts/bench.sh answers [MB]      peak RSS of a serve answering big reads over two MB-sized
@@ -78,13 +80,17 @@ case "$what" in
   compaction)
     python3 scripts/bench/compaction.py "$bin" "${2:-1024}"
     ;;
+  latency)
+    shift || true
+    python3 scripts/bench/latency.py "$bin" "$@"
+    ;;
   attachments)
     log="$(mktemp)"
     trap 'rm -f "$log"' EXIT
     "$bin/SyncNodeBenchmarks" attachments "${2:-1024}" 2>"$log" || { cat "$log" >&2; exit 1; }
     ;;
   *)
-    echo "usage: scripts/bench.sh [store|listener|replication|query|codable|mesh] [N] | digest [N] | attachments [MB] | answers [MB] | load [CLIENTS] [SECONDS] | kill [KILLS] | compaction [MB] | scale [N ...] | couchdb [N ...] | selective [N]" >&2
+    echo "usage: scripts/bench.sh [store|listener|replication|query|codable|mesh] [N] | digest [N] | attachments [MB] | answers [MB] | load [CLIENTS] [SECONDS] | kill [KILLS] | compaction [MB] | latency [MS ...] | scale [N ...] | couchdb [N ...] | selective [N]" >&2
     exit 2
     ;;
 esac
