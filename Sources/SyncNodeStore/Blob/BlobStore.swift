@@ -29,7 +29,7 @@ final class BlobStore: Sendable {
         guard digest.hasPrefix("sha1-"), let raw = Data(base64Encoded: String(digest.dropFirst(5))), raw.count == 20 else {
             return nil
         }
-        return raw.map { String(format: "%02x", $0) }.joined() + ".blob"
+        return Hex.string(Array(raw)) + ".blob"
     }
 
     /// The digest a stored file name stands for.
