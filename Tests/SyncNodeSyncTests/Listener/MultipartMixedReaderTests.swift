@@ -1,0 +1,78 @@
+import Crypto
+import Foundation
+import Testing
+@testable import SyncNodeStore
+@testable import SyncNodeSync
+
+/// What a puller makes of a node's `multipart/mixed` `_bulk_get` answer, however it is cut
+/// into pieces, and of answers a broken or hostile peer might send: content that does not
+/// match its declaration, or an answer that stops, keeps nothing.
+@Suite struct MultipartMixedReaderTests {
+    typealias Peer = ReplicatorTests.Peer
+
+    private static let content = Array("the attachment's own bytes, --B and --R inside\r\n".utf8)
+
+    /// An answer with one document whose attachment `photo` follows (declaring `digest` and
+    /// `length`, with `bytes` sent), and an error part.
+    private static func answer(bytes: [UInt8] = content, digest: String? = nil, length: Int? = nil, closed: Bool = true) -> [UInt8] {
+        let md5 = digest ?? "md5-" + Data(Insecure.MD5.hash(data: content)).base64EncodedString()
+        let json = #"{"_id":"a","_rev":"1-x","_attachments":{"photo":{"content_type":"image/jpeg","digest":"\#(md5)","length":\#(length ?? content.count),"follows":true}}}"#
+        var text = Array("--B\r\nContent-Type: multipart/related; boundary=\"R\"\r\n\r\n--R\r\nContent-Type: application/json\r\n\r\n\(json)\r\n".utf8)
+        text += Array("--R\r\nContent-Disposition: attachment; filename=\"photo\"\r\n\r\n".utf8) + bytes + Array("\r\n--R--\r\n".utf8)
+        text += Array("--B\r\nContent-Type: application/json; error=\"true\"\r\n\r\n{\"id\":\"b\",\"error\":\"not_found\"}\r\n".utf8)
+        if closed { text += Array("--B--".utf8) }
+        return text
+    }
+
+    private static func read(_ answer: [UInt8], chunk: Int, into collection: DocumentCollection) throws -> [(object: [String: DocumentValue], files: [String: AttachmentFile])] {
+        let reader = MultipartMixed.Reader(boundary: "B", jsonLimit: 1 << 20, attachmentLimit: 1 << 20, collection: collection)
+        defer { reader.abandon() }
+        var start = 0
+        while start < answer.count {
+            try Array(answer[start..<min(start + chunk, answer.count)]).withUnsafeBytes { try reader.feed($0) }
+            start += chunk
+        }
+        return try reader.result()
+    }
+
+    /// Files under `dir` that are blobs or blobs being written.
+    private static func blobFiles(under dir: URL) -> [String] {
+        let all = FileManager.default.enumerator(atPath: dir.path)?.allObjects as? [String] ?? []
+        return all.filter { $0.hasSuffix(".blob") || $0.contains(".tmp-") }
+    }
+
+    @Test func aDocumentsAttachmentArrivesWhateverThePieces() throws {
+        for chunk in [1, 7, 64, 4096] {
+            let peer = try Peer()
+            let documents = try Self.read(Self.answer(), chunk: chunk, into: peer.collection)
+            #expect(documents.count == 1, "chunk \(chunk): the error part is skipped, the document read")
+            let file = try #require(documents.first?.files["photo"])
+            #expect(try Data(contentsOf: file.url) == Data(Self.content), "chunk \(chunk)")
+            #expect(documents.first?.object["_id"] == "a")
+        }
+    }
+
+    @Test func contentThatDoesNotMatchItsDeclarationIsRefusedAndNotKept() throws {
+        let wrong = Array(Self.content.reversed())
+        let cases: [(String, [UInt8])] = [
+            ("another digest", Self.answer(digest: "md5-AAAAAAAAAAAAAAAAAAAAAA==")),
+            ("other bytes", Self.answer(bytes: wrong)),
+            ("longer than declared", Self.answer(length: Self.content.count - 1)),
+        ]
+        for (name, answer) in cases {
+            let peer = try Peer()
+            #expect(throws: CouchError.self, "\(name)") { try Self.read(answer, chunk: 5, into: peer.collection) }
+            #expect(Self.blobFiles(under: peer.dir).isEmpty, "\(name): \(Self.blobFiles(under: peer.dir))")
+        }
+    }
+
+    @Test func anAnswerThatStopsIsAnError() throws {
+        let peer = try Peer()
+        let answer = Self.answer(closed: false)
+        #expect(throws: CouchError.self) { try Self.read(answer, chunk: 9, into: peer.collection) }
+        // Cut inside the attachment's bytes: the half-written blob is dropped.
+        let cut = Array(answer.prefix(answer.count / 2))
+        #expect(throws: CouchError.self) { try Self.read(cut, chunk: 9, into: peer.collection) }
+        #expect(Self.blobFiles(under: peer.dir).filter { $0.contains(".tmp-") }.isEmpty)
+    }
+}
