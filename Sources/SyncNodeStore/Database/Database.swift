@@ -219,6 +219,9 @@ public final class Database: Sendable {
         directory.appendingPathComponent("\(name).syncnode", isDirectory: true)
     }
 
+    /// Whether ``close()`` (or a deletion) closed it.
+    package var isClosed: Bool { state.withLock { $0.isClosed } }
+
     /// Closes the database. Its collections and documents can no longer be used.
     ///
     /// Closing a closed database does nothing.

@@ -77,6 +77,25 @@ import Testing
         }
     }
 
+    /// The node's side of it: a long poll waiting on a database that is deleted ends at once with
+    /// a 503 (ask again), not at its timeout, with or without a heartbeat.
+    @Test func aLongPollOnADeletedDatabaseEndsAtOnce() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            _ = try await h.request(.PUT, "/db")
+            let plain = Task { try await h.request(.GET, "/db/_changes?feed=longpoll&since=now&timeout=60000") }
+            let beating = Task { try await h.request(.GET, "/db/_changes?feed=longpoll&since=now&timeout=60000&heartbeat=500") }
+            try await Task.sleep(for: .milliseconds(700))
+            let start = ContinuousClock.now
+            try h.node.deleteDatabase("db")
+            let answer = try await plain.value
+            #expect(answer.status == 503, "\(answer.status) \(answer.body)")
+            // The head was sent: the answer breaks off, which a replicator takes as "ask again".
+            await #expect(throws: (any Error).self) { try await beating.value }
+            #expect(start.duration(to: .now) < .seconds(10))
+        }
+    }
+
     /// A checkpoint this connection saved on the peer is gone when it saves the next one: it says
     /// so, and saves one that vouches for nothing, so that the next read starts over.
     @Test func aCheckpointGoneFromThePeerIsSavedAsStartingOver() async throws {
