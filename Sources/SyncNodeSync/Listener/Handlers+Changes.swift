@@ -27,6 +27,13 @@ extension Handlers {
         /// read after its rows. A replicator that applied them compares its own root with it
         /// instead of asking `_digest` (in a mesh, one request per write for each replication).
         var digest = false
+        /// `revisions=true` (SyncNode's own): each row of a document with one leaf carries that
+        /// revision as `_bulk_get?revs=true` would send it, as `revision`, when it is small and
+        /// holds no blob (``inlineRevisionLimit``): a node's long poll then needs no `_bulk_get`.
+        var revisions = false
+        /// Revisions that came from one of `liveSources` while the feed waited: their rows go
+        /// without them (the asker has them, or has them coming, from there).
+        var relayed: RelayedRevisions?
         /// Milliseconds; nil means no heartbeat.
         var heartbeat: Int?
         /// Milliseconds without changes after which a feed ends; nil: never
@@ -35,13 +42,19 @@ extension Handlers {
     }
 
     func changes(_ request: Request, collection: DocumentCollection) async throws -> Response {
-        let spec = try await parseChanges(request, collection: collection)
+        var parsed = try await parseChanges(request, collection: collection)
         let signal = ChangeSignal()
         // Changes pulled from a peer the asker pulls from live wake its long poll only a
         // moment later: it gets them from there, so a mesh does not make n² useless passes in
         // the milliseconds a write crosses, and the passes it makes cover several writes.
-        let covered = spec.feed == .longpoll ? spec.liveSources : []
-        let token = collection.addChangeListener { change in Self.wake(signal, for: change.documents, covered: covered) }
+        let covered = parsed.feed == .longpoll ? parsed.liveSources : []
+        let relayed = RelayedRevisions()
+        if parsed.revisions, !covered.isEmpty { parsed.relayed = relayed }
+        let spec = parsed
+        let token = collection.addChangeListener { change in
+            if !covered.isEmpty { relayed.add(change.documents, pulledFrom: covered) }
+            Self.wake(signal, for: change.documents, covered: covered)
+        }
         // A waiting feed outlives its request's sign-in check: it wakes when access changes, and
         // ends when its asker may read this keyspace no more.
         let revocation = FeedRevocation(handlers: self, current: Authentication.ofRequest?.current, keyspace: Keyspace(collection), signal: signal)
@@ -251,6 +264,9 @@ extension Handlers {
         return (entries, entries.last?.sequence ?? since)
     }
 
+    /// The largest body a `revisions=true` row carries (larger ones are left to `_bulk_get`).
+    static let inlineRevisionLimit = 16 << 10
+
     /// One `_changes` row; `body` is the winner's when the feed includes documents.
     private func writeChange(
         _ entry: ChangeEntry, body: RevisionBody?, collection: DocumentCollection, _ spec: ChangesRequest,
@@ -268,6 +284,13 @@ extension Handlers {
         }
         stream.json.writeRaw("]")
         if entry.deleted { stream.json.writeRaw(#","deleted":true"#) }
+        if spec.revisions, entry.leafRevs == [entry.rev], spec.relayed?.contains(id: entry.id, rev: entry.rev) != true,
+           let revision = try collection.streamedRevision(id: entry.id, rev: entry.rev, readingAtMost: Self.inlineRevisionLimit),
+           case .text(let text)? = revision.body, !WireDocument.hasBlobs(text) {
+            stream.json.writeRaw(#","revision":"#)
+            stream.json.writeRaw(try WireDocument.encode(
+                id: entry.id, rev: entry.rev, deleted: entry.deleted, body: text, revisions: revision.history, collection: collection))
+        }
         if spec.includeDocs {
             stream.json.writeRaw(#","doc":"#)
             let conflicts = spec.conflicts ? try collection.conflictingRevisions(id: entry.id) : nil
@@ -354,7 +377,7 @@ extension Handlers {
             feed: feed, since: since, limit: try query.int("limit"), allLeaves: style == "all_docs",
             includeDocs: try query.bool("include_docs"), conflicts: try query.bool("conflicts"),
             descending: try query.bool("descending"), docIDs: docIDs, selector: selector, liveSources: liveSources,
-            digest: try query.bool("digest"), heartbeat: heartbeat,
+            digest: try query.bool("digest"), revisions: try query.bool("revisions"), heartbeat: heartbeat,
             timeout: try query.int("timeout").map { min($0, 600_000) } ?? (heartbeat == nil || feed != .continuous ? 60_000 : nil))
     }
 }

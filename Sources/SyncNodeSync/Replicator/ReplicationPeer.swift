@@ -55,6 +55,9 @@ struct PeerChange: Sendable {
     let seq: String
     let id: String
     let revs: [String]
+    /// The row's revision itself, with its history, when a node's long poll sent it
+    /// (`revisions=true`): no `_bulk_get` needed for it.
+    var revision: WireRevision? = nil
 }
 
 struct PeerChanges: Sendable {

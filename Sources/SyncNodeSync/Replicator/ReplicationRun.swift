@@ -146,12 +146,19 @@ struct ReplicationRun: Sendable {
             // writes them, in the order they lie in (each page read once, not once per document).
             var wanted: [WantedRevisions] = []
             wanted.reserveCapacity(missing.count)
-            for row in changes.rows {
+            // A row that came with its revision (a node's long poll) needs no fetch.
+            var carried: [(row: Int, revision: WireRevision)] = []
+            for (index, row) in changes.rows.enumerated() {
                 guard let diff = missing.removeValue(forKey: row.id) else { continue }
-                wanted.append(WantedRevisions(id: row.id, revs: diff.missing, attsSince: diff.possibleAncestors))
+                if let revision = row.revision, diff.missing == [revision.rev] {
+                    carried.append((index, revision))
+                } else {
+                    wanted.append(WantedRevisions(id: row.id, revs: diff.missing, attsSince: diff.possibleAncestors))
+                }
             }
             let asking = wanted
-            docs = try await replicator.withRetries { try await fetchShared(asking) }
+            docs = asking.isEmpty ? [] : try await replicator.withRetries { try await fetchShared(asking) }
+            if !carried.isEmpty { docs = Self.inFeedOrder(docs, carried, rows: changes.rows) }
         }
         if let filter = direction == .push ? config.pushFilter : config.pullFilter {
             var dropped: [WireRevision] = []
@@ -199,6 +206,13 @@ struct ReplicationRun: Sendable {
 
     private func fetchFromSource(_ wanted: [WantedRevisions]) async throws -> [WireRevision] {
         try await target.receiving(try await source.fetch(wanted), wanted: wanted, from: source)
+    }
+
+    /// Fetched `docs` (in the feed's order) and `carried` revisions (by row), merged in the feed's order.
+    static func inFeedOrder(_ docs: [WireRevision], _ carried: [(row: Int, revision: WireRevision)], rows: [PeerChange]) -> [WireRevision] {
+        let position = Dictionary(rows.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let fetched = docs.map { (row: position[$0.id] ?? 0, revision: $0) }
+        return (fetched + carried).enumerated().sorted { ($0.element.row, $0.offset) < ($1.element.row, $1.offset) }.map(\.element.revision)
     }
 
     /// `docs` in order, cut where the next document would take a part past `maxBytes` of JSON

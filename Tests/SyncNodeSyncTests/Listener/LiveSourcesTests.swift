@@ -29,20 +29,26 @@ import SyncNodeTestSupport
     }
 
     /// End to end: a long poll with `live_sources` answers a pulled change (with the next wake),
-    /// a long poll without answers it, and a malformed `live_sources` is refused.
+    /// a long poll without answers it, and a malformed `live_sources` is refused. Asked with
+    /// `revisions=true`, only the one without carries the revision: the asker with has it from there.
     @Test func longPollsReadLiveSources() async throws {
         let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {
             _ = try await h.request(.PUT, "/db")
             let c = try #require(try h.node.database("db")).defaultCollection()
             let sources = #"["node-b/db"]"#.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
-            let covered = Task { try await h.request(.GET, "/db/_changes?feed=longpoll&since=0&timeout=30000&live_sources=\(sources)") }
-            let plain = Task { try await h.request(.GET, "/db/_changes?feed=longpoll&since=0&timeout=30000") }
+            let listening = h.listener.accessWatch.listenerCount
+            let covered = Task { try await h.request(.GET, "/db/_changes?feed=longpoll&since=0&timeout=30000&revisions=true&live_sources=\(sources)") }
+            let plain = Task { try await h.request(.GET, "/db/_changes?feed=longpoll&since=0&timeout=30000&revisions=true") }
+            // Both wait before the change: a long poll asked after it arrived cannot tell where it came from.
+            #expect(try await RevocationTests.waitingFeeds(h, listening + 2))
             try c.insertRevision(id: "pulled", history: ["1-aaaa"], deleted: false, body: ["n": 1],
                                  author: WriteAuthor(origin: .replication(peer: "node-b/db")))
-            #expect(try await plain.value["results"]?.array?.first?["id"]?.stringValue == "pulled")
+            let row = try await plain.value["results"]?.array?.first
+            #expect(row?["id"]?.stringValue == "pulled" && row?["revision"]?["_revisions"]?["ids"] == ["aaaa"] && row?["revision"]?["n"] == 1)
             let answer = try await covered.value
-            #expect(answer.status == 200 && answer["results"]?.array?.first?["id"]?.stringValue == "pulled")
+            let relayed = answer["results"]?.array?.first
+            #expect(answer.status == 200 && relayed?["id"]?.stringValue == "pulled" && relayed?["revision"] == nil)
 
             let bad = try await h.request(.GET, "/db/_changes?feed=longpoll&live_sources=%7B%7D")
             #expect(bad.status == 400 && bad["reason"]?.stringValue?.contains("live_sources") == true)

@@ -54,6 +54,50 @@ import Testing
         }
     }
 
+    /// A node's long poll carries each small revision with its row: the woken pass stores it
+    /// without a `_bulk_get` (new documents, an update, a deletion), and asks for the rest (a
+    /// large body, one with a blob) as before.
+    @Test func aWokenPassTakesSmallRevisionsFromItsLongPoll() async throws {
+        let bulkGets = Mutex(0)
+        let h = try await ListenerHarness(faultInjector: FaultInjector { _, path in
+            if path.hasSuffix("/_bulk_get") { bulkGets.withLock { $0 += 1 } }
+            return nil
+        })
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            try remote.save(MutableDocument(id: "first"))
+            let peer = try Peer()
+            let replicator = try await Self.caughtUpPull(into: peer, from: h, last: "first")
+            defer { replicator.stop() }
+            bulkGets.withLock { $0 = 0 }
+
+            func winner(_ id: String, in c: DocumentCollection) throws -> String? { try c.streamedRevision(id: id, readingAtMost: 0)?.rev }
+            func arrived(_ id: String) async throws -> Bool {
+                let rev = try winner(id, in: remote)
+                return try await SharedFetchTests.eventually { try winner(id, in: peer.collection) == rev }
+            }
+            for i in 0..<4 {
+                try remote.save(MutableDocument(id: "d\(i)", data: ["i": i]))
+                #expect(try await arrived("d\(i)"))
+            }
+            try remote.save(try #require(try remote.document(id: "d0")).toMutable().then { $0.setInt(10, forKey: "i") })
+            #expect(try await arrived("d0"))
+            try remote.delete(id: "d1")
+            #expect(try await arrived("d1"))
+            #expect(bulkGets.withLock { $0 } == 0, "small revisions were fetched with _bulk_get")
+
+            try remote.save(MutableDocument(id: "large", data: ["text": String(repeating: "x", count: 20_000)]))
+            #expect(try await arrived("large"))
+            let photo = MutableDocument(id: "photo")
+            photo.setBlob(Blob(contentType: "image/png", data: Data("pixels".utf8)), forKey: "image")
+            try remote.save(photo)
+            #expect(try await arrived("photo"))
+            #expect(bulkGets.withLock { $0 } == 2, "a large body and a blob each need their _bulk_get")
+            #expect(try ReplicatorTests.state(peer.collection) == ReplicatorTests.state(remote))
+            #expect(try peer.collection.document(id: "photo")?.blob(forKey: "image")?.content == Data("pixels".utf8))
+        }
+    }
+
     /// The peer's database is deleted and made again while a continuous pull goes on from its
     /// last pass's checkpoint: every document of the new database still arrives. (Here the
     /// pull's waiting long poll ends with the old database, and the reconnect reads both sides'

@@ -11,6 +11,7 @@ enum CouchAnswers {
         var pending: Int?
         var digestRoot: String?
         var rows: [PeerChange] = []
+        var scratch: [UInt8] = []
         try JSONParser.reading(text) { input, start throws(StoreError) in
             ((), try JSONParser.members(ofObjectIn: input, at: start, depth: 0) { name, at throws(StoreError) in
                 guard name == "results" else {
@@ -21,7 +22,7 @@ enum CouchAnswers {
                     return end
                 }
                 return try JSONParser.elements(ofArrayIn: input, at: at, depth: 1) { row throws(StoreError) in
-                    let (change, end) = try changeRow(in: input, at: row)
+                    let (change, end) = try changeRow(in: input, at: row, scratch: &scratch)
                     if let change { rows.append(change) }
                     return end
                 }
@@ -31,12 +32,21 @@ enum CouchAnswers {
     }
 
     /// One row of a `_changes` answer, and where it ends; nil for a row without `id` or `changes`.
-    private static func changeRow(in input: UnsafeBufferPointer<UInt8>, at start: Int) throws(StoreError) -> (PeerChange?, end: Int) {
+    /// A node's `revision` is kept only when it is the row's one revision, with its history.
+    private static func changeRow(
+        in input: UnsafeBufferPointer<UInt8>, at start: Int, scratch: inout [UInt8]
+    ) throws(StoreError) -> (PeerChange?, end: Int) {
         func starts(_ at: Int, with byte: Character) -> Bool { at < input.count && input[at] == byte.asciiValue }
         var id: String?
         var seq: DocumentValue?
         var revs: [String]?
+        var revision: WireRevision?
         let end = try JSONParser.members(ofObjectIn: input, at: start, depth: 2) { name, at throws(StoreError) in
+            if name == "revision", starts(at, with: "{") {
+                let (read, end) = try WireRevision.read(in: input, at: at, scratch: &scratch)
+                revision = read
+                return end
+            }
             guard name == "changes", starts(at, with: "[") else {
                 let (value, end) = try JSONParser.parseValue(in: input, at: at, depth: 3)
                 if name == "id", case .string(let s) = value { id = s }
@@ -56,7 +66,10 @@ enum CouchAnswers {
             return end
         }
         guard let id, let revs else { return (nil, end) }
-        return (PeerChange(seq: WireURL.sequenceText(seq), id: id, revs: revs), end)
+        if let given = revision, given.id != id || revs != [given.rev] || given.meta["_revisions"] == nil || given.meta["_attachments"] != nil {
+            revision = nil
+        }
+        return (PeerChange(seq: WireURL.sequenceText(seq), id: id, revs: revs, revision: revision), end)
     }
 
     /// The documents at `path` in a 2xx answer, split and canonicalized from
