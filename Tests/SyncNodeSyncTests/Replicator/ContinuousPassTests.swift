@@ -127,9 +127,10 @@ import Testing
         let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {
             _ = try await h.request(.PUT, "/db")
+            let listening = h.listener.accessWatch.listenerCount
             let plain = Task { try await h.request(.GET, "/db/_changes?feed=longpoll&since=now&timeout=60000") }
             let beating = Task { try await h.request(.GET, "/db/_changes?feed=longpoll&since=now&timeout=60000&heartbeat=500") }
-            try await Task.sleep(for: .milliseconds(700))
+            #expect(try await RevocationTests.waitingFeeds(h, listening + 2), "the long polls do not wait")
             let start = ContinuousClock.now
             try h.node.deleteDatabase("db")
             let answer = try await plain.value
