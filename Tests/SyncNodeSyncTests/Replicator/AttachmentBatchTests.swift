@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import SyncNodeStore
 @testable import SyncNodeSync
@@ -31,11 +30,7 @@ import Testing
     }
 
     @Test func aNodesAttachmentsComeInAFewAnswers() async throws {
-        let served = Mutex<[String]>([])
-        let h = try await ListenerHarness(faultInjector: FaultInjector { method, path in
-            served.withLock { $0.append("\(method) \(path)") }
-            return nil
-        })
+        let (h, served) = try await RequestLog.harness()
         try await withCleanup({ await h.shutdown() }) {
             let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
             let saved = try Self.save(30, into: remote)
@@ -48,7 +43,7 @@ import Testing
             for (id, contents) in saved { #expect(try Self.contents(of: id, in: peer.collection) == contents, "\(id)") }
             #expect(try peer.collection.document(id: "plain")?.string(forKey: "text") == "no attachment")
 
-            let requests = served.withLock { $0 }
+            let requests = served.all
             let attachmentGETs = requests.filter { $0.hasPrefix("GET /db/photo-") }
             #expect(attachmentGETs.isEmpty, "attachments fetched one at a time: \(attachmentGETs.prefix(3))")
             let bulkGets = requests.filter { $0.hasSuffix("/_bulk_get") }.count
@@ -60,11 +55,7 @@ import Testing
     }
 
     @Test func anAttachmentTheAnswerLeavesOutIsFetchedAlone() async throws {
-        let served = Mutex<[String]>([])
-        let h = try await ListenerHarness(faultInjector: FaultInjector { method, path in
-            served.withLock { $0.append("\(method) \(path)") }
-            return nil
-        })
+        let (h, served) = try await RequestLog.harness()
         try await withCleanup({ await h.shutdown() }) {
             let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
             let saved = try Self.save(6, into: remote)
@@ -75,7 +66,7 @@ import Testing
             _ = try await Replicator(config: SharedFetchTests.pull(into: peer, from: try ReplicatorTests.pairingURL(h))).runOnce()
             for (id, contents) in saved where id != "photo-4" { #expect(try Self.contents(of: id, in: peer.collection) == contents, "\(id)") }
             #expect(try peer.collection.document(id: "photo-4") == nil, "a document was saved without its attachment's content")
-            let alone = served.withLock { $0 }.filter { $0.hasPrefix("GET /db/photo-") }
+            let alone = served.all.filter { $0.hasPrefix("GET /db/photo-") }
             #expect(alone == ["GET /db/photo-4/blob_/image1"], "\(alone)")
         }
     }

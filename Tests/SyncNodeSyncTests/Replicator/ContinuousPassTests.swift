@@ -23,26 +23,30 @@ import Testing
         return replicator
     }
 
-    @Test func aWokenPassAsksNeitherForTheChangesAgainNorForCheckpoints() async throws {
-        let asked = Mutex<[String]>([])
-        let h = try await ListenerHarness(faultInjector: FaultInjector { method, path in
-            if path.hasSuffix("/_changes") || path.contains("/_local/") { asked.withLock { $0.append("\(method) \(path.split(separator: "/").last ?? "")") } }
-            return nil
-        })
+    /// Runs `body` with a node whose requests are logged, its `db`, and a peer whose continuous
+    /// pull from it is caught up (with its document `first`); the log starts after that.
+    static func withCaughtUpPull(_ body: (ListenerHarness, DocumentCollection, Peer, RequestLog) async throws -> Void) async throws {
+        let (h, served) = try await RequestLog.harness()
         try await withCleanup({ await h.shutdown() }) {
             let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
             try remote.save(MutableDocument(id: "first"))
             let peer = try Peer()
-            let replicator = try await Self.caughtUpPull(into: peer, from: h, last: "first")
+            let replicator = try await caughtUpPull(into: peer, from: h, last: "first")
             defer { replicator.stop() }
-            asked.withLock { $0 = [] }
+            served.reset()
+            try await body(h, remote, peer, served)
+        }
+    }
+
+    @Test func aWokenPassAsksNeitherForTheChangesAgainNorForCheckpoints() async throws {
+        try await Self.withCaughtUpPull { h, remote, peer, asked in
 
             for i in 0..<5 {
                 try remote.save(MutableDocument(id: "d\(i)", data: ["i": i]))
                 #expect(try await SharedFetchTests.eventually { try peer.collection.document(id: "d\(i)") != nil })
             }
             try await Task.sleep(for: .milliseconds(200))
-            let requests = asked.withLock { $0 }
+            let requests = asked.all.filter { $0.hasSuffix("/_changes") || $0.contains("/_local/") }
             // Per change: one long poll (the one that brought the first may have been asked for
             // before the count began; the last one waits now) and one checkpoint saved on the
             // source; no checkpoint read, no second read of the feed (before: ten or eleven feed
@@ -58,18 +62,8 @@ import Testing
     /// without a `_bulk_get` (new documents, an update, a deletion), and asks for the rest (a
     /// large body, one with a blob) as before.
     @Test func aWokenPassTakesSmallRevisionsFromItsLongPoll() async throws {
-        let bulkGets = Mutex(0)
-        let h = try await ListenerHarness(faultInjector: FaultInjector { _, path in
-            if path.hasSuffix("/_bulk_get") { bulkGets.withLock { $0 += 1 } }
-            return nil
-        })
-        try await withCleanup({ await h.shutdown() }) {
-            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
-            try remote.save(MutableDocument(id: "first"))
-            let peer = try Peer()
-            let replicator = try await Self.caughtUpPull(into: peer, from: h, last: "first")
-            defer { replicator.stop() }
-            bulkGets.withLock { $0 = 0 }
+        try await Self.withCaughtUpPull { _, remote, peer, served in
+            func bulkGets() -> Int { served.all.filter { $0.hasSuffix("/_bulk_get") }.count }
 
             func winner(_ id: String, in c: DocumentCollection) throws -> String? { try c.streamedRevision(id: id, readingAtMost: 0)?.rev }
             func arrived(_ id: String) async throws -> Bool {
@@ -84,7 +78,7 @@ import Testing
             #expect(try await arrived("d0"))
             try remote.delete(id: "d1")
             #expect(try await arrived("d1"))
-            #expect(bulkGets.withLock { $0 } == 0, "small revisions were fetched with _bulk_get")
+            #expect(bulkGets() == 0, "small revisions were fetched with _bulk_get")
 
             try remote.save(MutableDocument(id: "large", data: ["text": String(repeating: "x", count: 20_000)]))
             #expect(try await arrived("large"))
@@ -92,7 +86,7 @@ import Testing
             photo.setBlob(Blob(contentType: "image/png", data: Data("pixels".utf8)), forKey: "image")
             try remote.save(photo)
             #expect(try await arrived("photo"))
-            #expect(bulkGets.withLock { $0 } == 2, "a large body and a blob each need their _bulk_get")
+            #expect(bulkGets() == 2, "a large body and a blob each need their _bulk_get")
             #expect(try ReplicatorTests.state(peer.collection) == ReplicatorTests.state(remote))
             #expect(try peer.collection.document(id: "photo")?.blob(forKey: "image")?.content == Data("pixels".utf8))
         }
