@@ -102,14 +102,28 @@ extension AttachmentIntake {
         from source: any AttachmentSource
     ) async throws -> [Int: [String: AttachmentFile]]? {
         var documents: [Int] = []
-        for download in downloads where documents.last != download.doc { documents.append(download.doc) }
+        var lengths: [Int: [String: Int?]] = [:]
+        for download in downloads {
+            if documents.last != download.doc { documents.append(download.doc) }
+            var length: Int?
+            if case .int(let n)? = download.entry["length"] { length = Int(clamping: n) }
+            lengths[download.doc, default: [:]][download.name] = length
+        }
         let parts = min(parallelDownloads, documents.count)
         let received = try await withThrowingTaskGroup(of: [AttachmentRequest.Key: [String: AttachmentFile]]?.self) { group in
             for part in 0..<parts {
                 let requests = stride(from: part, to: documents.count, by: parts).map { documents[$0] }.map {
-                    AttachmentRequest(key: .init(id: docs[$0].id, rev: docs[$0].rev), attsSince: attsSince[docs[$0].id] ?? [])
+                    AttachmentRequest(key: .init(id: docs[$0].id, rev: docs[$0].rev), attsSince: attsSince[docs[$0].id] ?? [], lengths: lengths[$0] ?? [:])
                 }
-                group.addTask { try await source.downloadAttachments(of: requests, into: collection) }
+                group.addTask {
+                    do {
+                        return try await source.downloadAttachments(of: requests, into: collection)
+                    } catch let refused as CouchError where refused.status == 502 {
+                        // An answer this side cannot use (malformed, or naming what was not asked
+                        // for): every attachment is asked for alone instead.
+                        return nil
+                    }
+                }
             }
             var all: [AttachmentRequest.Key: [String: AttachmentFile]]? = [:]
             for try await answer in group {

@@ -31,4 +31,7 @@ struct AttachmentRequest: Sendable {
 
     let key: Key
     let attsSince: [String]
+    /// The attachments asked for, by name, with the length each one's stub declares: an answer
+    /// may send these and no others.
+    let lengths: [String: Int?]
 }

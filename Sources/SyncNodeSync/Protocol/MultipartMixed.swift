@@ -89,43 +89,58 @@ extension MultipartMixed {
     /// JSON parts (a document none follow, an error) are skipped: the reader fetches what it
     /// did not receive another way. One answer's, on one task.
     final class Reader {
+        /// What a part's document is known by.
+        struct Received {
+            let id: String
+            let rev: String
+            let files: [String: AttachmentFile]
+        }
+
         private var scanner: MultipartScanner
         private let jsonLimit: Int
         private let attachmentLimit: Int
         private let collection: DocumentCollection
+        private let inspect: ([String: DocumentValue]) throws -> Void
         /// The `multipart/related` part being read.
         private var part: MultipartRelated.Reader?
-        private var documents: [(object: [String: DocumentValue], files: [String: AttachmentFile])] = []
+        private var received: [Received] = []
 
-        init(boundary: String, jsonLimit: Int, attachmentLimit: Int, collection: DocumentCollection) {
+        /// `inspect` sees each part's document before any of its attachments is written, and
+        /// refuses it by throwing (one that was not asked for, say).
+        init(boundary: String, jsonLimit: Int, attachmentLimit: Int, collection: DocumentCollection,
+             inspect: @escaping ([String: DocumentValue]) throws -> Void) {
             scanner = MultipartScanner(boundary: boundary)
             self.jsonLimit = jsonLimit
             self.attachmentLimit = attachmentLimit
             self.collection = collection
+            self.inspect = inspect
         }
 
         /// Reads the answer's next bytes.
         /// - Throws: `CouchError` 400 for a malformed answer or content that does not match its
-        ///   declaration, 413 beyond a limit; `StoreError` when the blob store fails.
+        ///   declaration, 413 beyond a limit; what `inspect` throws; `StoreError` when the blob
+        ///   store fails.
         func feed(_ bytes: UnsafeRawBufferPointer) throws {
             try scanner.feed(bytes, headers: { headers in
                 part = try MultipartRelated.boundary(contentType: headers["content-type"] ?? "").map {
-                    try MultipartRelated.Reader(boundary: $0, jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection)
+                    try MultipartRelated.Reader(boundary: $0, jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection, inspect: inspect)
                 }
             }, body: { bytes in
                 try bytes.withUnsafeBytes { try part?.feed($0) }
             }, end: {
                 guard let part else { return }
                 self.part = nil
-                documents.append(try part.result())
+                // Only what names the document is kept: a batch's bodies came in the first answer.
+                let (object, files) = try part.result()
+                received.append(Received(id: object["_id"]?.stringValue ?? "", rev: object["_rev"]?.stringValue ?? "", files: files))
             })
         }
 
         /// Each document received with the attachment files that followed it, once the whole
         /// answer was fed.
-        func result() throws -> [(object: [String: DocumentValue], files: [String: AttachmentFile])] {
+        func result() throws -> [Received] {
             guard scanner.isComplete else { throw CouchError.badRequest("the multipart answer ended before its closing boundary") }
-            return documents
+            return received
         }
 
         /// Drops a part left half-read.

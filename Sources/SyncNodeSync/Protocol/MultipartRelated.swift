@@ -51,13 +51,17 @@ enum MultipartRelated {
         private var scanner: MultipartScanner
         private let parts: PartReader
 
+        /// `inspect` sees the document once its JSON is read, before any attachment is written,
+        /// and may refuse it by throwing.
         /// - Throws: `CouchError` 400 for a boundary of more than 200 characters or none.
-        init(boundary: String, jsonLimit: Int, attachmentLimit: Int, collection: DocumentCollection) throws {
+        init(boundary: String, jsonLimit: Int, attachmentLimit: Int, collection: DocumentCollection,
+             inspect: (([String: DocumentValue]) throws -> Void)? = nil) throws {
             guard !boundary.isEmpty, boundary.utf8.count <= 200 else {
                 throw CouchError.badRequest("the multipart boundary must be 1 to 200 characters")
             }
             scanner = MultipartScanner(boundary: boundary)
             parts = PartReader(jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection)
+            parts.inspect = inspect
         }
 
         /// Reads the body's next bytes.
@@ -98,8 +102,12 @@ enum MultipartRelated {
         private var waiting: [String] = []
         private var files: [String: AttachmentFile] = [:]
 
-        /// The attachment part being read.
+        /// The attachment part being read, and the length its entry declares.
         private var current: (name: String, entry: [String: DocumentValue])?
+        private var declared: Int?
+        /// Called with the document once its JSON part is read, before any attachment is
+        /// written: it may refuse it (a reader of an answer refuses what it did not ask for).
+        var inspect: (([String: DocumentValue]) throws -> Void)?
         private var writer: BlobWriter?
         /// For a gzip-encoded part: its decoder, and the MD5 of the bytes as sent (what its digest covers).
         private var decoder: GzipDecoder?
@@ -128,6 +136,10 @@ enum MultipartRelated {
                 } else if let writer {
                     guard writer.length + bytes.readableBytes <= attachmentLimit else {
                         throw CouchError.tooLarge("Attachment is larger than \(attachmentLimit) bytes")
+                    }
+                    // Refused as soon as it passes what its document declares, not once it is all written.
+                    if let declared, writer.length + bytes.readableBytes > declared, let name = current?.name {
+                        throw CouchError.badRequest("attachment '\(name)' is longer than the \(declared) bytes the document declares")
                     }
                     try bytes.withUnsafeReadableBytes { try writer.append($0) }
                 }
@@ -181,6 +193,7 @@ enum MultipartRelated {
                 throw CouchError.badRequest("the first part must be a JSON object")
             }
             json = []
+            try inspect?(object)
             self.object = object
             guard case .dictionary(let attachments)? = object["_attachments"] else { return }
             self.attachments = attachments
@@ -201,6 +214,8 @@ enum MultipartRelated {
             }
             waiting.remove(at: index)
             current = (name, entry)
+            declared = nil
+            if case .int(let length)? = entry["length"], length >= 0 { declared = Int(clamping: length) }
             if case .string(let encoding)? = entry["encoding"], encoding != "identity" {
                 guard encoding == "gzip" else {
                     throw CouchError.unsupportedMediaType("attachment '\(name)' is \(encoding)-encoded; send it decoded or gzip-encoded")
@@ -250,9 +265,16 @@ enum MultipartRelated {
             return text.utf8.distance(from: text.utf8.startIndex, to: range.lowerBound)
         }
 
+        /// The name a part's `Content-Disposition` gives: a quoted one exactly as it stands between
+        /// its quotes (a name may begin or end with a space), a bare one up to the next `;`.
         private func filename(_ disposition: String?) -> String? {
             guard let disposition, let range = disposition.range(of: "filename=") else { return nil }
-            return disposition[range.upperBound...].trimmingCharacters(in: CharacterSet(charactersIn: "\" ;"))
+            let value = disposition[range.upperBound...]
+            if value.hasPrefix("\"") {
+                let quoted = value.dropFirst()
+                return quoted.firstIndex(of: "\"").map { String(quoted[..<$0]) }
+            }
+            return value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first.map { $0.trimmingCharacters(in: .whitespaces) }
         }
     }
 

@@ -62,18 +62,32 @@ extension HTTPRemote: AttachmentSource {
         }
         let type = response.headers.first(name: "Content-Type") ?? ""
         guard let boundary = MultipartScanner.boundary(of: "multipart/mixed", in: type) else {
-            throw CouchError(status: 502, error: "bad_gateway", reason: "\(root) answered a multipart _bulk_get with '\(type)'")
+            // Not the node its welcome said (an older one behind the same address, say): asked no more.
+            multipartBulkGet.withLock { $0 = false }
+            _ = try? await transport.text(of: response, upTo: 1 << 20)
+            return nil
         }
-        let reader = MultipartMixed.Reader(boundary: boundary, jsonLimit: 1 << 30, attachmentLimit: maxAttachmentSize, collection: collection)
+        let asked = Dictionary(revisions.map { ($0.key, $0.lengths) }, uniquingKeysWith: { $1 })
+        let reader = MultipartMixed.Reader(boundary: boundary, jsonLimit: Self.partJSONLimit, attachmentLimit: maxAttachmentSize, collection: collection) { object in
+            // Nothing is written that was not asked for, nor longer than its stub says.
+            let key = AttachmentRequest.Key(id: object["_id"]?.stringValue ?? "", rev: object["_rev"]?.stringValue ?? "")
+            guard let lengths = asked[key] else { throw CouchError.badRequest("it sent \(key.id) \(key.rev), which was not asked for") }
+            guard case .dictionary(let attachments)? = object["_attachments"] else { return }
+            for (name, entry) in attachments where entry["follows"] == .bool(true) {
+                guard let length = lengths[name] else { throw CouchError.badRequest("it sent attachment '\(name)' of \(key.id), which was not asked for") }
+                if let length, entry["length"] != .int(Int64(length)) {
+                    throw CouchError.badRequest("attachment '\(name)' of \(key.id) is declared \(entry["length"]?.toJSON() ?? "null") bytes, not \(length)")
+                }
+            }
+        }
         defer { reader.abandon() }
         do {
             for try await piece in response.body {
                 try piece.withUnsafeReadableBytes { try reader.feed($0) }
             }
             var files: [AttachmentRequest.Key: [String: AttachmentFile]] = [:]
-            for (object, received) in try reader.result() {
-                guard case .string(let id)? = object["_id"], case .string(let rev)? = object["_rev"] else { continue }
-                files[AttachmentRequest.Key(id: id, rev: rev), default: [:]].merge(received) { $1 }
+            for received in try reader.result() {
+                files[AttachmentRequest.Key(id: received.id, rev: received.rev), default: [:]].merge(received.files) { $1 }
             }
             return files
         } catch let error as CouchError where error.status == 400 || error.status == 413 {
@@ -83,6 +97,10 @@ extension HTTPRemote: AttachmentSource {
             throw transport.timeouts.describe(error, peer: root)
         }
     }
+
+    /// The largest document JSON a part of a batched answer may hold (the batch's bodies came
+    /// in the first answer; this one's are read only for their `_id`, `_rev` and attachments).
+    static let partJSONLimit = 64 << 20
 
     /// Whether the peer's welcome (`GET /`) names ``Handlers/multipartBulkGet``: asked once, and
     /// again after a failure to ask.

@@ -12,20 +12,24 @@ import Testing
 
     private static let content = Array("the attachment's own bytes, --B and --R inside\r\n".utf8)
 
-    /// An answer with one document whose attachment `photo` follows (declaring `digest` and
-    /// `length`, with `bytes` sent), and an error part.
-    private static func answer(bytes: [UInt8] = content, digest: String? = nil, length: Int? = nil, closed: Bool = true) -> [UInt8] {
+    /// An answer with one document (`id`) whose attachment `name` follows (declaring `digest`
+    /// and `length`, with `bytes` sent), and an error part.
+    private static func answer(id: String = "a", name: String = "photo", bytes: [UInt8] = content, digest: String? = nil, length: Int? = nil,
+                               closed: Bool = true) -> [UInt8] {
         let md5 = digest ?? "md5-" + Data(Insecure.MD5.hash(data: content)).base64EncodedString()
-        let json = #"{"_id":"a","_rev":"1-x","_attachments":{"photo":{"content_type":"image/jpeg","digest":"\#(md5)","length":\#(length ?? content.count),"follows":true}}}"#
+        let json = #"{"_id":"\#(id)","_rev":"1-x","_attachments":{"\#(name)":{"content_type":"image/jpeg","digest":"\#(md5)","length":\#(length ?? content.count),"follows":true}}}"#
         var text = Array("--B\r\nContent-Type: multipart/related; boundary=\"R\"\r\n\r\n--R\r\nContent-Type: application/json\r\n\r\n\(json)\r\n".utf8)
-        text += Array("--R\r\nContent-Disposition: attachment; filename=\"photo\"\r\n\r\n".utf8) + bytes + Array("\r\n--R--\r\n".utf8)
+        text += Array("--R\r\nContent-Disposition: attachment; filename=\"\(name)\"\r\n\r\n".utf8) + bytes + Array("\r\n--R--\r\n".utf8)
         text += Array("--B\r\nContent-Type: application/json; error=\"true\"\r\n\r\n{\"id\":\"b\",\"error\":\"not_found\"}\r\n".utf8)
         if closed { text += Array("--B--".utf8) }
         return text
     }
 
-    private static func read(_ answer: [UInt8], chunk: Int, into collection: DocumentCollection) throws -> [(object: [String: DocumentValue], files: [String: AttachmentFile])] {
-        let reader = MultipartMixed.Reader(boundary: "B", jsonLimit: 1 << 20, attachmentLimit: 1 << 20, collection: collection)
+    /// The answer read as a puller that asked for document `a` reads it.
+    private static func read(_ answer: [UInt8], chunk: Int, into collection: DocumentCollection) throws -> [MultipartMixed.Reader.Received] {
+        let reader = MultipartMixed.Reader(boundary: "B", jsonLimit: 1 << 20, attachmentLimit: 1 << 20, collection: collection) { object in
+            guard object["_id"] == "a" else { throw CouchError.badRequest("not asked for") }
+        }
         defer { reader.abandon() }
         var start = 0
         while start < answer.count {
@@ -48,8 +52,24 @@ import Testing
             #expect(documents.count == 1, "chunk \(chunk): the error part is skipped, the document read")
             let file = try #require(documents.first?.files["photo"])
             #expect(try Data(contentsOf: file.url) == Data(Self.content), "chunk \(chunk)")
-            #expect(documents.first?.object["_id"] == "a")
+            #expect(documents.first?.id == "a" && documents.first?.rev == "1-x")
         }
+    }
+
+    /// A name that begins or ends with a space (or `;`) is read as it was sent.
+    @Test func anAttachmentsNameIsReadExactly() throws {
+        for name in [" photo", "photo ", "photo;", "a;b c"] {
+            let peer = try Peer()
+            let documents = try Self.read(Self.answer(name: name), chunk: 64, into: peer.collection)
+            #expect(documents.first?.files.keys.sorted() == [name], "\(name)")
+        }
+    }
+
+    /// A document the reader did not ask for is refused before any of its content is written.
+    @Test func aDocumentNotAskedForIsRefusedBeforeItsContent() throws {
+        let peer = try Peer()
+        #expect(throws: CouchError.self) { try Self.read(Self.answer(id: "other"), chunk: 64, into: peer.collection) }
+        #expect(Self.blobFiles(under: peer.dir).isEmpty, "\(Self.blobFiles(under: peer.dir))")
     }
 
     @Test func contentThatDoesNotMatchItsDeclarationIsRefusedAndNotKept() throws {
@@ -71,7 +91,8 @@ import Testing
         let answer = Self.answer(closed: false)
         #expect(throws: CouchError.self) { try Self.read(answer, chunk: 9, into: peer.collection) }
         // Cut inside the attachment's bytes: the half-written blob is dropped.
-        let cut = Array(answer.prefix(answer.count / 2))
+        let inside = try #require(String(decoding: answer, as: UTF8.self).range(of: "own bytes")).lowerBound.utf16Offset(in: String(decoding: answer, as: UTF8.self))
+        let cut = Array(answer.prefix(inside))
         #expect(throws: CouchError.self) { try Self.read(cut, chunk: 9, into: peer.collection) }
         #expect(Self.blobFiles(under: peer.dir).filter { $0.contains(".tmp-") }.isEmpty)
     }
