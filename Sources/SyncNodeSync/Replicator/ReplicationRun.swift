@@ -158,7 +158,7 @@ struct ReplicationRun: Sendable {
             }
             let asking = wanted
             docs = asking.isEmpty ? [] : try await replicator.withRetries { try await fetchShared(asking) }
-            if !carried.isEmpty { docs = Self.inFeedOrder(docs, carried, rows: changes.rows) }
+            if !carried.isEmpty { docs = Self.inFeedOrder(docs, of: changes.rows.map(\.id), carried: carried) }
         }
         if let filter = direction == .push ? config.pushFilter : config.pullFilter {
             var dropped: [WireRevision] = []
@@ -200,17 +200,17 @@ struct ReplicationRun: Sendable {
             replicator.logger.debug("fetching revisions another replication failed to bring", metadata: ["revisions": "\(again.count)"])
             docs += try await fetchFromSource(again)
         }
-        let order = Dictionary(wanted.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
-        return docs.enumerated().sorted { (order[$0.element.id] ?? 0, $0.offset) < (order[$1.element.id] ?? 0, $1.offset) }.map(\.element)
+        return Self.inFeedOrder(docs, of: wanted.map(\.id))
     }
 
     private func fetchFromSource(_ wanted: [WantedRevisions]) async throws -> [WireRevision] {
         try await target.receiving(try await source.fetch(wanted), wanted: wanted, from: source)
     }
 
-    /// Fetched `docs` (in the feed's order) and `carried` revisions (by row), merged in the feed's order.
-    static func inFeedOrder(_ docs: [WireRevision], _ carried: [(row: Int, revision: WireRevision)], rows: [PeerChange]) -> [WireRevision] {
-        let position = Dictionary(rows.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
+    /// `docs` in the order of `ids` (where each document's ID first lies), merged with `carried`
+    /// revisions placed at their rows of `ids`. Stable: a document's revisions keep their order.
+    static func inFeedOrder(_ docs: [WireRevision], of ids: [String], carried: [(row: Int, revision: WireRevision)] = []) -> [WireRevision] {
+        let position = Dictionary(ids.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         let fetched = docs.map { (row: position[$0.id] ?? 0, revision: $0) }
         return (fetched + carried).enumerated().sorted { ($0.element.row, $0.offset) < ($1.element.row, $1.offset) }.map(\.element.revision)
     }
