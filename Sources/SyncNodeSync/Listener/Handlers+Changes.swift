@@ -7,40 +7,6 @@ import Synchronization
 import SyncNodeStore
 
 extension Handlers {
-    /// What a `_changes` request asks for.
-    struct ChangesRequest {
-        enum Feed: String { case normal, longpoll, continuous, eventsource }
-        var feed: Feed
-        var since: Int64
-        var limit: Int?
-        var allLeaves: Bool
-        var includeDocs: Bool
-        var conflicts: Bool
-        var descending: Bool
-        var docIDs: Set<String>?
-        /// `filter=_selector`: only the changes whose winner it matches, tested by SQLite.
-        var selector: ChangeSelector?
-        /// `live_sources` (a long poll's, SyncNode's own parameter): the peers the asker pulls
-        /// from live, as `<uuid>/<database>` (``LivePulls``).
-        var liveSources: Set<String> = []
-        /// `digest=true` (SyncNode's own): the answer ends with the collection's digest root,
-        /// read after its rows. A replicator that applied them compares its own root with it
-        /// instead of asking `_digest` (in a mesh, one request per write for each replication).
-        var digest = false
-        /// `revisions=true` (SyncNode's own): each row of a document with one leaf carries that
-        /// revision as `_bulk_get?revs=true` would send it, as `revision`, when it is small and
-        /// holds no blob (``inlineRevisionLimit``): a node's long poll then needs no `_bulk_get`.
-        var revisions = false
-        /// Revisions that came from one of `liveSources` while the feed waited: their rows go
-        /// without them (the asker has them, or has them coming, from there).
-        var relayed: RelayedRevisions?
-        /// Milliseconds; nil means no heartbeat.
-        var heartbeat: Int?
-        /// Milliseconds without changes after which a feed ends; nil: never
-        /// (a continuous feed with a heartbeat and no explicit timeout).
-        var timeout: Int?
-    }
-
     func changes(_ request: Request, collection: DocumentCollection) async throws -> Response {
         var parsed = try await parseChanges(request, collection: collection)
         let signal = ChangeSignal()
@@ -112,11 +78,11 @@ extension Handlers {
                     let (entries, last, more) = try page(collection, spec, since: since, pageSize: 1000, sent: sent)
                     var next = 0
                     while next < entries.count {
-                        let run = try bodies(of: entries, from: next, collection, spec)
-                        for (offset, body) in run.enumerated() {
+                        let run = try contents(of: entries, from: next, collection, spec)
+                        for (offset, content) in run.enumerated() {
                             let entry = entries[next + offset]
                             if spec.feed == .eventsource { stream.json.writeRaw("data: ") }
-                            try await writeChange(entry, body: body, collection: collection, spec, stream: &stream, to: &writer)
+                            try await writeChange(entry, content, collection: collection, spec, stream: &stream, to: &writer)
                             stream.json.writeRaw(spec.feed == .eventsource ? "\nid: \(entry.sequence)\n\n" : "\n")
                             try await stream.flush(&writer, all: true)
                             if spec.includeDocs && !entry.deleted { metrics.documentsRead(1) }
@@ -186,15 +152,15 @@ extension Handlers {
                 let wanted = spec.docIDs.map { ids in batch.filter { ids.contains($0.id) } } ?? batch
                 var next = 0
                 while next < wanted.count {
-                    let run = try bodies(of: wanted, from: next, collection, spec)
-                    for (offset, body) in run.enumerated() {
+                    let run = try contents(of: wanted, from: next, collection, spec)
+                    for (offset, content) in run.enumerated() {
                         let entry = wanted[next + offset]
                         if let limit = spec.limit, sent >= limit {
                             limitReached = true
                             break paging
                         }
                         if sent > 0 { stream.json.writeRaw(",") }
-                        try await writeChange(entry, body: body, collection: collection, spec, stream: &stream, to: &writer)
+                        try await writeChange(entry, content, collection: collection, spec, stream: &stream, to: &writer)
                         sent += 1
                         if spec.includeDocs && !entry.deleted { docsSent += 1 }
                         lastSent = entry.sequence
@@ -219,15 +185,39 @@ extension Handlers {
         }
     }
 
-    /// The bodies of a run of `entries` from `start` when the feed includes documents (else nils), read
-    /// in one snapshot (see ``AnswerStream/run(count:from:in:read:)``); large ones only measured.
-    private func bodies(
+    /// What a `_changes` row carries besides its changes: the winner's body (`include_docs`) and
+    /// the revision with its history (`revisions=true`, when the row qualifies).
+    private struct RowContent {
+        var body: RevisionBody?
+        var revision: StreamedRevision?
+    }
+
+    /// The content of a run of `entries` from `start`, read in one snapshot (see
+    /// ``AnswerStream/run(count:from:in:read:)``); large bodies only measured.
+    private func contents(
         of entries: [ChangeEntry], from start: Int, _ collection: DocumentCollection, _ spec: ChangesRequest
-    ) throws -> [RevisionBody?] {
-        guard spec.includeDocs else { return Array(repeating: nil, count: entries.count - start) }
+    ) throws -> [RowContent] {
+        guard spec.includeDocs || spec.revisions else { return Array(repeating: RowContent(), count: entries.count - start) }
         return try AnswerStream.run(count: entries.count, from: start, in: collection) { index in
-            try AnswerStream.body(of: entries[index].id, rev: entries[index].rev, in: collection)
+            let entry = entries[index]
+            var content = RowContent()
+            var bytes = 0
+            if spec.includeDocs { (content.body, bytes) = try AnswerStream.body(of: entry.id, rev: entry.rev, in: collection) }
+            if spec.revisions, let revision = try carriedRevision(entry, collection, spec), case .text(let text)? = revision.body {
+                content.revision = revision
+                bytes += text.utf8.count
+            }
+            return (content, bytes)
         }
+    }
+
+    /// The revision a `revisions=true` row carries: that of a document with one leaf, a small body
+    /// holding no blobs, not pulled from one of the asker's live sources while it waited.
+    private func carriedRevision(_ entry: ChangeEntry, _ collection: DocumentCollection, _ spec: ChangesRequest) throws -> StreamedRevision? {
+        guard entry.leafRevs == [entry.rev], spec.relayed?.contains(id: entry.id, rev: entry.rev) != true,
+              let revision = try collection.streamedRevision(id: entry.id, rev: entry.rev, readingAtMost: Self.inlineRevisionLimit),
+              case .text(let text)? = revision.body, !WireDocument.hasBlobs(text) else { return nil }
+        return revision
     }
 
     /// The changes after `since` that the request wants, `sent` having been sent already: at
@@ -267,9 +257,9 @@ extension Handlers {
     /// The largest body a `revisions=true` row carries (larger ones are left to `_bulk_get`).
     static let inlineRevisionLimit = 16 << 10
 
-    /// One `_changes` row; `body` is the winner's when the feed includes documents.
+    /// One `_changes` row with its `content`.
     private func writeChange(
-        _ entry: ChangeEntry, body: RevisionBody?, collection: DocumentCollection, _ spec: ChangesRequest,
+        _ entry: ChangeEntry, _ content: RowContent, collection: DocumentCollection, _ spec: ChangesRequest,
         stream: inout AnswerStream, to writer: inout any ResponseBodyWriter
     ) async throws {
         stream.json.writeRaw(#"{"seq":"#)
@@ -284,9 +274,7 @@ extension Handlers {
         }
         stream.json.writeRaw("]")
         if entry.deleted { stream.json.writeRaw(#","deleted":true"#) }
-        if spec.revisions, entry.leafRevs == [entry.rev], spec.relayed?.contains(id: entry.id, rev: entry.rev) != true,
-           let revision = try collection.streamedRevision(id: entry.id, rev: entry.rev, readingAtMost: Self.inlineRevisionLimit),
-           case .text(let text)? = revision.body, !WireDocument.hasBlobs(text) {
+        if let revision = content.revision, case .text(let text)? = revision.body {
             stream.json.writeRaw(#","revision":"#)
             stream.json.writeRaw(try WireDocument.encode(
                 id: entry.id, rev: entry.rev, deleted: entry.deleted, body: text, revisions: revision.history, collection: collection))
@@ -294,7 +282,7 @@ extension Handlers {
         if spec.includeDocs {
             stream.json.writeRaw(#","doc":"#)
             let conflicts = spec.conflicts ? try collection.conflictingRevisions(id: entry.id) : nil
-            if let body {
+            if let body = content.body {
                 try await stream.writeDocument(
                     id: entry.id, rev: entry.rev, deleted: entry.deleted, body: body, simple: conflicts?.isEmpty ?? true,
                     collection: collection, to: &writer
@@ -308,77 +296,6 @@ extension Handlers {
             }
         }
         stream.json.writeRaw("}")
-    }
-
-    private func parseChanges(_ request: Request, collection: DocumentCollection) async throws -> ChangesRequest {
-        let query = QueryOptions(request.uri)
-        var body: [String: DocumentValue] = [:]
-        if request.method == .post {
-            let text = try await request.textBody(limit: bodyLimit)
-            if !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
-                guard case .dictionary(let d) = try DocumentValue(json: text) else { throw CouchError.badRequest("body must be an object") }
-                body = d
-            }
-        }
-        guard let feed = ChangesRequest.Feed(rawValue: query["feed"] ?? "normal") else {
-            throw CouchError.badRequest("Supported `feed` types: normal, longpoll, continuous, eventsource")
-        }
-        var since: Int64 = 0
-        if let raw = query["since"] ?? body["since"].map({ v -> String in if case .string(let s) = v { return s } else { return v.toJSON() } }) {
-            // `now`, or a sequence: digits, optionally followed by `-` and an opaque part (CouchDB's
-            // clustered form). A `since` past the end is the end: a client must never store a
-            // `last_seq` beyond `update_seq` as its checkpoint, or it misses what comes next.
-            let digits = raw.prefix { $0 != "-" }
-            if raw == "now" {
-                since = try collection.lastSequence()
-            } else if !digits.isEmpty, digits.allSatisfy(\.isASCII), let n = Int64(digits), n >= 0 {
-                since = min(n, try collection.lastSequence())
-            } else {
-                throw CouchError.badRequest("Malformed sequence supplied in 'since' parameter.")
-            }
-        }
-        var docIDs: Set<String>?
-        var selector: ChangeSelector?
-        switch query["filter"] {
-        case nil: break
-        case "_doc_ids"?:
-            var ids: [DocumentValue] = []
-            if case .array(let a)? = try query.json("doc_ids") { ids = a }
-            if case .array(let a)? = body["doc_ids"] { ids = a }
-            docIDs = Set(ids.compactMap { $0.stringValue })
-        case "_selector"?:
-            guard let given = body["selector"] else { throw CouchError.badRequest("Selector must be specified in POST payload") }
-            guard case .dictionary = given else { throw CouchError.badRequest("Selector error: expected a JSON object") }
-            selector = try ChangeSelector(given, for: collection)
-        case let other?:
-            throw CouchError.badRequest("Unsupported filter '\(other)': a node filters changes by _doc_ids or _selector")
-        }
-        var heartbeat: Int?
-        if let raw = query["heartbeat"] {
-            switch raw.lowercased() {
-            case "true": heartbeat = 60_000
-            case "false": heartbeat = nil
-            default:
-                guard let ms = Int(raw), ms > 0 else { throw CouchError.badRequest("Invalid heartbeat value: \(raw)") }
-                heartbeat = min(max(ms, 100), 60_000)
-            }
-        }
-        var liveSources: Set<String> = []
-        if let given = try query.json("live_sources") {
-            let refusal = CouchError.badRequest("live_sources must be a JSON array of strings")
-            guard case .array(let items) = given else { throw refusal }
-            let names = items.compactMap(\.stringValue)
-            guard names.count == items.count else { throw refusal }
-            liveSources = Set(names)
-        }
-        let style = query["style"] ?? "main_only"
-        guard style == "main_only" || style == "all_docs" else { throw CouchError.badRequest("style must be main_only or all_docs") }
-        return ChangesRequest(
-            feed: feed, since: since, limit: try query.int("limit"), allLeaves: style == "all_docs",
-            includeDocs: try query.bool("include_docs"), conflicts: try query.bool("conflicts"),
-            descending: try query.bool("descending"), docIDs: docIDs, selector: selector, liveSources: liveSources,
-            digest: try query.bool("digest"), revisions: try query.bool("revisions"), heartbeat: heartbeat,
-            timeout: try query.int("timeout").map { min($0, 600_000) } ?? (heartbeat == nil || feed != .continuous ? 60_000 : nil))
     }
 }
 
