@@ -27,6 +27,9 @@ final class ChangeNotifier: Sendable {
     /// deleted in this process (live queries subscribe again then).
     static let collectionsChanged: Int64 = -1
 
+    /// The `collectionID` of listeners told once, when the database closes (or is deleted).
+    static let databaseClosed: Int64 = -2
+
     private let listeners = Mutex<(next: UInt64, all: [UInt64: Listener])>((0, [:]))
     private let pending = Mutex(Pending())
 

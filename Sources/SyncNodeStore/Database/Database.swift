@@ -222,6 +222,19 @@ public final class Database: Sendable {
     /// Whether ``close()`` (or a deletion) closed it.
     package var isClosed: Bool { state.withLock { $0.isClosed } }
 
+    /// Calls `listener` once, when the database closes or is deleted (at once, on `queue`, when it
+    /// already has): what waits for changes (a long poll) then stops waiting.
+    package func addCloseListener(queue: DispatchQueue = .global(), _ listener: @escaping @Sendable () -> Void) -> ListenerToken {
+        let notifier = notifier
+        let token = notifier.add(.init(collectionID: ChangeNotifier.databaseClosed, documentID: nil, queue: queue) { _ in listener() })
+        // Closed before the listener was added: it would never hear.
+        if isClosed {
+            notifier.remove(token)
+            queue.async { listener() }
+        }
+        return ListenerToken { notifier.remove(token) }
+    }
+
     /// Closes the database. Its collections and documents can no longer be used.
     ///
     /// Closing a closed database does nothing.
@@ -232,6 +245,7 @@ public final class Database: Sendable {
             return !s.isClosed
         }
         guard wasOpen else { return }
+        notifier.deliver(collectionID: ChangeNotifier.databaseClosed, changes: [])
         expiry.stop()
         tombstoneReaper.stop()
         externalChanges.stop()

@@ -17,9 +17,15 @@ extension Handlers {
         let relayed = RelayedRevisions()
         if parsed.revisions, !covered.isEmpty { parsed.relayed = relayed }
         let spec = parsed
-        let token = collection.addChangeListener { change in
+        let listening = collection.addChangeListener { change in
             if !covered.isEmpty { relayed.add(change.documents, pulledFrom: covered) }
             Self.wake(signal, for: change.documents, covered: covered)
+        }
+        // Deleted while it waits: the feed wakes, and ends (see ``LongPollWait``).
+        let closing = collection.database.addCloseListener { signal.fire() }
+        let token = ListenerToken {
+            listening.remove()
+            closing.remove()
         }
         // A waiting feed outlives its request's sign-in check: it wakes when access changes, and
         // ends when its asker may read this keyspace no more.

@@ -197,8 +197,7 @@ public final class Listener: Sendable {
             logger: logger)
         return ListenerServer(
             identity: identity, app: app, ports: ports, portContinuation: portContinuation, accessWatch: accessWatch,
-            replications: replications, trustAudit: config.trustedPeers.map { TrustAudit(trust: $0, log: environment.auditLog) },
-            directory: config.directory, logger: logger)
+            replications: replications, trustAudit: config.trustedPeers.map { TrustAudit(trust: $0, log: environment.auditLog) }, logger: logger)
     }
 
     /// Stops gracefully: no new connections; requests in flight finish; open feeds end.

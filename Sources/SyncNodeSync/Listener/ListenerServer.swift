@@ -19,12 +19,11 @@ final class ListenerServer: Sendable {
     private let accessWatch: AccessWatch
     private let replications: ServerReplications
     private let trustAudit: TrustAudit?
-    private let directory: NodeDirectory
     private let failed = Mutex<(any Error)?>(nil)
 
     /// `ports` is told the port once the app listens.
     init(identity: TLSIdentity?, app: any Service, ports: AsyncStream<Int>, portContinuation: AsyncStream<Int>.Continuation,
-         accessWatch: AccessWatch, replications: ServerReplications, trustAudit: TrustAudit?, directory: NodeDirectory, logger: Logger) {
+         accessWatch: AccessWatch, replications: ServerReplications, trustAudit: TrustAudit?, logger: Logger) {
         self.identity = identity
         group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
         let (endings, ended) = AsyncStream.makeStream(of: Void.self)
@@ -35,7 +34,6 @@ final class ListenerServer: Sendable {
         self.accessWatch = accessWatch
         self.replications = replications
         self.trustAudit = trustAudit
-        self.directory = directory
     }
 
     /// Why serving ended, when it failed.
@@ -54,7 +52,7 @@ final class ListenerServer: Sendable {
             portContinuation.finish()
             ended.finish()
         }
-        let accessWatch = self.accessWatch, replications = self.replications, group = self.group, directory = self.directory
+        let accessWatch = self.accessWatch, replications = self.replications, group = self.group
         // Revocations reach what outlives a request: `_replicate` jobs here, feeds in their loops.
         let revalidating = accessWatch.onChange { Task { await replications.revalidate() } }
         // Each peer trusted or untrusted, by whichever process, is one audit event.
@@ -67,13 +65,6 @@ final class ListenerServer: Sendable {
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { await accessWatch.run() }
                 tasks.addTask { try await group.run() }
-                tasks.addTask {
-                    // A database made, deleted or made again changes what may be read: waiting
-                    // feeds look again (one on a deleted database ends), and `_replicate` jobs.
-                    for await _ in directory.databaseNameUpdates() { accessWatch.changed() }
-                    // The directory closed: nothing more to tell until the server ends.
-                    while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
-                }
                 // The server ends (stopped, or failed): the watch with it.
                 defer { tasks.cancelAll() }
                 try await tasks.next()

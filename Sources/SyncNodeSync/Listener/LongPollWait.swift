@@ -56,7 +56,7 @@ struct LongPollWait {
             if revocation.isRevoked() {
                 throw CouchError.forbidden("Access to '\(Keyspace(collection).name)' was withdrawn while this feed waited.")
             }
-            // Deleted (the listener's access watch wakes feeds then): a 503, so that the asker asks
+            // Deleted (its close wakes the feed): a 503, so that the asker asks
             // again, of the database made again under its name, or gets its 404.
             if collection.database.isClosed {
                 throw CouchError(status: 503, error: "service_unavailable",
