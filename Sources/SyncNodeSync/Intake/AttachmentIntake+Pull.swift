@@ -45,7 +45,8 @@ extension AttachmentIntake {
             // Several attachments from a node: a few requests for all of them; what it did not
             // send (and everything from CouchDB) one request each.
             var remaining = downloads
-            if downloads.count > 1, let received = try await inBatches(downloads, of: docs, attsSince: attsSince, into: collection, from: source) {
+            if downloads.count > 1 {
+                let received = try await inBatches(downloads, of: docs, attsSince: attsSince, into: collection, from: source)
                 for (index, sent) in received { files[index, default: [:]].merge(sent) { $1 } }
                 remaining.removeAll { received[$0.doc]?[$0.name] != nil }
             }
@@ -96,11 +97,12 @@ extension AttachmentIntake {
 
     /// `downloads` from a source that sends a batch's attachments in one answer, split into
     /// ``parallelDownloads`` answers at once: the files it sent that match their stubs, by
-    /// document and name. Nil when the source cannot send them so.
+    /// document and name (none when the source cannot send them so; none of an answer this side
+    /// cannot use).
     private static func inBatches(
         _ downloads: [Download], of docs: [WireRevision], attsSince: [String: [String]], into collection: DocumentCollection,
         from source: any AttachmentSource
-    ) async throws -> [Int: [String: AttachmentFile]]? {
+    ) async throws -> [Int: [String: AttachmentFile]] {
         var documents: [Int] = []
         var lengths: [Int: [String: Int?]] = [:]
         for download in downloads {
@@ -120,19 +122,17 @@ extension AttachmentIntake {
                         return try await source.downloadAttachments(of: requests, into: collection)
                     } catch let refused as CouchError where refused.status == 502 {
                         // An answer this side cannot use (malformed, or naming what was not asked
-                        // for): every attachment is asked for alone instead.
+                        // for): its attachments are asked for alone instead; the others' stay.
                         return nil
                     }
                 }
             }
-            var all: [AttachmentRequest.Key: [String: AttachmentFile]]? = [:]
+            var all: [AttachmentRequest.Key: [String: AttachmentFile]] = [:]
             for try await answer in group {
-                guard let answer else { all = nil; continue }
-                all?.merge(answer) { $1 }
+                if let answer { all.merge(answer) { $1 } }
             }
             return all
         }
-        guard let received else { return nil }
         var found: [Int: [String: AttachmentFile]] = [:]
         for (index, name, entry) in downloads {
             // Checked against the stub this pull received: the answer's JSON only vouches for itself.

@@ -63,7 +63,7 @@ extension HTTPRemote: AttachmentSource {
         let type = response.headers.first(name: "Content-Type") ?? ""
         guard let boundary = MultipartScanner.boundary(of: "multipart/mixed", in: type) else {
             // Not the node its welcome said (an older one behind the same address, say): asked no more.
-            multipartBulkGet.withLock { $0 = false }
+            multipartBulkGet.withLock { $0 = Task { false } }
             _ = try? await transport.text(of: response, upTo: 1 << 20)
             return nil
         }
@@ -102,19 +102,29 @@ extension HTTPRemote: AttachmentSource {
     /// in the first answer; this one's are read only for their `_id`, `_rev` and attachments).
     static let partJSONLimit = 64 << 20
 
-    /// Whether the peer's welcome (`GET /`) names ``Handlers/multipartBulkGet``: asked once, and
-    /// again after a failure to ask.
+    /// Whether the peer's welcome (`GET /`) names ``Handlers/multipartBulkGet``: asked once (by
+    /// one request, however many answers wait for it), and again after a failure to ask.
     private func sendsMultipartBulkGet() async throws -> Bool {
-        if let known = multipartBulkGet.withLock({ $0 }) { return known }
-        let welcome: DocumentValue
-        do {
-            welcome = try await transport.expect(.GET, "/")
-        } catch let error as CouchError where PeerStatus.contentGone.contains(error.status) {
-            welcome = .null
+        let asking = multipartBulkGet.withLock { known in
+            if let known { return known }
+            let task = Task { [transport] in
+                let welcome: DocumentValue
+                do {
+                    welcome = try await transport.expect(.GET, "/")
+                } catch let error as CouchError where PeerStatus.contentGone.contains(error.status) {
+                    welcome = .null
+                }
+                guard case .array(let features)? = welcome["features"] else { return false }
+                return features.contains(.string(Handlers.multipartBulkGet))
+            }
+            known = task
+            return task
         }
-        var sends = false
-        if case .array(let features)? = welcome["features"] { sends = features.contains(.string(Handlers.multipartBulkGet)) }
-        multipartBulkGet.withLock { $0 = sends }
-        return sends
+        do {
+            return try await asking.value
+        } catch {
+            multipartBulkGet.withLock { if $0 == asking { $0 = nil } }
+            throw error
+        }
     }
 }

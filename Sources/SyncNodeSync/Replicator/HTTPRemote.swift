@@ -17,8 +17,9 @@ final class HTTPRemote: ReplicationPeer, Sendable {
     let maxAttachmentSize: Int
     /// False once the peer refused `_bulk_get` (fetches may run two at a time).
     private let hasBulkGet = Atomic(true)
-    /// Whether the peer sends a batch's attachments in one `_bulk_get` answer; nil until asked.
-    let multipartBulkGet = Mutex<Bool?>(nil)
+    /// Whether the peer sends a batch's attachments in one `_bulk_get` answer: nil until asked,
+    /// then the one asking (the batch's answers, asked at once, wait for the same welcome).
+    let multipartBulkGet = Mutex<Task<Bool, any Error>?>(nil)
     /// The `_rev` of each checkpoint document as last read or written here (nil: there is none),
     /// so that a save sends it without reading the document first: one round trip per checkpoint,
     /// not two.
