@@ -49,6 +49,8 @@ import Testing
             let bulkGets = requests.filter { $0.hasSuffix("/_bulk_get") }.count
             // One JSON answer for the documents (or two halves), at most four for their attachments.
             #expect(bulkGets >= 2 && bulkGets <= 6, "\(requests)")
+            // The welcome that names the feature asked once, not by each of the four answers.
+            #expect(requests.filter { $0 == "GET /" }.count == 1, "\(requests.filter { $0.hasPrefix("GET /") && !$0.hasPrefix("GET /db/") })")
             // Raw bytes, each attachment once: not base64, not twice.
             #expect(sent > bytes && sent < bytes + bytes / 10, "\(sent) bytes sent for \(bytes) bytes of attachments")
         }
