@@ -72,4 +72,24 @@ import Testing
             #expect(alone == ["GET /db/photo-4/blob_/image1"], "\(alone)")
         }
     }
+
+    /// One of a batch's answers unusable (a 502): its attachments are fetched alone, and what the
+    /// other answer brought is kept.
+    @Test func anUnusableAnswerCostsOnlyItsOwnAttachments() async throws {
+        // The first `_bulk_get` sends the documents; the next is the first of their attachments'.
+        let (h, served) = try await RequestLog.harness { request, before in
+            request.hasSuffix("/_bulk_get") && before.filter { $0.hasSuffix("/_bulk_get") }.count == 1 ? 502 : nil
+        }
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            let saved = try Self.save(2, into: remote)
+            let peer = try Peer()
+            #expect(try await Replicator(config: SharedFetchTests.pull(into: peer, from: try ReplicatorTests.pairingURL(h))).runOnce().pulled == 2)
+            for (id, contents) in saved { #expect(try Self.contents(of: id, in: peer.collection) == contents, "\(id)") }
+            #expect(served.all.filter { $0.hasSuffix("/_bulk_get") }.count == 3, "\(served.all)")
+            // photo-0 has one attachment, photo-1 two: one document's fetched alone, not both's.
+            let alone = Set(served.all.filter { $0.hasPrefix("GET /db/photo-") }.map { $0.split(separator: "/")[2] })
+            #expect(alone.count == 1, "\(served.all)")
+        }
+    }
 }

@@ -5,12 +5,19 @@ import Synchronization
 final class RequestLog: Sendable {
     private let requests = Mutex<[String]>([])
 
-    /// A node that records each request it serves here.
-    static func harness() async throws -> (ListenerHarness, RequestLog) {
+    /// A node that records each request it serves here; `status` may answer one instead (it is
+    /// given the request and those served before it).
+    static func harness(
+        status: @escaping @Sendable (_ request: String, _ before: [String]) -> Int? = { _, _ in nil }
+    ) async throws -> (ListenerHarness, RequestLog) {
         let log = RequestLog()
         let h = try await ListenerHarness(faultInjector: FaultInjector { method, path in
-            log.requests.withLock { $0.append("\(method) \(path)") }
-            return nil
+            let request = "\(method) \(path)"
+            let before = log.requests.withLock { requests in
+                defer { requests.append(request) }
+                return requests
+            }
+            return status(request, before)
         })
         return (h, log)
     }
