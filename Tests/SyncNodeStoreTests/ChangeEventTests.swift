@@ -75,4 +75,25 @@ import Testing
         let change = try #require(await heard.wait(count: 1).first)
         #expect(change == ChangedDocument(id: "external", revisionID: doc.revisionID, isDeleted: false, isConflicted: false, origin: .local))
     }
+
+    /// A close listener is told once when the database closes, and at once when it was closed
+    /// before it was added; a removed one is not told.
+    @Test func closeListenersHearTheCloseOnce() async throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        let before = Collector<String>()
+        let removed = Collector<String>()
+        let token = db.addCloseListener { before.append("closed") }
+        db.addCloseListener { removed.append("closed") }.remove()
+        try db.close()
+        try db.close()
+        #expect(await before.wait(count: 1) == ["closed"])
+        let after = Collector<String>()
+        _ = db.addCloseListener { after.append("closed") }
+        #expect(await after.wait(count: 1) == ["closed"])
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(before.values.count == 1 && after.values.count == 1 && removed.values.isEmpty)
+        token.remove()
+    }
 }
+

@@ -226,11 +226,14 @@ public final class Database: Sendable {
     /// already has): what waits for changes (a long poll) then stops waiting.
     package func addCloseListener(queue: DispatchQueue = .global(), _ listener: @escaping @Sendable () -> Void) -> ListenerToken {
         let notifier = notifier
-        let token = notifier.add(.init(collectionID: ChangeNotifier.databaseClosed, documentID: nil, queue: queue) { _ in listener() })
-        // Closed before the listener was added: it would never hear.
-        if isClosed {
-            notifier.remove(token)
+        // Under the lock `close()` marks the database closed with: added before, it is told by
+        // `close()`; closed before, it is told here; never both.
+        let token = state.withLock { s in
+            s.isClosed ? nil : notifier.add(.init(collectionID: ChangeNotifier.databaseClosed, documentID: nil, queue: queue) { _ in listener() })
+        }
+        guard let token else {
             queue.async { listener() }
+            return ListenerToken {}
         }
         return ListenerToken { notifier.remove(token) }
     }
