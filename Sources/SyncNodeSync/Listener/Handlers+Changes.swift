@@ -23,10 +23,7 @@ extension Handlers {
         }
         // Deleted while it waits: the feed wakes, and ends (see ``LongPollWait``).
         let closing = collection.database.addCloseListener { signal.fire() }
-        let token = ListenerToken {
-            listening.remove()
-            closing.remove()
-        }
+        let token = FeedListeners([listening, closing])
         // A waiting feed outlives its request's sign-in check: it wakes when access changes, and
         // ends when its asker may read this keyspace no more.
         let revocation = FeedRevocation(handlers: self, current: Authentication.ofRequest?.current, keyspace: Keyspace(collection), signal: signal)
@@ -80,6 +77,8 @@ extension Handlers {
                         try await writer.finish(nil)
                         return
                     }
+                    // Deleted: the feed ends as after its timeout (its client asks again, and is told).
+                    if collection.database.isClosed { break }
                     // In pages, so a feed from the start of a large database does not read it all at once.
                     let (entries, last, more) = try page(collection, spec, since: since, pageSize: 1000, sent: sent)
                     var next = 0
@@ -321,6 +320,18 @@ extension Handlers {
         }
         if pulledFromCovered { signal.fire(after: delay) } else { signal.fire() }
     }
+}
+
+/// A feed's store listeners: removed when the feed ends, or when it is dropped without having
+/// run (its client left first).
+final class FeedListeners: Sendable {
+    private let tokens: [ListenerToken]
+
+    init(_ tokens: [ListenerToken]) { self.tokens = tokens }
+
+    func remove() { for token in tokens { token.remove() } }
+
+    deinit { remove() }
 }
 
 /// Ends a waiting feed when its asker's access is withdrawn: the ``AccessWatch`` wakes it, and

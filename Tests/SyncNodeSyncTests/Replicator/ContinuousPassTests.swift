@@ -116,21 +116,26 @@ import Testing
     }
 
     /// The node's side of it: a long poll waiting on a database that is deleted ends at once with
-    /// a 503 (ask again), not at its timeout, with or without a heartbeat.
-    @Test func aLongPollOnADeletedDatabaseEndsAtOnce() async throws {
+    /// a 503 (ask again), not at its timeout, with or without a heartbeat; a continuous feed ends
+    /// with its `last_seq`.
+    @Test func aFeedOnADeletedDatabaseEndsAtOnce() async throws {
         let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {
             _ = try await h.request(.PUT, "/db")
             let listening = h.listener.accessWatch.listenerCount
             let plain = Task { try await h.request(.GET, "/db/_changes?feed=longpoll&since=now&timeout=60000") }
             let beating = Task { try await h.request(.GET, "/db/_changes?feed=longpoll&since=now&timeout=60000&heartbeat=500") }
-            #expect(try await RevocationTests.waitingFeeds(h, listening + 2), "the long polls do not wait")
+            let continuous = Task { try await h.request(.GET, "/db/_changes?feed=continuous&since=now&timeout=60000") }
+            #expect(try await RevocationTests.waitingFeeds(h, listening + 3), "the feeds do not wait")
             let start = ContinuousClock.now
             try h.node.deleteDatabase("db")
             let answer = try await plain.value
             #expect(answer.status == 503, "\(answer.status) \(answer.body)")
             // The head was sent: the answer breaks off, which a replicator takes as "ask again".
             await #expect(throws: (any Error).self) { try await beating.value }
+            // A continuous feed ends as after its timeout: with its `last_seq`.
+            let ended = try await continuous.value
+            #expect(ended.status == 200 && ended.body.contains("last_seq"), "\(ended.status) \(ended.body)")
             #expect(start.duration(to: .now) < .seconds(10))
         }
     }
