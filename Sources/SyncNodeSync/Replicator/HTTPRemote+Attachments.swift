@@ -121,7 +121,9 @@ extension HTTPRemote: AttachmentSource {
             return task
         }
         do {
-            return try await asking.value
+            // Stopped while it waits: the welcome's request is cancelled too (every waiter belongs to
+            // the same run), and the next run asks again.
+            return try await withTaskCancellationHandler { try await asking.value } onCancel: { asking.cancel() }
         } catch {
             multipartBulkGet.withLock { if $0 == asking { $0 = nil } }
             throw error
