@@ -45,7 +45,7 @@ import Testing
             kill(pid, SIGKILL)
         }
         watcher.start()
-        try await offThePool { process.waitUntilExit() }
+        process.waitUntilExit()
         let killedMidwayValue = killedMidway.withLock { $0 }
         #expect(killedMidwayValue && process.terminationReason == .uncaughtSignal,
                 "the import finished before it could be killed; make the batch larger")

@@ -32,15 +32,6 @@ public func packageExecutable(_ relative: String) throws -> URL {
     return url
 }
 
-/// Runs `body`, which blocks (a child's output or exit awaited), on a thread of its own, off
-/// Swift's cooperative threads: on 2 cores there are two of those, and two tests blocked in a
-/// child at once (a minute each, on a loaded machine) left every other test without one.
-public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Swift.Result { try body() }) }
-    }
-}
-
 /// A child process run to its end: its exit status and what it wrote.
 public enum ChildProcess {
     public static func run(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil, stdin: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
@@ -69,6 +60,10 @@ public enum ChildProcess {
     /// The same, off Swift's cooperative threads: an in-process listener the child talks to needs them
     /// (on 2 cores, two tests blocked in a child's read left none, and child and listener waited on each other).
     public static func runDetached(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) async throws -> (status: Int32, stdout: String, stderr: String) {
-        try await offThePool { try run(executable, arguments, environment: environment) }
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Swift.Result { try run(executable, arguments, environment: environment) })
+            }
+        }
     }
 }

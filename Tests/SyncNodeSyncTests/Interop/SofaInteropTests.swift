@@ -18,8 +18,7 @@ import Testing
         server.standardError = err
         try server.run()
         defer { server.terminate(); server.waitUntilExit() }
-        // Django starts slowly on a loaded machine: waited for off the cooperative threads.
-        let line = try await offThePool { ServeProcess.firstLine(of: server, output: out) }
+        let line = ServeProcess.firstLine(of: server, output: out)
         guard line.hasPrefix("port "), let port = Int(line.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines)) else {
             server.terminate()
             let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
