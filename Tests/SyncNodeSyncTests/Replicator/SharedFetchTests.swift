@@ -24,9 +24,10 @@ import Testing
         _ = try await Replicator(config: config).runOnce()
     }
 
-    /// Polls `condition` every 5 ms for at most 60 s; false if it never held.
+    /// Polls `condition` every 5 ms for at most 180 s; false if it never held. (In CI on a
+    /// 2-core machine the whole test process has stalled for a minute while suites started.)
     static func eventually(_ condition: () throws -> Bool) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(60)
+        let deadline = Date().addingTimeInterval(180)
         while Date() < deadline {
             if try condition() { return true }
             try await Task.sleep(for: .milliseconds(5))
