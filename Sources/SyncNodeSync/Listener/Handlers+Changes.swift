@@ -191,10 +191,10 @@ extension Handlers {
     }
 
     /// What a `_changes` row carries besides its changes: the winner's body (`include_docs`) and
-    /// the revision with its history (`revisions=true`, when the row qualifies).
+    /// the revision's JSON body with its history (`revisions=true`, when the row qualifies).
     private struct RowContent {
         var body: RevisionBody?
-        var revision: StreamedRevision?
+        var revision: (body: String, history: [String])?
     }
 
     /// The content of a run of `entries` from `start`, read in one snapshot (see
@@ -208,9 +208,9 @@ extension Handlers {
             var content = RowContent()
             var bytes = 0
             if spec.includeDocs { (content.body, bytes) = try AnswerStream.body(of: entry.id, rev: entry.rev, in: collection) }
-            if spec.revisions, let revision = try carriedRevision(entry, collection, spec), case .text(let text)? = revision.body {
+            if spec.revisions, let revision = try carriedRevision(entry, collection, spec) {
                 content.revision = revision
-                bytes += text.utf8.count
+                bytes += revision.body.utf8.count
             }
             return (content, bytes)
         }
@@ -218,11 +218,13 @@ extension Handlers {
 
     /// The revision a `revisions=true` row carries: that of a document with one leaf, a small body
     /// holding no blobs, not pulled from one of the asker's live sources while it waited.
-    private func carriedRevision(_ entry: ChangeEntry, _ collection: DocumentCollection, _ spec: ChangesRequest) throws -> StreamedRevision? {
+    private func carriedRevision(
+        _ entry: ChangeEntry, _ collection: DocumentCollection, _ spec: ChangesRequest
+    ) throws -> (body: String, history: [String])? {
         guard entry.leafRevs == [entry.rev], spec.relayed?.contains(id: entry.id, rev: entry.rev) != true,
               let revision = try collection.streamedRevision(id: entry.id, rev: entry.rev, readingAtMost: Self.inlineRevisionLimit),
               case .text(let text)? = revision.body, !WireDocument.hasBlobs(text) else { return nil }
-        return revision
+        return (text, revision.history)
     }
 
     /// The changes after `since` that the request wants, `sent` having been sent already: at
@@ -279,10 +281,10 @@ extension Handlers {
         }
         stream.json.writeRaw("]")
         if entry.deleted { stream.json.writeRaw(#","deleted":true"#) }
-        if let revision = content.revision, case .text(let text)? = revision.body {
+        if let revision = content.revision {
             stream.json.writeRaw(#","revision":"#)
             stream.json.writeRaw(try WireDocument.encode(
-                id: entry.id, rev: entry.rev, deleted: entry.deleted, body: text, revisions: revision.history, collection: collection))
+                id: entry.id, rev: entry.rev, deleted: entry.deleted, body: revision.body, revisions: revision.history, collection: collection))
         }
         if spec.includeDocs {
             stream.json.writeRaw(#","doc":"#)
