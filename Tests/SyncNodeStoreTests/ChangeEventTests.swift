@@ -96,4 +96,3 @@ import Testing
         token.remove()
     }
 }
-

@@ -72,7 +72,7 @@ import Testing
                 request.method = HTTPMethod(rawValue: method)
                 if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
                 for (k, v) in headers { request.headers.add(name: k, value: v) }
-                let response = try await client.execute(request, timeout: .seconds(120))  // a loaded CI machine has stalled a minute
+                let response = try await client.execute(request, timeout: .seconds(120))  // on 2 loaded cores, answers waited a minute behind the run's other tests
                 _ = try await response.body.collect(upTo: 1 << 20)
                 var h: [String: String] = [:]
                 for header in response.headers { h[header.name.lowercased()] = header.value }

@@ -25,7 +25,7 @@ import Testing
     }
 
     /// Polls `condition` every 5 ms for at most 180 s; false if it never held. (In CI on a
-    /// 2-core machine the whole test process has stalled for a minute while suites started.)
+    /// 2-core machine a task a test starts waited over a minute behind the run's other tests.)
     static func eventually(_ condition: () throws -> Bool) async throws -> Bool {
         let deadline = Date().addingTimeInterval(180)
         while Date() < deadline {
