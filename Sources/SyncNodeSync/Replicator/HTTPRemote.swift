@@ -272,9 +272,9 @@ final class HTTPRemote: ReplicationPeer, Sendable {
         let (_, _, status, text) = try await changesAnswer(
             "&feed=longpoll&timeout=\(ms)&revisions=true" + sources + digest, since: since, limit: limit, filter: filter)
         guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, answer: text) }
-        // An answer that is not a page still means "look now": the pass asks again.
-        guard let page = try? CouchAnswers.changesPage(text), !page.rows.isEmpty else { return nil }
-        return page
+        // An answer that is not a page still means "look now": the pass asks again. An empty
+        // page (the timeout) is kept: it says the pass has nothing to ask for.
+        return try? CouchAnswers.changesPage(text)
     }
 
     func ensureFullCommit() async throws {

@@ -29,9 +29,9 @@ protocol ReplicationPeer: Sendable {
     /// has after that sequence when it says so in the same answer (a SyncNode node does); nil
     /// when it serves no digest (CouchDB, PouchDB).
     func digestRoot(pendingSince: String?) async throws -> (root: String, pending: Int?)?
-    /// Returns once the peer has changes after `since`, or after `timeout`: with the first page
-    /// of them (at most `limit`, every leaf revision) when its answer carries them, so the next
-    /// pass need not ask again; nil when it timed out or does not say. `liveSources` names the
+    /// Returns once the peer has changes after `since`, or after `timeout`: with its answer's
+    /// page (at most `limit` changes, every leaf revision; none when it timed out), so the next
+    /// pass need not ask again; nil when the answer is not a page (a local peer's is never one). `liveSources` names the
     /// peers this node already pulls from live (``LivePulls``): a node may answer later for the
     /// changes it pulled from one of them.
     func waitForChanges(since: String, limit: Int, timeout: Duration, filter: ChangeFilter, liveSources: [String]) async throws -> PeerChanges?

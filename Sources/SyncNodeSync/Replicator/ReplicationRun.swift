@@ -25,15 +25,16 @@ struct ReplicationRun: Sendable {
     /// the node's other replications of the collection wait for them instead of fetching them too.
     private let sharing: InFlightRevisions.Owner?
 
-    /// The source's changes after where the last pass of this replication ended, when a long
-    /// poll brought them and this run goes on from that pass's checkpointer (`resuming`): the
-    /// first page, not asked for again.
-    private let firstPage: PeerChanges?
+    /// The source's changes after `since`, as the long poll that woke this run brought them
+    /// (empty when it timed out): the first page when the run starts from `since`, not asked for
+    /// again. At a heartbeat the run reads both sides' checkpoints again, which nearly always
+    /// say `since` too: in an idle mesh, a request per peer a heartbeat.
+    private let firstPage: (since: String, changes: PeerChanges)?
     /// The last pass's checkpointer, when this run goes on from it without reading the checkpoints.
     private let resuming: Checkpointer?
 
     init(replicator: Replicator, source: any ReplicationPeer, target: any ReplicationPeer, direction: ReplicationDirection,
-         id: String, remoteID: String, reset: Bool, firstPage: PeerChanges? = nil, resuming: Checkpointer? = nil) {
+         id: String, remoteID: String, reset: Bool, firstPage: (since: String, changes: PeerChanges)? = nil, resuming: Checkpointer? = nil) {
         self.replicator = replicator
         self.source = source
         self.target = target
@@ -67,7 +68,11 @@ struct ReplicationRun: Sendable {
         }
         var written = 0
         replicator.logger.debug("replicating", metadata: ["direction": "\(direction.rawValue)", "since": "\(checkpointer.since)"])
-        let first = if let firstPage { accepted(firstPage) } else { try await changes(since: checkpointer.since) }
+        let first = if let firstPage, firstPage.since == checkpointer.since {
+            try worthReplicating(firstPage.changes, since: firstPage.since)
+        } else {
+            try await changes(since: checkpointer.since)
+        }
         var next = try await fetch(first)
         var nextChanges = try await changes(after: first)
         while let batch = next {
@@ -106,9 +111,14 @@ struct ReplicationRun: Sendable {
         let changes = try await replicator.withRetries {
             try await source.changes(since: since, limit: config.batchSize, filter: filter)
         }
-        // A filtered page without rows that moved on is still a batch (of nothing): its
-        // checkpoint spares the next pass the changes the filter skipped.
-        if changes.rows.isEmpty, filter == .all || changes.lastSeq == since { return nil }
+        return try worthReplicating(changes, since: since)
+    }
+
+    /// `changes`, the source's after `since`, as a page to replicate; nil when there is nothing
+    /// in it. A filtered page without rows that moved on is still a batch (of nothing): its
+    /// checkpoint spares the next pass the changes the filter skipped.
+    private func worthReplicating(_ changes: PeerChanges, since: String) throws -> PeerChanges? {
+        if changes.rows.isEmpty, try replicator.changeFilter(direction) == .all || changes.lastSeq == since { return nil }
         return accepted(changes)
     }
 

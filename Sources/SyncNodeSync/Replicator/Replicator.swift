@@ -217,7 +217,7 @@ public final class Replicator: Sendable {
                     state.withLock { $0.connected = remote }
                     defer { state.withLock { $0.connected = nil } }
                     let remoteID = try await identity(of: remote)
-                    var prefetched: PeerChanges?
+                    var prefetched: (since: String, changes: PeerChanges)?
                     var carried: [ReplicationDirection: Checkpointer] = [:]
                     var checkpointsRead = ContinuousClock.now
                     while !Task.isCancelled {
@@ -236,9 +236,10 @@ public final class Replicator: Sendable {
                             $0.error = refusal
                         }
                         // Caught up: other pulls into this collection name this peer while it waits.
-                        prefetched = try await LivePulls.shared.waiting(on: remoteID, into: config.collection, counted: config.replicatorType != .push) {
+                        let answer = try await LivePulls.shared.waiting(on: remoteID, into: config.collection, counted: config.replicatorType != .push) {
                             try await waitForWork(remote: remote, remoteID: remoteID, remoteSince: remoteSince, localSignal: signal)
                         }
+                        prefetched = if let remoteSince, let answer { (remoteSince, answer) } else { nil }
                     }
                 }
             } catch is CancellationError {
@@ -307,10 +308,11 @@ public final class Replicator: Sendable {
     /// `carried`: the last pass's checkpointers, which go on where it stopped instead of reading
     /// both sides' checkpoints again (in a mesh, a request per peer per write); the pass returns
     /// its own. `prefetched`: the remote's changes after where the last pass ended, as the long
-    /// poll that woke this one brought them; a pull that goes on from the last pass starts from
-    /// them instead of asking again (one that read the checkpoints starts where they say).
+    /// poll that woke this one brought them; a pull that starts there (from the last pass's
+    /// checkpointer, or from checkpoints that say the same) takes them instead of asking again,
+    /// and their digest root stands in for asking the peer's (``syncCheck()``).
     private func pass(
-        remote: any ReplicationPeer, remoteID: String, reset: Bool, prefetched: PeerChanges? = nil,
+        remote: any ReplicationPeer, remoteID: String, reset: Bool, prefetched: (since: String, changes: PeerChanges)? = nil,
         carried: [ReplicationDirection: Checkpointer] = [:]
     ) async throws -> (result: ReplicationResult, remoteSince: String?, checkpointers: [ReplicationDirection: Checkpointer]) {
         update {
@@ -324,12 +326,11 @@ public final class Replicator: Sendable {
         if config.replicatorType != .push {
             let run = ReplicationRun(replicator: self, source: remote, target: local, direction: .pull,
                                      id: try replicationID(remoteID: remoteID, direction: .pull), remoteID: remoteID, reset: reset,
-                                     firstPage: carried[.pull] == nil ? nil : prefetched, resuming: reset ? nil : carried[.pull])
+                                     firstPage: prefetched, resuming: reset ? nil : carried[.pull])
             let pulled = try await run.run()
             (result.pulled, remoteSince, checkpointers[.pull]) = (pulled.written, pulled.since, pulled.checkpointer)
-            let answered = carried[.pull] == nil ? nil : prefetched
             state.withLock { s in
-                s.answeredRoot = answered.flatMap { page in
+                s.answeredRoot = prefetched.flatMap { (_, page) in
                     page.digestRoot.flatMap { page.lastSeq == pulled.since ? AnsweredRoot(root: $0, lastSeq: page.lastSeq, pending: page.pending, at: .now) : nil }
                 }
             }

@@ -9,13 +9,13 @@ import Testing
 @Suite struct ContinuousPassTests {
     typealias Peer = ReplicatorTests.Peer
 
-    /// A continuous pull into `peer` from `h`'s `db` (a one-minute heartbeat), started, once it
-    /// holds document `last` and has gone idle (its first pass saved its checkpoint).
-    static func caughtUpPull(into peer: Peer, from h: ListenerHarness, last: String) async throws -> Replicator {
+    /// A continuous pull into `peer` from `h`'s `db` (a one-minute heartbeat unless told), started,
+    /// once it holds document `last` and has gone idle (its first pass saved its checkpoint).
+    static func caughtUpPull(into peer: Peer, from h: ListenerHarness, last: String, heartbeat: Duration = .seconds(60)) async throws -> Replicator {
         var config = ReplicatorConfiguration(collection: peer.collection, target: .url(try ReplicatorTests.pairingURL(h)))
         config.replicatorType = .pull
         config.continuous = true
-        config.heartbeat = .seconds(60)
+        config.heartbeat = heartbeat
         config.readTimeout = .seconds(90)
         let replicator = Replicator(config: config)
         replicator.start()
@@ -55,6 +55,41 @@ import Testing
             #expect(requests.filter { $0.hasPrefix("GET") && !$0.hasSuffix("_changes") }.isEmpty, "\(requests)")
             #expect(requests.filter { $0.hasPrefix("PUT") }.count == 5, "\(requests)")
             #expect(try ReplicatorTests.state(peer.collection) == ReplicatorTests.state(remote))
+        }
+    }
+
+    /// An idle pull's heartbeat: its long poll ends empty, and the pass that follows reads the
+    /// checkpoints again (a database made again is noticed) but not the feed, which that answer
+    /// has just read (it did: two feed reads a heartbeat, per peer, in an idle mesh). The
+    /// answer's digest root then spares the sync check its request for the peer's.
+    @Test func anIdleHeartbeatReadsTheFeedOnce() async throws {
+        let (h, served) = try await RequestLog.harness()
+        try await withCleanup({ await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            try remote.save(MutableDocument(id: "first"))
+            let peer = try Peer()
+            let replicator = try await Self.caughtUpPull(into: peer, from: h, last: "first", heartbeat: .seconds(1))
+            defer { replicator.stop() }
+            served.reset()
+            func reads(_ path: String) -> Int { served.all.filter { $0.hasPrefix("GET") && $0.contains(path) }.count }
+            #expect(try await SharedFetchTests.eventually { reads("/_local/") >= 6 })
+            // From the first heartbeat's checkpoint read on: the next long poll, the next
+            // heartbeat's checkpoint read, and so on. One more feed read is let pass: a long
+            // poll that a loaded machine answers after the pass stopped waiting for it (the
+            // pass then reads the feed itself).
+            let log = served.all.drop { !$0.contains("/_local/") }
+            let checkpoints = log.filter { $0.contains("/_local/") }.count
+            #expect(log.filter { $0.hasSuffix("/_changes") }.count <= checkpoints + 1, "\(log)")
+
+            var asked = true
+            for _ in 0..<40 where asked {
+                try await Task.sleep(for: .milliseconds(250))
+                served.reset()
+                let check = try await replicator.syncCheck()
+                #expect(check.pending.pull == 0 && check.digestsMatch == true)
+                asked = served.all.contains { $0.contains("/_digest") }
+            }
+            #expect(!asked, "every sync check asked for the peer's digest")
         }
     }
 
