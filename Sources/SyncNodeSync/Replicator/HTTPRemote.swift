@@ -273,7 +273,7 @@ final class HTTPRemote: ReplicationPeer, Sendable {
             "&feed=longpoll&timeout=\(ms)&revisions=true" + sources + digest, since: since, limit: limit, filter: filter)
         guard PeerStatus.success.contains(status) else { throw PeerStatus.error(status, answer: text) }
         // An answer that is not a page still means "look now": the pass asks again. An empty
-        // page (the timeout) is kept: it says the pass has nothing to ask for.
+        // page (the timeout, or a filtered feed that moved on) is a page like any other.
         return try? CouchAnswers.changesPage(text)
     }
 

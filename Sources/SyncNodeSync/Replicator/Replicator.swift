@@ -45,11 +45,13 @@ public final class Replicator: Sendable {
         var pushedUpTo: String?
         var pulledUpTo: String?
         /// The peer's digest root as its long poll's answer gave it, when the pass that answer
-        /// started went no further (``syncCheck()`` uses it once).
+        /// started ended where the answer did (``syncCheck()`` uses it once); none while the
+        /// next pass runs.
         var answeredRoot: AnsweredRoot?
     }
 
-    /// A peer's digest root after the changes up to `lastSeq`, as its long poll answered at `at`.
+    /// A peer's digest root after the changes up to `lastSeq`, as its long poll answered it; `at`:
+    /// when the pass it started ended.
     struct AnsweredRoot {
         var root: String
         var lastSeq: String
@@ -310,7 +312,8 @@ public final class Replicator: Sendable {
     /// its own. `prefetched`: the remote's changes after where the last pass ended, as the long
     /// poll that woke this one brought them; a pull that starts there (from the last pass's
     /// checkpointer, or from checkpoints that say the same) takes them instead of asking again,
-    /// and their digest root stands in for asking the peer's (``syncCheck()``).
+    /// and when the pull ends where they do, their digest root stands in for asking the peer's
+    /// (``syncCheck()``).
     private func pass(
         remote: any ReplicationPeer, remoteID: String, reset: Bool, prefetched: (since: String, changes: PeerChanges)? = nil,
         carried: [ReplicationDirection: Checkpointer] = [:]
@@ -319,6 +322,9 @@ public final class Replicator: Sendable {
             $0.activity = .busy
             $0.progress = ReplicatorProgress()
         }
+        // The last answer's root says nothing of what woke this pass: a sync check made while
+        // it runs (the peer wrote, this side has not yet) would take it for in sync.
+        state.withLock { $0.answeredRoot = nil }
         let local = LocalDatabase(collection: config.collection, author: config.localAuthor ?? WriteAuthor(origin: .replication(peer: remoteID)))
         var result = ReplicationResult()
         var remoteSince: String?
@@ -352,8 +358,8 @@ public final class Replicator: Sendable {
     }
 
     /// Returns when there may be something to replicate: a local change (when
-    /// pushing) or a remote one (when pulling, by long poll, with the first page of
-    /// them when the peer's answer carries it), or after a heartbeat (``ReplicatorConfiguration/heartbeat``).
+    /// pushing) or a remote one (when pulling, by long poll, with the answer's page of them,
+    /// empty when it timed out), or after a heartbeat (``ReplicatorConfiguration/heartbeat``).
     private func waitForWork(remote: any ReplicationPeer, remoteID: String, remoteSince: String?, localSignal: ChangeSignal) async throws -> PeerChanges? {
         let pushing = config.replicatorType != .pull && state.withLock { $0.pushRefusal == nil }
         let filter = try changeFilter(.pull)
