@@ -111,8 +111,8 @@ actor PeerTracker {
     }
 
     /// The next beat of ``connectedCheck`` from `epoch`: every connected peer is looked at on
-    /// the same beat, so the process wakes once a second for all of them, not once for each
-    /// at its own moment (in an idle mesh of twenty, that was most of a node's wake-ups).
+    /// the same beat, so the tracker wakes once a second for all of them, not once for each
+    /// at its own moment (in an idle mesh of twenty, about a third of a node's wake-ups).
     private func nextLook() -> ContinuousClock.Instant {
         let beats = Int((epoch.duration(to: .now) / Self.connectedCheck).rounded(.down)) + 1
         return epoch + Self.connectedCheck * beats
