@@ -17,7 +17,7 @@ import Testing
         try (lines.joined(separator: "\n") + "\n").write(to: input, atomically: true, encoding: .utf8)
 
         // Something committed before the crash must survive it.
-        let before = try runCLI(["--dir", dir.url.path, "put", "crash", "survivor", #"{"ok":true}"#])
+        let before = try await runCLI(["--dir", dir.url.path, "put", "crash", "survivor", #"{"ok":true}"#])
         #expect(before.status == 0)
 
         let process = Process()

@@ -5,7 +5,7 @@ import Testing
 
 /// `serve --hub` and `--hub-credentials`, as a user runs them.
 @Suite struct HubCommandTests {
-    @Test func badHubsAndCredentialsAreRefusedInOneLine() throws {
+    @Test func badHubsAndCredentialsAreRefusedInOneLine() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-hub-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("credentials")
@@ -17,7 +17,7 @@ import Testing
             (["--hub", "http://127.0.0.1:5984", "--hub-credentials", "/nonexistent"], "cannot read"),
             (["--hub", "http://127.0.0.1:5984", "--hub-credentials", file.path], "not USER:PASSWORD"),
         ] {
-            let refused = try runCLI(["--dir", directory.path, "serve", "--no-advertise", "--no-browse"] + arguments)
+            let refused = try await runCLI(["--dir", directory.path, "serve", "--no-advertise", "--no-browse"] + arguments)
             #expect(refused.status != 0 && refused.stderr.contains(says) && refused.stderr.split(separator: "\n").count == 1, "\(arguments): \(refused)")
         }
     }
@@ -38,7 +38,7 @@ import Testing
         let node = try ServeProcess(arguments: ["--host", "127.0.0.1", "--no-advertise", "--no-browse", "--db", db, "--hub", bare,
                                                 "--hub-credentials", file.path], directory: directory)
         defer { _ = node.stop() }
-        #expect(try runCLI(["--dir", directory.path, "put", db, "x", #"{"a":1}"#]).status == 0)
+        #expect(try await runCLI(["--dir", directory.path, "put", db, "x", #"{"a":1}"#]).status == 0)
         let reached = try await eventually(within: 30) {
             try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/curl"), ["-s", "-m", "5", "\(cluster.members[1].absoluteString)/\(db)/x"]).stdout.contains(#""a":1"#)
         }

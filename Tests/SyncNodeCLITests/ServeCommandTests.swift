@@ -5,30 +5,30 @@ import Testing
 
 /// `syncnode serve` processes and the commands that talk to them, as a user runs both.
 @Suite(.serialized) struct ServeCommandTests {
-    @Test func syncPullsAndPushesThroughAServeProcess() throws {
+    @Test func syncPullsAndPushesThroughAServeProcess() async throws {
         let node = try ServeProcess(user: "u", password: "p w")
         defer { _ = node.stop() }
         let peer = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-sync-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: peer) }
-        for i in 0..<3 { #expect(try runCLI(["--dir", node.directory.path, "put", "default", "a\(i)", "{\"i\":\(i)}"]).status == 0) }
-        let identity = try runCLI(["--dir", node.directory.path, "identity"]).stdout
+        for i in 0..<3 { #expect(try await runCLI(["--dir", node.directory.path, "put", "default", "a\(i)", "{\"i\":\(i)}"]).status == 0) }
+        let identity = try await runCLI(["--dir", node.directory.path, "identity"]).stdout
         let fingerprint = try #require(try DocumentValue(json: identity)["fingerprint"]?.stringValue)
         let url = "https://u:p%20w@127.0.0.1:\(node.port)/default?fp=\(fingerprint)"
 
-        let pulled = try runCLI(["--dir", peer.path, "sync", url, "--pull"])
+        let pulled = try await runCLI(["--dir", peer.path, "sync", url, "--pull"])
         #expect(pulled.status == 0, "\(pulled.stderr)")
         let pulledCounts = try DocumentValue(json: pulled.stdout)
         #expect(pulledCounts["pulled"] == 3 && pulledCounts["pushed"] == 0)
-        #expect(try runCLI(["--dir", peer.path, "get", "default", "a2"]).stdout.contains(#""i":2"#))
+        #expect(try await runCLI(["--dir", peer.path, "get", "default", "a2"]).stdout.contains(#""i":2"#))
 
-        #expect(try runCLI(["--dir", peer.path, "put", "default", "b", "{}"]).status == 0)
-        let both = try DocumentValue(json: try runCLI(["--dir", peer.path, "sync", url]).stdout)
+        #expect(try await runCLI(["--dir", peer.path, "put", "default", "b", "{}"]).status == 0)
+        let both = try DocumentValue(json: try await runCLI(["--dir", peer.path, "sync", url]).stdout)
         #expect(both["pushed"] == 1 && both["pulled"] == 0)
-        #expect(try runCLI(["--dir", node.directory.path, "get", "default", "b"]).status == 0)
+        #expect(try await runCLI(["--dir", node.directory.path, "get", "default", "b"]).status == 0)
 
-        let refused = try runCLI(["--dir", peer.path, "sync", "https://u:wrong@127.0.0.1:\(node.port)/default?fp=\(fingerprint)"])
+        let refused = try await runCLI(["--dir", peer.path, "sync", "https://u:wrong@127.0.0.1:\(node.port)/default?fp=\(fingerprint)"])
         #expect(refused.status == 1 && refused.stderr.contains("401"))
-        let unreachable = try runCLI(["--dir", peer.path, "sync", "https://127.0.0.1:1/default", "--attempts", "2"])
+        let unreachable = try await runCLI(["--dir", peer.path, "sync", "https://127.0.0.1:1/default", "--attempts", "2"])
         #expect(unreachable.status == 3 && unreachable.stderr.split(separator: "\n").count == 1)
     }
 
@@ -36,23 +36,23 @@ import Testing
     /// `serve`'s exit code says what kind of failure stopped it: a port another node holds is
     /// the network's (3); a data directory whose UUID file is damaged is the user's to mend (1),
     /// with one line naming the file.
-    @Test func serveExitsWithTheCodeOfTheErrorsKind() throws {
+    @Test func serveExitsWithTheCodeOfTheErrorsKind() async throws {
         let node = try ServeProcess(user: "u", password: "p", arguments: ["--no-advertise", "--no-browse"])
         defer { _ = node.stop() }
         let other = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-exit-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: other) }
-        let taken = try runCLI(["--dir", other.path, "serve", "--host", "127.0.0.1", "--port", "\(node.port)", "--no-advertise", "--no-browse"])
+        let taken = try await runCLI(["--dir", other.path, "serve", "--host", "127.0.0.1", "--port", "\(node.port)", "--no-advertise", "--no-browse"])
         #expect(taken.status == 3, "\(taken.stderr)")
 
         try Data("not a uuid".utf8).write(to: other.appendingPathComponent(".node/uuid"))
-        let damaged = try runCLI(["--dir", other.path, "serve", "--no-advertise", "--no-browse"])
+        let damaged = try await runCLI(["--dir", other.path, "serve", "--no-advertise", "--no-browse"])
         #expect(damaged.status == 1, "\(damaged.stderr)")
         #expect(damaged.stderr.contains(".node/uuid") && damaged.stderr.split(separator: "\n").count == 1, "\(damaged.stderr)")
     }
 
     /// A browser page of an allowed origin may call the API with credentials (PouchDB with CORS);
     /// other origins get no CORS headers. curl sends the browser's preflight.
-    @Test func serveAllowsTheCORSOriginsItIsGiven() throws {
+    @Test func serveAllowsTheCORSOriginsItIsGiven() async throws {
         let node = try ServeProcess(user: "u", password: "p", arguments: ["--cors-origin", "http://app.example:8080", "--no-advertise", "--no-browse"])
         defer { _ = node.stop() }
         func preflight(_ origin: String) throws -> [String: String] {
@@ -75,12 +75,12 @@ import Testing
         #expect(allowed["access-control-allow-credentials"] == "true")
         #expect(allowed["access-control-allow-headers"]?.contains("authorization") == true)
         #expect(try preflight("http://evil.example")["access-control-allow-origin"] == nil)
-        let bad = try runCLI(["serve", "--cors-origin", "ftp://x/y"])
+        let bad = try await runCLI(["serve", "--cors-origin", "ftp://x/y"])
         #expect(bad.status != 0 && bad.stderr.contains("--cors-origin"))
     }
 
     /// `--read-only` refuses writes through the API; reads work.
-    @Test func serveReadOnlyRefusesWrites() throws {
+    @Test func serveReadOnlyRefusesWrites() async throws {
         let node = try ServeProcess(user: "u", password: "p", arguments: ["--read-only", "--no-advertise", "--no-browse"])
         defer { _ = node.stop() }
         func curl(_ arguments: [String]) throws -> String {
@@ -96,7 +96,7 @@ import Testing
 
     /// `--tls-cert`/`--tls-key` serve an imported identity: clients verify it, and the pairing
     /// URL pins its fingerprint; a key of another certificate is refused in one line.
-    @Test func serveUsesAnImportedIdentity() throws {
+    @Test func serveUsesAnImportedIdentity() async throws {
         let dir = try TempDirectory()
         let cert = dir.url.appendingPathComponent("cert.pem").path, key = dir.url.appendingPathComponent("key.pem").path
         let otherCert = dir.url.appendingPathComponent("other.pem").path, otherKey = dir.url.appendingPathComponent("other.key").path
@@ -120,8 +120,8 @@ import Testing
             "60", try syncnodeExecutable().path, "--dir", dir.url.path, "serve", "--tls-cert", cert, "--tls-key", otherKey, "--no-advertise", "--no-browse",
         ])
         #expect(mismatched.status == 1 && mismatched.stderr.contains("does not belong to the certificate"), "\(mismatched.stderr)")
-        #expect(try runCLI(["serve", "--tls-cert", cert]).status == 2)
-        #expect(try runCLI(["serve", "--tls-cert", cert, "--tls-key", key, "--no-tls"]).status == 2)
-        #expect(try runCLI(["serve", "--pair", "https://x:1/db"]).status == 2, "a pairing URL without fp")
+        #expect(try await runCLI(["serve", "--tls-cert", cert]).status == 2)
+        #expect(try await runCLI(["serve", "--tls-cert", cert, "--tls-key", key, "--no-tls"]).status == 2)
+        #expect(try await runCLI(["serve", "--pair", "https://x:1/db"]).status == 2, "a pairing URL without fp")
     }
 }

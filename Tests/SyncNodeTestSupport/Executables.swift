@@ -59,10 +59,12 @@ public enum ChildProcess {
 
     /// The same, off Swift's cooperative threads: an in-process listener the child talks to needs them
     /// (on 2 cores, two tests blocked in a child's read left none, and child and listener waited on each other).
-    public static func runDetached(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) async throws -> (status: Int32, stdout: String, stderr: String) {
+    public static func runDetached(
+        _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, stdin: String? = nil
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
-                continuation.resume(with: Swift.Result { try run(executable, arguments, environment: environment) })
+                continuation.resume(with: Swift.Result { try run(executable, arguments, environment: environment, stdin: stdin) })
             }
         }
     }
