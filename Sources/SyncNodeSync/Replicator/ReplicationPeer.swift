@@ -31,9 +31,9 @@ protocol ReplicationPeer: Sendable {
     func digestRoot(pendingSince: String?) async throws -> (root: String, pending: Int?)?
     /// Returns once the peer has changes after `since`, or after `timeout`: with its answer's
     /// page (at most `limit` changes, every leaf revision; none when it timed out), so the next
-    /// pass need not ask again; nil when the answer is not a page (a local peer's is never one). `liveSources` names the
-    /// peers this node already pulls from live (``LivePulls``): a node may answer later for the
-    /// changes it pulled from one of them.
+    /// pass need not ask again; nil when the answer is not a page (a local peer's is never one).
+    /// `liveSources` names the peers this node already pulls from live (``LivePulls``): a node
+    /// may answer later for the changes it pulled from one of them.
     func waitForChanges(since: String, limit: Int, timeout: Duration, filter: ChangeFilter, liveSources: [String]) async throws -> PeerChanges?
     /// Makes what was stored durable before a checkpoint names it (`_ensure_full_commit`).
     func ensureFullCommit() async throws

@@ -27,8 +27,8 @@ struct ReplicationRun: Sendable {
 
     /// The source's changes after `since`, as the long poll that woke this run brought them
     /// (empty when it timed out): the first page when the run starts from `since`, not asked for
-    /// again. At a heartbeat the run reads both sides' checkpoints again, which nearly always
-    /// say `since` too: in an idle mesh, a request per peer a heartbeat.
+    /// again. At a heartbeat the run reads both sides' checkpoints again, which say `since` too
+    /// when the last pass saved its own: in an idle mesh, a request per peer a heartbeat.
     private let firstPage: (since: String, changes: PeerChanges)?
     /// The last pass's checkpointer, when this run goes on from it without reading the checkpoints.
     private let resuming: Checkpointer?
@@ -60,7 +60,8 @@ struct ReplicationRun: Sendable {
     func run() async throws -> (written: Int, since: String, checkpointer: Checkpointer) {
         guard config.batchSize > 0 else { throw SyncError.invalidConfiguration("batchSize must be at least 1, not \(config.batchSize)") }
         // A push or pull filter skips changes too: such a checkpoint vouches for nothing it skipped.
-        let filtered = try replicator.changeFilter(direction) != .all || (direction == .push ? config.pushFilter != nil : config.pullFilter != nil)
+        let feedFilter = try replicator.changeFilter(direction)
+        let filtered = feedFilter != .all || (direction == .push ? config.pushFilter != nil : config.pullFilter != nil)
         let origin = ReplicationCheckpoint.Origin(direction: direction, remote: remoteID, local: Keyspace(config.collection).name, filtered: filtered)
         defer { sharing.map { $0.registry.release($0) } }
         var checkpointer = if let resuming { resuming } else {
@@ -69,7 +70,7 @@ struct ReplicationRun: Sendable {
         var written = 0
         replicator.logger.debug("replicating", metadata: ["direction": "\(direction.rawValue)", "since": "\(checkpointer.since)"])
         let first = if let firstPage, firstPage.since == checkpointer.since {
-            try worthReplicating(firstPage.changes, since: firstPage.since)
+            worthReplicating(firstPage.changes, since: firstPage.since, filter: feedFilter)
         } else {
             try await changes(since: checkpointer.since)
         }
@@ -111,14 +112,14 @@ struct ReplicationRun: Sendable {
         let changes = try await replicator.withRetries {
             try await source.changes(since: since, limit: config.batchSize, filter: filter)
         }
-        return try worthReplicating(changes, since: since)
+        return worthReplicating(changes, since: since, filter: filter)
     }
 
     /// `changes`, the source's after `since`, as a page to replicate; nil when there is nothing
     /// in it. A filtered page without rows that moved on is still a batch (of nothing): its
     /// checkpoint spares the next pass the changes the filter skipped.
-    private func worthReplicating(_ changes: PeerChanges, since: String) throws -> PeerChanges? {
-        if changes.rows.isEmpty, try replicator.changeFilter(direction) == .all || changes.lastSeq == since { return nil }
+    private func worthReplicating(_ changes: PeerChanges, since: String, filter: ChangeFilter) -> PeerChanges? {
+        if changes.rows.isEmpty, filter == .all || changes.lastSeq == since { return nil }
         return accepted(changes)
     }
 
