@@ -93,6 +93,43 @@ import Testing
         }
     }
 
+    /// A pass that a peer's write woke forgets the digest root the long poll before it brought:
+    /// a sync check made while the pass runs (held here at its `_bulk_get`) finds the write
+    /// pending. It used to find that old root equal to this side's, and said in sync.
+    @Test func aSyncCheckWhileAWokenPassRunsIsNotInSync() async throws {
+        let armed = Mutex(false), fetching = Mutex(false), released = Mutex(false)
+        let h = try await ListenerHarness(faultInjector: FaultInjector(hold: { _, path in
+            guard path.hasSuffix("/_bulk_get"), armed.withLock({ $0 }) else { return }
+            fetching.withLock { $0 = true }
+            _ = try? await SharedFetchTests.eventually { released.withLock { $0 } }
+        }))
+        try await withCleanup({ released.withLock { $0 = true }; await h.shutdown() }) {
+            let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
+            try remote.save(MutableDocument(id: "first"))
+            let peer = try Peer()
+            // A heartbeat a second: each idle pass leaves its empty long poll's root behind.
+            let replicator = try await Self.caughtUpPull(into: peer, from: h, last: "first", heartbeat: .seconds(1))
+            defer { replicator.stop() }
+            try await Task.sleep(for: .milliseconds(2500))
+
+            // Too large to come with its row: the woken pass asks for it, and waits.
+            armed.withLock { $0 = true }
+            try remote.save(MutableDocument(id: "large", data: ["text": String(repeating: "x", count: 20_000)]))
+            #expect(try await SharedFetchTests.eventually { fetching.withLock { $0 } }, "the pass never asked for the document")
+            let during = try await replicator.syncCheck()
+            #expect(during.pending.pull == 1 && during.digestsMatch == false, "\(during)")
+
+            released.withLock { $0 = true }
+            #expect(try await SharedFetchTests.eventually { try peer.collection.document(id: "large") != nil })
+            var after = try await replicator.syncCheck()
+            for _ in 0..<40 where !(after.pending.pull == 0 && after.digestsMatch == true) {
+                try await Task.sleep(for: .milliseconds(250))
+                after = try await replicator.syncCheck()
+            }
+            #expect(after.pending.pull == 0 && after.digestsMatch == true, "\(after)")
+        }
+    }
+
     /// A node's long poll carries each small revision with its row: the woken pass stores it
     /// without a `_bulk_get` (new documents, an update, a deletion), and asks for the rest (a
     /// large body, one with a blob) as before.
