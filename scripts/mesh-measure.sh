@@ -6,7 +6,8 @@
 #     one does (one hop);
 #   - 2,000 writes spread over every host, a tenth of them edits of 20 shared documents: the time
 #     until every host holds the same (id, winning revision) set;
-#   - idle cost: CPU seconds per node over 60 s with nothing to do (target: at most 1% of a core);
+#   - idle cost: CPU seconds per node over 60 s with nothing to do (target: at most 1% of a core),
+#     with the requests all nodes answered and their threads' voluntary context switches (wake-ups);
 #   - churn: 3 nodes (1 below 6 hosts) killed -9 and restarted while writes go on; afterwards every acknowledged
 #     write is on every node, the nodes agree, and each restarted node says how many documents
 #     it pulled after its restart;
@@ -109,8 +110,19 @@ spread=$(measure "$(nodes $ALL)" spread "$SPREAD") || fail "spread writes did no
 say "$SPREAD writes over all hosts, with edits to 20 shared documents: $spread"
 
 sleep 3   # the last batches' replications settle
+# Wake-ups: each thread's voluntary context switches ("/proc/PID/task/TID/status count" lines).
+# Counted over the threads alive at the window's end: a thread that ends in it (the dispatch
+# pool lets idle workers go) takes its count with it.
+switches() {
+  local i files=()
+  for i in $ALL; do files+=(/proc/"${PID[$i]}"/task/*/status); done
+  awk '/^voluntary_ctxt_switches/ { print FILENAME, $2 }' "${files[@]}" 2>/dev/null || true
+}
+requests() { measure "$(nodes $ALL)" requests; }
 declare -A BEFORE
 for i in $ALL; do BEFORE[$i]=$(cpu_ticks "${PID[$i]}"); done
+switches > "$WORK/switches"
+requests_before=$(requests)
 idle_start=$(date +%s.%N)
 if [ -n "${SYNCNODE_MESH_PROFILE:-}" ]; then
   # Where an idle node's CPU goes: a call-graph profile of host 1 over the idle window.
@@ -121,6 +133,8 @@ fi
 rest=$(awk -v a="$idle_start" -v b="$(date +%s.%N)" -v s="$IDLE" 'BEGIN { r = s - (b - a); print (r > 0 ? r : 0) }')
 sleep "$rest"
 window=$(awk -v a="$idle_start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
+switched=$(switches | awk 'NR == FNR { was[$1] = $2; next } NF == 2 { s += $2 - (($1 in was) ? was[$1] : 0) } END { print s + 0 }' "$WORK/switches" -)
+requests_after=$(requests)
 ticks=$(getconf CLK_TCK)
 idle=""
 worst=0
@@ -130,6 +144,9 @@ for i in $ALL; do
   [ "$used" -gt "$worst" ] && worst=$used
 done
 say "idle over $IDLE s, CPU per node (of one core):$idle; worst $(awk -v u="$worst" -v t="$ticks" -v s="$window" 'BEGIN { printf "%.2f%%", 100 * u / t / s }') (target <= 1%)"
+say "idle over $IDLE s, all nodes: $($PY -c 'import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+print(", ".join(f"{m} {b[m] - a.get(m, 0):.0f}" for m in sorted(b) if b[m] > a.get(m, 0)) or "none")' "$requests_before" "$requests_after") requests answered (one of them per node reads its metrics), $switched voluntary context switches ($(awk -v c="$switched" -v n="$HOSTS" -v s="$window" 'BEGIN { printf "%.0f", c / n / s }') a second per node)"
 
 # Churn: writes go to the nodes that stay up while the last ones are killed and restarted.
 : > "$WORK/acked"

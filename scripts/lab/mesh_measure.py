@@ -289,6 +289,8 @@ def main():
         writer(nodes, float(sys.argv[3]), sys.argv[4])
     elif command == "agree":
         agree_with(nodes, sys.argv[3])
+    elif command == "requests":
+        print(json.dumps(requests_answered(nodes)))
     else:
         sys.exit(f"mesh_measure: unknown command {command}")
 
