@@ -112,17 +112,18 @@ say "$SPREAD writes over all hosts, with edits to 20 shared documents: $spread"
 sleep 3   # the last batches' replications settle
 # Wake-ups: each thread's voluntary context switches ("/proc/PID/task/TID/status count" lines).
 # Counted over the threads alive at the window's end: a thread that ends in it (the dispatch
-# pool lets idle workers go) takes its count with it.
+# pool lets idle workers go) takes its count with it. grep, not awk: a thread that ends between
+# the glob and the read must not hide the files after it.
 switches() {
   local i files=()
   for i in $ALL; do files+=(/proc/"${PID[$i]}"/task/*/status); done
-  awk '/^voluntary_ctxt_switches/ { print FILENAME, $2 }' "${files[@]}" 2>/dev/null || true
+  { grep -H '^voluntary_ctxt_switches' "${files[@]}" 2>/dev/null || true; } | sed 's/:voluntary_ctxt_switches:[[:space:]]*/ /'
 }
 requests() { measure "$(nodes $ALL)" requests; }
+requests_before=$(requests) || fail "could not read the nodes' metrics"
 declare -A BEFORE
 for i in $ALL; do BEFORE[$i]=$(cpu_ticks "${PID[$i]}"); done
 switches > "$WORK/switches"
-requests_before=$(requests)
 idle_start=$(date +%s.%N)
 if [ -n "${SYNCNODE_MESH_PROFILE:-}" ]; then
   # Where an idle node's CPU goes: a call-graph profile of host 1 over the idle window.
@@ -133,8 +134,8 @@ fi
 rest=$(awk -v a="$idle_start" -v b="$(date +%s.%N)" -v s="$IDLE" 'BEGIN { r = s - (b - a); print (r > 0 ? r : 0) }')
 sleep "$rest"
 window=$(awk -v a="$idle_start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
-switched=$(switches | awk 'NR == FNR { was[$1] = $2; next } NF == 2 { s += $2 - (($1 in was) ? was[$1] : 0) } END { print s + 0 }' "$WORK/switches" -)
-requests_after=$(requests)
+switched=$(switches | awk 'FILENAME == ARGV[1] { was[$1] = $2; next } NF == 2 { s += $2 - (($1 in was) ? was[$1] : 0) } END { print s + 0 }' "$WORK/switches" -)
+requests_after=$(requests) || fail "could not read the nodes' metrics"
 ticks=$(getconf CLK_TCK)
 idle=""
 worst=0
