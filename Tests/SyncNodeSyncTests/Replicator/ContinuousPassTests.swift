@@ -122,7 +122,8 @@ import Testing
             released.withLock { $0 = true }
             #expect(try await SharedFetchTests.eventually { try peer.collection.document(id: "large") != nil })
             var after = try await replicator.syncCheck()
-            for _ in 0..<40 where !(after.pending.pull == 0 && after.digestsMatch == true) {
+            let deadline = ContinuousClock.now + .seconds(120)
+            while !(after.pending.pull == 0 && after.digestsMatch == true), ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(250))
                 after = try await replicator.syncCheck()
             }
