@@ -308,10 +308,10 @@ extension Handlers {
 
 extension Handlers {
     /// How much later a change pulled from one of a long poll's `live_sources` wakes it: past
-    /// the time a write takes to reach every node of a twenty-node mesh on 2 cores (one hop
-    /// p95 0.06-0.10 s; the relays' passes 250 ms after it slowed it to 0.2-0.3 s), so that a
-    /// woken pass covers the writes of a second; short enough that the asker's checkpoint here,
-    /// and so its count of changes pending from this node, lags at most a second.
+    /// the time a write takes to reach every node of a twenty-node mesh on 2 cores (p95
+    /// 0.29-0.58 s; with 250 ms the relays' passes came while it crossed, and it took 0.74-1.03 s),
+    /// so that a woken pass covers the writes of a second; short enough that the asker's
+    /// checkpoint here, and so its count of changes pending from this node, lags at most a second.
     static let coveredWakeDelay = Duration.seconds(1)
 
     /// Wakes a feed's `signal` for a commit's `documents`: `delay` later when this node's
