@@ -13,22 +13,25 @@
 #     it pulled after its restart;
 #   - peak RSS per node.
 #
-#   scripts/mesh-measure.sh [--hosts N] [--quick]     (N: 10 by default, at least 3)
+#   scripts/mesh-measure.sh [--hosts N] [--quick] [--singles]     (N: 10 by default, at least 3)
 #
 # --quick makes fewer writes and a 10 s idle window: scripts/test.sh runs it on 3 hosts with the
 # debug build, for the checks (convergence, no lost write, agreement), not the figures.
+# --singles stops after the single writes: for alternated runs of two builds, where the
+# convergence figures are what is compared and the other phases would double the time.
 # SYNCNODE_MESH_PROFILE=FILE records a perf profile of host 1 over the idle window (needs perf).
 # SYNCNODE_BIN picks the binary (default: the release build; `swift build -c release --static-swift-stdlib` first, as scripts/run.sh builds it).
 # Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-HOSTS=10 QUICK=0
+HOSTS=10 QUICK=0 ONLY_SINGLES=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --hosts) HOSTS=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    *) echo "usage: scripts/mesh-measure.sh [--hosts N] [--quick]" >&2; exit 2 ;;
+    --singles) ONLY_SINGLES=1; shift ;;
+    *) echo "usage: scripts/mesh-measure.sh [--hosts N] [--quick] [--singles]" >&2; exit 2 ;;
   esac
 done
 [ "$HOSTS" -ge 3 ] || { echo "mesh-measure: --hosts must be at least 3" >&2; exit 2; }
@@ -105,6 +108,7 @@ singles_used=$(( $(cpu_all) - singles_cpu ))
 singles_window=$(awk -v a="$singles_start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
 say "single writes: the $HOSTS nodes used $(awk -v u="$singles_used" -v t="$(getconf CLK_TCK)" -v n="$SINGLES" -v s="$singles_window" -v c="$(nproc)" \
   'BEGIN { ms = 1000 * u / t / n; printf "%.0f ms of CPU per write (%.0f ms on each of %d cores; the watchers\x27 long polls included), %.0f%% of the cores over the phase", ms, ms / c, c, 100 * u / t / s / c }')"
+if [ "$ONLY_SINGLES" = 1 ]; then say "--singles: the other phases were skipped"; exit 0; fi
 
 spread=$(measure "$(nodes $ALL)" spread "$SPREAD") || fail "spread writes did not converge"
 say "$SPREAD writes over all hosts, with edits to 20 shared documents: $spread"
