@@ -85,6 +85,9 @@ extension Replicator {
     /// Right after a pass that a node's long poll started, its answer's digest root stands in for
     /// the request when it equals this side's: in a mesh every write wakes such a pass in each
     /// replication, and their sync checks were half the requests a write cost twenty nodes.
+    /// Not while another pull into the collection is fetching revisions: the peer may hold them
+    /// already, relayed from the same source, and wake this side's long poll only a second later
+    /// (`Handlers.coveredWakeDelay`), so the old root would say in sync with it all that second.
     public func syncCheck() async throws -> (pending: PendingChanges, digestsMatch: Bool?) {
         let (remote, pulled, answered) = state.withLock { s in
             defer { s.answeredRoot = nil }
@@ -94,6 +97,7 @@ extension Replicator {
             return (try await pendingChanges(), try await digestsMatch())
         }
         if let answered, answered.lastSeq == pulled, answered.at.duration(to: .now) < Self.answeredRootLifetime,
+           InFlightRevisions.shared.held(in: config.collection).revisions == 0,
            try config.collection.digest().root == answered.root {
             return (try await pendingChanges(knownPull: answered.pending ?? 0), true)
         }

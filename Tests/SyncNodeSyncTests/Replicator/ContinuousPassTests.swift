@@ -131,6 +131,59 @@ import Testing
         }
     }
 
+    /// A sync check trusts no earlier look at a peer while another pull into the collection is
+    /// fetching: here the relay holds a revision the source's pull is fetching (held at its
+    /// `_bulk_get`), pulled from that source, so it wakes this side's long poll only a second
+    /// later. The check used to take the relay's last long-poll root, equal to this side's, and
+    /// say in sync with the relay for that second.
+    @Test func aSyncCheckWhileAnotherPullFetchesAsksThePeer() async throws {
+        let armed = Mutex(false), fetching = Mutex(false), released = Mutex(false)
+        let source = try await ListenerHarness(faultInjector: FaultInjector(hold: { _, path in
+            guard path.hasSuffix("/_bulk_get"), armed.withLock({ $0 }) else { return }
+            fetching.withLock { $0 = true }
+            _ = try? await SharedFetchTests.eventually { released.withLock { $0 } }
+        }))
+        let relay = try await ListenerHarness()
+        try await withCleanup({ released.withLock { $0 = true }; await source.shutdown(); await relay.shutdown() }) {
+            let origin = try #require(try source.node.database("db", create: true)?.defaultCollection())
+            let relayed = try #require(try relay.node.database("db", create: true)?.defaultCollection())
+            func copy(_ id: String, from sourceID: String) throws {
+                let stored = try #require(try origin.revision(id: id))
+                try relayed.insertRevision(id: id, history: stored.history, deleted: false, body: CanonicalBody(storedJSON: stored.body ?? "{}"),
+                                           author: WriteAuthor(origin: .replication(peer: sourceID)))
+            }
+            try origin.save(MutableDocument(id: "first"))
+            try copy("first", from: "")
+            let peer = try Peer()
+            let fromSource = try await Self.caughtUpPull(into: peer, from: source, last: "first")
+            defer { fromSource.stop() }
+            let fromRelay = try await Self.caughtUpPull(into: peer, from: relay, last: "first", heartbeat: .seconds(1))
+            defer { fromRelay.stop() }
+            let sourceID = try #require(fromSource.remoteIdentity)
+            #expect(LivePulls.shared.sources(of: peer.collection, except: "").contains(sourceID))
+            // Heartbeats a second apart: the relay's long polls name the source as live, and
+            // each idle pass leaves its answer's root behind.
+            try await Task.sleep(for: .milliseconds(2500))
+
+            armed.withLock { $0 = true }
+            try origin.save(MutableDocument(id: "large", data: ["text": String(repeating: "x", count: 20_000)]))
+            #expect(try await SharedFetchTests.eventually { fetching.withLock { $0 } }, "the pass never asked for the document")
+            try copy("large", from: sourceID)
+            let during = try await fromRelay.syncCheck()
+            #expect(during.pending.pull == 1 && during.digestsMatch == false, "\(during)")
+
+            released.withLock { $0 = true }
+            #expect(try await SharedFetchTests.eventually { try peer.collection.document(id: "large") != nil })
+            var after = try await fromRelay.syncCheck()
+            let deadline = ContinuousClock.now + .seconds(120)
+            while !(after.pending.pull == 0 && after.digestsMatch == true), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(250))
+                after = try await fromRelay.syncCheck()
+            }
+            #expect(after.pending.pull == 0 && after.digestsMatch == true, "\(after)")
+        }
+    }
+
     /// A node's long poll carries each small revision with its row: the woken pass stores it
     /// without a `_bulk_get` (new documents, an update, a deletion), and asks for the rest (a
     /// large body, one with a blob) as before.
