@@ -189,7 +189,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncNodeDiscoveryTests",
-            dependencies: ["SyncNodeDiscovery", "SyncNodeSync", "SyncNodeStore"]
+            dependencies: ["SyncNodeDiscovery", "SyncNodeSync", "SyncNodeStore", "SyncNodeTestSupport"]
         ),
         // Test helpers every suite shares: temporary directories, collectors, child processes, executables.
         .target(name: "SyncNodeTestSupport", path: "Tests/SyncNodeTestSupport"),

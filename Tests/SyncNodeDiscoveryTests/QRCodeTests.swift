@@ -1,4 +1,5 @@
 import Foundation
+import SyncNodeTestSupport
 import Testing
 @testable import SyncNodeDiscovery
 
@@ -66,7 +67,7 @@ import Testing
         let out = Pipe()
         process.standardOutput = out
         try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
+        let data = PipeIO.readToEnd(out.fileHandleForReading)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "zbarimg found no code")
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .newlines)

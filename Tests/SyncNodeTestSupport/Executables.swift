@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The package's root folder, found from this file's path.
 public let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -32,9 +35,54 @@ public func packageExecutable(_ relative: String) throws -> URL {
     return url
 }
 
+/// Reads and writes of a child's pipes that go on when a signal interrupts them. Foundation's
+/// `readDataToEndOfFile()`, `availableData` and `write(_:)` stop the whole process on any error
+/// (a `try!`), and one did on EINTR while a whole-suite run read its children.
+public enum PipeIO {
+    /// Everything until the end of file (what came before, if the pipe fails).
+    public static func readToEnd(_ handle: FileHandle) -> Data {
+        var data = Data()
+        while true {
+            let chunk = read(handle)
+            if chunk.isEmpty { return data }
+            data.append(chunk)
+        }
+    }
+
+    /// The next bytes, once some came; empty at the end of file or on an error.
+    public static func read(_ handle: FileHandle) -> Data {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+            if n >= 0 { return Data(buffer[..<n]) }
+            if errno != EINTR { return Data() }
+        }
+    }
+
+    /// Writes all of `data`; stops quietly when the reader is gone (a child that never read its input).
+    public static func write(_ data: Data, to handle: FileHandle) {
+        let bytes = [UInt8](data)
+        var written = 0
+        while written < bytes.count {
+            let n = bytes[written...].withUnsafeBytes { Glibc.write(handle.fileDescriptor, $0.baseAddress, $0.count) }
+            if n > 0 {
+                written += n
+            } else if n < 0, errno == EINTR {
+                continue
+            } else {
+                return
+            }
+        }
+    }
+}
+
 /// A child process run to its end: its exit status and what it wrote.
 public enum ChildProcess {
-    public static func run(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil, stdin: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
+    /// `stdinFile`, when given, is the child's stdin instead of `stdin`'s text (a file or a folder,
+    /// opened for reading).
+    public static func run(
+        _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, stdin: String? = nil, stdinFile: URL? = nil
+    ) throws -> (status: Int32, stdout: String, stderr: String) {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -43,15 +91,20 @@ public enum ChildProcess {
         process.standardOutput = out
         process.standardError = err
         // Never the test runner's own stdin: a child that reads it gets `stdin` or an end of file.
-        process.standardInput = input
+        if let stdinFile {
+            guard let file = FileHandle(forReadingAtPath: stdinFile.path) else { throw MissingExecutable(description: "cannot open \(stdinFile.path)") }
+            process.standardInput = file
+        } else {
+            process.standardInput = input
+        }
         try process.run()
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        if let stdin { PipeIO.write(Data(stdin.utf8), to: input.fileHandleForWriting) }
         try input.fileHandleForWriting.close()
         // Both pipes drain at once: a child filling one while the other is read would block forever.
         let stderr = Shared(Data())
         let drained = DispatchGroup()
-        DispatchQueue.global().async(group: drained) { stderr.withLock { $0 = err.fileHandleForReading.readDataToEndOfFile() } }
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        DispatchQueue.global().async(group: drained) { stderr.withLock { $0 = PipeIO.readToEnd(err.fileHandleForReading) } }
+        let stdout = PipeIO.readToEnd(out.fileHandleForReading)
         drained.wait()
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr.withLock { $0 }, as: UTF8.self))
@@ -60,11 +113,11 @@ public enum ChildProcess {
     /// The same, off Swift's cooperative threads: an in-process listener the child talks to needs them
     /// (on 2 cores, two tests blocked in a child's read left none, and child and listener waited on each other).
     public static func runDetached(
-        _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, stdin: String? = nil
+        _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, stdin: String? = nil, stdinFile: URL? = nil
     ) async throws -> (status: Int32, stdout: String, stderr: String) {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
-                continuation.resume(with: Swift.Result { try run(executable, arguments, environment: environment, stdin: stdin) })
+                continuation.resume(with: Swift.Result { try run(executable, arguments, environment: environment, stdin: stdin, stdinFile: stdinFile) })
             }
         }
     }

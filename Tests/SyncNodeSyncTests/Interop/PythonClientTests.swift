@@ -28,7 +28,7 @@ import Testing
         try run.run()
         let watchdog = DispatchWorkItem { if run.isRunning { run.interrupt(); run.terminate() } }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let text = String(decoding: PipeIO.readToEnd(output.fileHandleForReading), as: UTF8.self)
         run.waitUntilExit()
         watchdog.cancel()
         return (run.terminationStatus, text)

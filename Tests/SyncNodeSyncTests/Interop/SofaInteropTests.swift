@@ -21,7 +21,7 @@ import Testing
         let line = ServeProcess.firstLine(of: server, output: out)
         guard line.hasPrefix("port "), let port = Int(line.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines)) else {
             server.terminate()
-            let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let stderr = String(decoding: PipeIO.readToEnd(err.fileHandleForReading), as: UTF8.self)
             Issue.record("django-sofa did not start: \(line) \(stderr)")
             return
         }
