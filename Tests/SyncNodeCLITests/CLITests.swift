@@ -7,8 +7,8 @@ import Testing
 /// Runs `syncnode` to its end, off Swift's cooperative threads: a test blocked in a child's
 /// read held one of the two this 2-core machine has (`wait --in-sync` for up to a minute), and
 /// two at once stalled every other test of the run, and the in-process nodes their children ask.
-func runCLI(_ arguments: [String], stdin: String? = nil) async throws -> (status: Int32, stdout: String, stderr: String) {
-    try await ChildProcess.runDetached(try syncnodeExecutable(), arguments, stdin: stdin)
+func runCLI(_ arguments: [String], stdin: String? = nil, stdinFile: URL? = nil) async throws -> (status: Int32, stdout: String, stderr: String) {
+    try await ChildProcess.runDetached(try syncnodeExecutable(), arguments, stdin: stdin, stdinFile: stdinFile)
 }
 
 @Suite struct CLITests {
@@ -227,5 +227,20 @@ func runCLI(_ arguments: [String], stdin: String? = nil) async throws -> (status
         }
         // The failed import committed nothing of its batch.
         #expect(try await runCLI(d + ["export", "db"]).stdout.isEmpty)
+    }
+
+    /// Input that cannot be read (a folder as stdin, or as the file) is a one-line error. `put`
+    /// and `resolve` with `-` stopped the process with a Foundation crash dump instead.
+    @Test func unreadableInputIsAnError() async throws {
+        let dir = try TempDirectory()
+        let d = ["--dir", dir.url.path]
+        #expect(try await runCLI(d + ["put", "db", "x", "{}"]).status == 0)
+        for args in [["put", "db", "y", "-"], ["resolve", "db", "x", "--merged", "-"], ["import", "db", "-"], ["import", "db", dir.url.path]] {
+            let r = try await runCLI(d + args, stdinFile: dir.url)
+            #expect(r.status == 1, "\(args): exit \(r.status), stderr \(r.stderr.prefix(300))")
+            #expect(r.stderr.contains("cannot read") && r.stderr.contains("Is a directory"), "\(args): \(r.stderr.prefix(300))")
+            #expect(r.stderr.split(separator: "\n").count == 1, "\(args): \(r.stderr.prefix(300))")
+        }
+        #expect(try await runCLI(d + ["export", "db"]).stdout.split(separator: "\n").count == 1)
     }
 }

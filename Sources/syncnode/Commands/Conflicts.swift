@@ -39,7 +39,7 @@ struct Resolve: ParsableCommand {
             let result: Document
             switch (keep, merged) {
             case (let keep?, nil): result = try collection.resolveConflict(id: id, keeping: keep)
-            case (nil, let merged?): result = try collection.resolveConflict(id: id, merged: try MutableDocument(id: id, json: JSONArgument.text(merged)))
+            case (nil, let merged?): result = try collection.resolveConflict(id: id, merged: try MutableDocument(id: id, json: try JSONArgument.text(merged)))
             default: throw CLIError.usage("give exactly one of --keep REV and --merged JSON")
             }
             Output.line(["id": .string(id), "rev": .string(result.revisionID ?? "")])

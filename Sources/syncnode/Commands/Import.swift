@@ -36,11 +36,14 @@ struct Import: ParsableCommand {
                 let progress = ProgressLine(label: "import")
                 defer { progress.finish() }
                 var reader = LineReader(handle: handle)
+                func nextLine() throws -> String? {
+                    do { return try reader.next() } catch { throw CLIError.reading(file == "-" ? "stdin" : file, error) }
+                }
                 let writer = BatchWriter(collection: collection)
                 while true {
                     var lines: [(number: Int, text: String)] = []
                     lines.reserveCapacity(batchSize)
-                    while lines.count < batchSize, let line = try reader.next() {
+                    while lines.count < batchSize, let line = try nextLine() {
                         if !line.allSatisfy(\.isWhitespace) { lines.append((reader.lineNumber, line)) }
                     }
                     if lines.isEmpty { break }

@@ -14,7 +14,7 @@ struct Put: ParsableCommand {
     @Argument(help: "The body as a JSON object, or - to read it from stdin.") var json: String
 
     func run() throws {
-        let text = JSONArgument.text(json)
+        let text = try JSONArgument.text(json)
         let doc = MutableDocument(id: id)
         try doc.setJSON(text)
         try node.withCollection(keyspace, create: true) { _, collection in

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import SyncNodeDiscovery
 import SyncNodeStore
 import SyncNodeSync
@@ -38,6 +39,16 @@ struct CLIError: Error, CustomStringConvertible {
         case let error as StoreError: self = .user(error.description)
         default: self = .user("\(error)")
         }
+    }
+
+    /// Input that could not be read (a directory given as the file or as stdin, say): the
+    /// system's reason, not Foundation's error dump.
+    static func reading(_ source: String, _ error: any Error) -> CLIError {
+        var reason = "\(error)"
+        if let posix = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
+            reason = String(cString: strerror(Int32(posix.code)))
+        }
+        return .user("cannot read \(source): \(reason)")
     }
 
     /// A pairing URL's invitation not honoured: the node's refusal (1), no address answering (3),

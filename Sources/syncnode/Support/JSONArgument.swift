@@ -9,7 +9,14 @@ enum JSONArgument {
         return value
     }
 
-    static func text(_ argument: String) -> String {
-        argument == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : argument
+    /// - Throws: ``CLIError`` when stdin cannot be read (a directory given as stdin, say):
+    ///   Foundation's `readDataToEndOfFile()` stopped the process on such an error.
+    static func text(_ argument: String) throws -> String {
+        guard argument == "-" else { return argument }
+        do {
+            return String(decoding: try FileHandle.standardInput.readToEnd() ?? Data(), as: UTF8.self)
+        } catch {
+            throw CLIError.reading("the JSON from stdin", error)
+        }
     }
 }
