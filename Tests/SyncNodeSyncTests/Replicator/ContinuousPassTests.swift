@@ -93,17 +93,25 @@ import Testing
         }
     }
 
+    /// Expects `replicator`'s sync check to find nothing pending and equal digests within two
+    /// minutes (a loaded machine's passes may take that long).
+    static func expectInSync(_ replicator: Replicator) async throws {
+        var after = try await replicator.syncCheck()
+        let deadline = ContinuousClock.now + .seconds(120)
+        while !(after.pending.pull == 0 && after.digestsMatch == true), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(250))
+            after = try await replicator.syncCheck()
+        }
+        #expect(after.pending.pull == 0 && after.digestsMatch == true, "\(after)")
+    }
+
     /// A pass that a peer's write woke forgets the digest root the long poll before it brought:
     /// a sync check made while the pass runs (held here at its `_bulk_get`) finds the write
     /// pending. It used to find that old root equal to this side's, and said in sync.
     @Test func aSyncCheckWhileAWokenPassRunsIsNotInSync() async throws {
-        let armed = Mutex(false), fetching = Mutex(false), released = Mutex(false)
-        let h = try await ListenerHarness(faultInjector: FaultInjector(hold: { _, path in
-            guard path.hasSuffix("/_bulk_get"), armed.withLock({ $0 }) else { return }
-            fetching.withLock { $0 = true }
-            _ = try? await SharedFetchTests.eventually { released.withLock { $0 } }
-        }))
-        try await withCleanup({ released.withLock { $0 = true }; await h.shutdown() }) {
+        let held = HeldBulkGets()
+        let h = try await ListenerHarness(faultInjector: held.injector)
+        try await withCleanup({ held.released.withLock { $0 = true }; await h.shutdown() }) {
             let remote = try #require(try h.node.database("db", create: true)?.defaultCollection())
             try remote.save(MutableDocument(id: "first"))
             let peer = try Peer()
@@ -113,21 +121,15 @@ import Testing
             try await Task.sleep(for: .milliseconds(2500))
 
             // Too large to come with its row: the woken pass asks for it, and waits.
-            armed.withLock { $0 = true }
+            held.armed.withLock { $0 = true }
             try remote.save(MutableDocument(id: "large", data: ["text": String(repeating: "x", count: 20_000)]))
-            #expect(try await SharedFetchTests.eventually { fetching.withLock { $0 } }, "the pass never asked for the document")
+            #expect(try await SharedFetchTests.eventually { held.fetching.withLock { $0 } }, "the pass never asked for the document")
             let during = try await replicator.syncCheck()
             #expect(during.pending.pull == 1 && during.digestsMatch == false, "\(during)")
 
-            released.withLock { $0 = true }
+            held.released.withLock { $0 = true }
             #expect(try await SharedFetchTests.eventually { try peer.collection.document(id: "large") != nil })
-            var after = try await replicator.syncCheck()
-            let deadline = ContinuousClock.now + .seconds(120)
-            while !(after.pending.pull == 0 && after.digestsMatch == true), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(250))
-                after = try await replicator.syncCheck()
-            }
-            #expect(after.pending.pull == 0 && after.digestsMatch == true, "\(after)")
+            try await Self.expectInSync(replicator)
         }
     }
 
@@ -137,14 +139,10 @@ import Testing
     /// later. The check used to take the relay's last long-poll root, equal to this side's, and
     /// say in sync with the relay for that second.
     @Test func aSyncCheckWhileAnotherPullFetchesAsksThePeer() async throws {
-        let armed = Mutex(false), fetching = Mutex(false), released = Mutex(false)
-        let source = try await ListenerHarness(faultInjector: FaultInjector(hold: { _, path in
-            guard path.hasSuffix("/_bulk_get"), armed.withLock({ $0 }) else { return }
-            fetching.withLock { $0 = true }
-            _ = try? await SharedFetchTests.eventually { released.withLock { $0 } }
-        }))
+        let held = HeldBulkGets()
+        let source = try await ListenerHarness(faultInjector: held.injector)
         let relay = try await ListenerHarness()
-        try await withCleanup({ released.withLock { $0 = true }; await source.shutdown(); await relay.shutdown() }) {
+        try await withCleanup({ held.released.withLock { $0 = true }; await source.shutdown(); await relay.shutdown() }) {
             let origin = try #require(try source.node.database("db", create: true)?.defaultCollection())
             let relayed = try #require(try relay.node.database("db", create: true)?.defaultCollection())
             func copy(_ id: String, from sourceID: String) throws {
@@ -165,22 +163,16 @@ import Testing
             // each idle pass leaves its answer's root behind.
             try await Task.sleep(for: .milliseconds(2500))
 
-            armed.withLock { $0 = true }
+            held.armed.withLock { $0 = true }
             try origin.save(MutableDocument(id: "large", data: ["text": String(repeating: "x", count: 20_000)]))
-            #expect(try await SharedFetchTests.eventually { fetching.withLock { $0 } }, "the pass never asked for the document")
+            #expect(try await SharedFetchTests.eventually { held.fetching.withLock { $0 } }, "the pass never asked for the document")
             try copy("large", from: sourceID)
             let during = try await fromRelay.syncCheck()
             #expect(during.pending.pull == 1 && during.digestsMatch == false, "\(during)")
 
-            released.withLock { $0 = true }
+            held.released.withLock { $0 = true }
             #expect(try await SharedFetchTests.eventually { try peer.collection.document(id: "large") != nil })
-            var after = try await fromRelay.syncCheck()
-            let deadline = ContinuousClock.now + .seconds(120)
-            while !(after.pending.pull == 0 && after.digestsMatch == true), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(250))
-                after = try await fromRelay.syncCheck()
-            }
-            #expect(after.pending.pull == 0 && after.digestsMatch == true, "\(after)")
+            try await Self.expectInSync(fromRelay)
         }
     }
 
@@ -285,5 +277,18 @@ import Testing
                 #expect(try await remote.checkpoint("cp")?.sourceLastSequence == "0")
             }
         }
+    }
+}
+
+/// A node's `_bulk_get`s, held while ``armed`` until ``released``; ``fetching`` once one is.
+final class HeldBulkGets: Sendable {
+    let armed = Mutex(false), fetching = Mutex(false), released = Mutex(false)
+
+    var injector: FaultInjector {
+        FaultInjector(hold: { [self] _, path in
+            guard path.hasSuffix("/_bulk_get"), armed.withLock({ $0 }) else { return }
+            fetching.withLock { $0 = true }
+            _ = try? await SharedFetchTests.eventually { released.withLock { $0 } }
+        })
     }
 }
