@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The package's root folder, found from this file's path.
 public let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -43,37 +40,41 @@ public enum PipeIO {
     public static func readToEnd(_ handle: FileHandle) -> Data {
         var data = Data()
         while true {
-            let chunk = read(handle)
+            let chunk = nextChunk(handle)
             if chunk.isEmpty { return data }
             data.append(chunk)
         }
     }
 
     /// The next bytes, once some came; empty at the end of file or on an error.
-    public static func read(_ handle: FileHandle) -> Data {
+    public static func nextChunk(_ handle: FileHandle) -> Data {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+            let (n, error) = buffer.withUnsafeMutableBytes { (read(handle.fileDescriptor, $0.baseAddress, $0.count), errno) }
             if n >= 0 { return Data(buffer[..<n]) }
-            if errno != EINTR { return Data() }
+            if error != EINTR { return Data() }
         }
     }
 
-    /// Writes all of `data`; stops quietly when the reader is gone (a child that never read its input).
-    public static func write(_ data: Data, to handle: FileHandle) {
+    /// Writes all of `data`; stops quietly when the reader is gone (a child that exited before
+    /// reading its input: EPIPE, with SIGPIPE ignored here, as NIO ignores it in a process with sockets).
+    public static func writeAll(_ data: Data, to handle: FileHandle) {
+        _ = ignoringBrokenPipes
         let bytes = [UInt8](data)
         var written = 0
         while written < bytes.count {
-            let n = bytes[written...].withUnsafeBytes { Glibc.write(handle.fileDescriptor, $0.baseAddress, $0.count) }
+            let (n, error) = bytes[written...].withUnsafeBytes { (write(handle.fileDescriptor, $0.baseAddress, $0.count), errno) }
             if n > 0 {
                 written += n
-            } else if n < 0, errno == EINTR {
+            } else if n < 0, error == EINTR {
                 continue
             } else {
                 return
             }
         }
     }
+
+    private static let ignoringBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
 }
 
 /// A child process run to its end: its exit status and what it wrote.
@@ -92,13 +93,15 @@ public enum ChildProcess {
         process.standardError = err
         // Never the test runner's own stdin: a child that reads it gets `stdin` or an end of file.
         if let stdinFile {
+            // Both would leave the text in a pipe no one reads.
+            guard stdin == nil else { throw MissingExecutable(description: "a child's stdin is a text or a file, not both") }
             guard let file = FileHandle(forReadingAtPath: stdinFile.path) else { throw MissingExecutable(description: "cannot open \(stdinFile.path)") }
             process.standardInput = file
         } else {
             process.standardInput = input
         }
         try process.run()
-        if let stdin { PipeIO.write(Data(stdin.utf8), to: input.fileHandleForWriting) }
+        if let stdin { PipeIO.writeAll(Data(stdin.utf8), to: input.fileHandleForWriting) }
         try input.fileHandleForWriting.close()
         // Both pipes drain at once: a child filling one while the other is read would block forever.
         let stderr = Shared(Data())

@@ -79,7 +79,7 @@ public final class ServeProcess: @unchecked Sendable {
         defer { done.withLock { $0 = true } }
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = PipeIO.read(output.fileHandleForReading)
+            let chunk = PipeIO.nextChunk(output.fileHandleForReading)
             if chunk.isEmpty { break }
             line.append(chunk)
         }
