@@ -215,7 +215,7 @@ func runCLI(_ arguments: [String], stdin: String? = nil, stdinFile: URL? = nil) 
             (d + ["get", "db", "missing"], nil, 1, "no document"),
             (d + ["get", "nodb", "missing"], nil, 1, "no database"),
             (d + ["import", "db", "-"], "{\"v\":1}\n{oops\n", 1, "line 2"),
-            (d + ["import", "db", "/nonexistent/file"], nil, 1, "cannot read"),
+            (d + ["import", "db", "/nonexistent/file"], nil, 1, "cannot read /nonexistent/file: No such file"),
             (d + ["frobnicate"], nil, 2, "Unexpected argument"),
             (d + ["get", "db"], nil, 2, "Missing expected argument"),
         ]

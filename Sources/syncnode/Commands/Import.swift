@@ -22,8 +22,11 @@ struct Import: ParsableCommand {
         if file == "-" {
             handle = .standardInput
         } else {
-            guard let h = FileHandle(forReadingAtPath: file) else { throw CLIError.user("cannot read \(file)") }
-            handle = h
+            do {
+                handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
+            } catch {
+                throw CLIError.reading(file, error)
+            }
         }
         try node.withCollection(keyspace, create: true) { db, collection in
             // The final checkpoint is part of the import's time.
@@ -36,10 +39,16 @@ struct Import: ParsableCommand {
                 let progress = ProgressLine(label: "import")
                 defer { progress.finish() }
                 var reader = LineReader(handle: handle)
-                func nextLine() throws -> String? {
-                    do { return try reader.next() } catch { throw CLIError.reading(file == "-" ? "stdin" : file, error) }
-                }
                 let writer = BatchWriter(collection: collection)
+                func nextLine() throws -> String? {
+                    do {
+                        return try reader.next()
+                    } catch {
+                        // The batches already handed over are committed, as after a bad line.
+                        let imported = try writer.finish()
+                        throw CLIError.user("\(CLIError.reading(file == "-" ? "stdin" : file, error).message); \(imported) documents imported before")
+                    }
+                }
                 while true {
                     var lines: [(number: Int, text: String)] = []
                     lines.reserveCapacity(batchSize)

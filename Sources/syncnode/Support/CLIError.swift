@@ -46,7 +46,7 @@ struct CLIError: Error, CustomStringConvertible {
     static func reading(_ source: String, _ error: any Error) -> CLIError {
         var reason = "\(error)"
         if let posix = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
-            reason = String(cString: strerror(Int32(posix.code)))
+            reason = String(cString: strerror(Int32(truncatingIfNeeded: posix.code)))
         }
         return .user("cannot read \(source): \(reason)")
     }
