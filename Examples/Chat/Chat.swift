@@ -17,7 +17,7 @@ struct Chat {
         do {
             try await run(Options(CommandLine.arguments.dropFirst()))
         } catch {
-            FileHandle.standardError.write(Data("syncnode-chat: \(error)\n".utf8))
+            try? FileHandle.standardError.write(contentsOf: Data("syncnode-chat: \(error)\n".utf8))
             exit(1)
         }
     }
@@ -97,6 +97,6 @@ struct Chat {
 
     /// One line on stdout, written at once (a pipe would otherwise hold it).
     static func say(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        try? FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8))
     }
 }

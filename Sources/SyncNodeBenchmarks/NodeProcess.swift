@@ -57,7 +57,7 @@ enum NodeProcess {
             }
         }
         poller.start()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
+        let data = try out.fileHandleForReading.readToEnd() ?? Data()
         process.waitUntilExit()
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         return Finished(status: process.terminationStatus, output: data, seconds: seconds, peakRSS: peak.value)

@@ -47,11 +47,11 @@ enum SyncNodeBenchmarks {
                     print(DocumentValue.dictionary(line).toJSON())
                 }
             default:
-                FileHandle.standardError.write(Data("usage: SyncNodeBenchmarks store [N] | digest [N] | digest-saves N on|off | listener [N] | replication [N] | query [N] | codable [N] | attachments [MB] | mesh [N] | generate N\n".utf8))
+                try? FileHandle.standardError.write(contentsOf: Data("usage: SyncNodeBenchmarks store [N] | digest [N] | digest-saves N on|off | listener [N] | replication [N] | query [N] | codable [N] | attachments [MB] | mesh [N] | generate N\n".utf8))
                 exit(2)
             }
         } catch {
-            FileHandle.standardError.write(Data("benchmark failed: \(error)\n".utf8))
+            try? FileHandle.standardError.write(contentsOf: Data("benchmark failed: \(error)\n".utf8))
             exit(1)
         }
     }
