@@ -45,8 +45,7 @@ struct Import: ParsableCommand {
                         return try reader.next()
                     } catch {
                         // The batches already handed over are committed, as after a bad line.
-                        let imported = try writer.finish()
-                        throw CLIError.user("\(CLIError.reading(file == "-" ? "stdin" : file, error).message); \(imported) documents imported before")
+                        throw CLIError.reading(file == "-" ? "stdin" : file, error, imported: try writer.finish())
                     }
                 }
                 while true {

@@ -42,13 +42,14 @@ struct CLIError: Error, CustomStringConvertible {
     }
 
     /// Input that could not be read (a directory given as the file or as stdin, say): the
-    /// system's reason, not Foundation's error dump.
-    static func reading(_ source: String, _ error: any Error) -> CLIError {
+    /// system's reason, not Foundation's error dump, and how many documents were `imported`
+    /// before, when some may have been.
+    static func reading(_ source: String, _ error: any Error, imported: Int? = nil) -> CLIError {
         var reason = "\(error)"
         if let posix = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
             reason = String(cString: strerror(Int32(truncatingIfNeeded: posix.code)))
         }
-        return .user("cannot read \(source): \(reason)")
+        return .user("cannot read \(source): \(reason)" + (imported.map { "; \($0) documents imported before" } ?? ""))
     }
 
     /// A pairing URL's invitation not honoured: the node's refusal (1), no address answering (3),
