@@ -92,11 +92,10 @@ public enum ChildProcess {
         process.standardOutput = out
         process.standardError = err
         // Never the test runner's own stdin: a child that reads it gets `stdin` or an end of file.
+        // Both would leave the text in a pipe no one reads.
+        precondition(stdin == nil || stdinFile == nil, "a child's stdin is a text or a file, not both")
         if let stdinFile {
-            // Both would leave the text in a pipe no one reads.
-            guard stdin == nil else { throw MissingExecutable(description: "a child's stdin is a text or a file, not both") }
-            guard let file = FileHandle(forReadingAtPath: stdinFile.path) else { throw MissingExecutable(description: "cannot open \(stdinFile.path)") }
-            process.standardInput = file
+            process.standardInput = try FileHandle(forReadingFrom: stdinFile)
         } else {
             process.standardInput = input
         }
