@@ -88,6 +88,35 @@ import Testing
         #expect(registry.held(in: peer.collection).revisions == 0)
     }
 
+    /// A peer's answer out of the order asked and short of one revision: each delivered
+    /// revision reaches its waiter, the missing one's waiter is told to fetch it itself, and
+    /// what was stored is let go.
+    @Test func anAnswerOutOfOrderAndShortSettlesEveryClaim() async throws {
+        let peer = try Peer()
+        let registry = InFlightRevisions()
+        let fetching = try #require(registry.owner(for: peer.collection)), waiting = try #require(registry.owner(for: peer.collection))
+        let wanted = [WantedRevisions(id: "a", revs: ["1-a"], attsSince: []), WantedRevisions(id: "b", revs: ["1-b", "2-b"], attsSince: []),
+                      WantedRevisions(id: "c", revs: ["1-c"], attsSince: [])]
+        let mine = registry.claim(wanted, by: fetching).mine
+        #expect(mine.flatMap(\.revs) == ["1-a", "1-b", "2-b", "1-c"])
+        #expect(registry.claim(wanted, by: fetching).mine.flatMap(\.revs) == ["1-a", "1-b", "2-b", "1-c"], "a retried claim stays this run's")
+        let theirs = registry.claim(wanted, by: waiting).theirs
+        #expect(theirs.map(\.rev) == ["1-a", "1-b", "2-b", "1-c"])
+        let waits = theirs.map { key in Task { await registry.result(of: key) } }
+        #expect(try await Self.eventually { registry.held(in: peer.collection).waiters == 4 })
+        let delivered = try [("c", "1-c"), ("a", "1-a"), ("b", "2-b")].map { try WireRevision(json: #"{"_id":"\#($0.0)","_rev":"\#($0.1)","n":1}"#) }
+        registry.fetched(delivered, for: mine, by: fetching)
+        var results: [String?] = []
+        for wait in waits { results.append(await wait.value?.rev) }
+        #expect(results == ["1-a", nil, "2-b", "1-c"])
+        #expect(registry.held(in: peer.collection).revisions == 3, "the missing one is released, the others held until stored")
+        #expect(registry.claim([WantedRevisions(id: "b", revs: ["1-b"], attsSince: [])], by: waiting).mine.count == 1)
+        registry.stored(delivered, by: fetching)
+        #expect(registry.held(in: peer.collection).revisions == 1, "only the waiting run's own claim is left")
+        registry.release(waiting)
+        #expect(registry.held(in: peer.collection).revisions == 0)
+    }
+
     /// The peer a revision is being fetched from is killed (-9) mid-fetch: the replication that
     /// waited for that fetch brings the revision from its own peer, attachment and all.
     @Test func aWaitingPullFetchesItselfWhenThePeerFetchedFromIsKilled() async throws {
