@@ -13,9 +13,11 @@ enum DigestBenchmark {
     /// 0.99 to 1.23 for the processes.
     static let singleRounds = 31
 
-    /// `SyncNodeBenchmarks digest-saves N on|off`: N single saves into a fresh database, keeping
-    /// digests or not; prints the seconds the saves took.
-    static func saveOneByOne(count: Int, digests: Bool) throws {
+    /// `SyncNodeBenchmarks digest-saves N on|off [BATCH]`: N saves into a fresh database,
+    /// `batch` to a transaction (1: single saves), keeping digests or not; prints the seconds
+    /// the saves took. Run in turn, one side per process, it compares the two sides without
+    /// their sharing caches or a disk's checkpoints.
+    static func save(count: Int, digests: Bool, batch: Int) throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-bench-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
         let db = try Database(name: "saves", config: DatabaseConfiguration(directory: dir))
@@ -23,7 +25,11 @@ enum DigestBenchmark {
         let collection = try db.defaultCollection()
         let docs = DocumentGenerator.documents(count: count)
         let seconds = try Report.time {
-            for (id, body) in docs { try collection.save(MutableDocument(id: id, values: body)) }
+            if batch == 1 {
+                for (id, body) in docs { try collection.save(MutableDocument(id: id, values: body)) }
+            } else {
+                try StoreBenchmark.insertAll(docs, into: collection, batchSize: batch)
+            }
         }
         guard try collection.count == count else { throw StoreError.storage("benchmark self-check failed: \(count) saves left \(try collection.count) documents") }
         try db.close()

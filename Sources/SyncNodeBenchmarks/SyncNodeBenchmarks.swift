@@ -5,7 +5,7 @@ import SyncNodeStore
 ///
 ///     swift run -c release SyncNodeBenchmarks store [N]      store vs raw SQLite
 ///     swift run -c release SyncNodeBenchmarks digest [N]     the collection digest: write overhead, read time at N documents
-///     swift run -c release SyncNodeBenchmarks digest-saves N on|off  N single saves into a new database (digest's child)
+///     swift run -c release SyncNodeBenchmarks digest-saves N on|off [BATCH]  N saves into a new database, BATCH a transaction (default 1; digest's child)
 ///     swift run -c release SyncNodeBenchmarks listener [N]   _bulk_docs and _changes over HTTPS vs the store
 ///     swift run -c release SyncNodeBenchmarks replication [N] one-shot pull over HTTPS vs a local insert
 ///     swift run -c release SyncNodeBenchmarks query [N]       SQL++ queries vs hand-written SQLite SQL, live-query latency
@@ -36,8 +36,9 @@ enum SyncNodeBenchmarks {
                 try await MeshBenchmark.run(count: count ?? 1000)
             case "attachments":
                 try await AttachmentBenchmark.run(megabytes: count ?? 1024)
-            case "digest-saves" where args.count == 3 && ["on", "off"].contains(args[2]):
-                try DigestBenchmark.saveOneByOne(count: count ?? 5000, digests: args[2] == "on")
+            case "digest-saves" where (3...4).contains(args.count) && ["on", "off"].contains(args[2]):
+                guard let batch = args.count == 4 ? Int(args[3]) : 1, batch > 0 else { throw StoreError.storage("digest-saves: BATCH must be a positive number") }
+                try DigestBenchmark.save(count: count ?? 5000, digests: args[2] == "on", batch: batch)
             case "save-blob" where args.count == 3:
                 try AttachmentBenchmark.saveBlob(directory: args[1], file: args[2])
             case "generate":
@@ -47,7 +48,7 @@ enum SyncNodeBenchmarks {
                     print(DocumentValue.dictionary(line).toJSON())
                 }
             default:
-                try? FileHandle.standardError.write(contentsOf: Data("usage: SyncNodeBenchmarks store [N] | digest [N] | digest-saves N on|off | listener [N] | replication [N] | query [N] | codable [N] | attachments [MB] | mesh [N] | generate N\n".utf8))
+                try? FileHandle.standardError.write(contentsOf: Data("usage: SyncNodeBenchmarks store [N] | digest [N] | digest-saves N on|off [BATCH] | listener [N] | replication [N] | query [N] | codable [N] | attachments [MB] | mesh [N] | generate N\n".utf8))
                 exit(2)
             }
         } catch {
