@@ -97,7 +97,10 @@ struct LocalDatabase: ReplicationPeer {
         return nil
     }
 
-    /// Every store transaction is durable when it commits.
+    /// Nothing to do: a commit survives this process's crash as it returns. (SQLite's WAL is
+    /// synced at its checkpoints, not at each commit, so a power cut can take the last commits,
+    /// this checkpoint with them, and the next run, whose checkpoints then disagree, sends them
+    /// again.)
     func ensureFullCommit() async throws {}
 
     func checkpoint(_ id: String) async throws -> ReplicationCheckpoint? {
