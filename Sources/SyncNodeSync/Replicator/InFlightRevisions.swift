@@ -159,6 +159,22 @@ package final class InFlightRevisions: Sendable {
         }
     }
 
+    /// Holds revisions `owner` received without a fetch (each carried in its row of a node's
+    /// long poll) until it has stored them, as it holds those it fetched: a sync check meanwhile
+    /// asks the peer instead of trusting an earlier look, and another run that lacks one takes
+    /// it from here. A revision another run holds already stays that run's.
+    func received(_ docs: [WireRevision], by owner: Owner) {
+        state.withLock { s in
+            for doc in docs {
+                let key = Key(collection: owner.collection, id: doc.id, rev: doc.rev)
+                guard let old = s.entries.updateValue(.fetched(owner: owner.number, doc), forKey: key) else { continue }
+                // Another run's entry stays its own; so does this run's fetch of it, with its waiters.
+                if case .fetched(owner.number, _) = old { continue }
+                s.entries[key] = old
+            }
+        }
+    }
+
     /// Releases `owner`'s claim `mine` after its fetch failed: the waiters fetch for themselves.
     func failed(_ mine: [WantedRevisions], by owner: Owner) {
         settle(mine, by: owner) { _ in nil }
@@ -188,8 +204,8 @@ package final class InFlightRevisions: Sendable {
         for waiter in waiters { waiter.resume(returning: nil) }
     }
 
-    /// How many of `collection`'s revisions are held here (being fetched, or fetched and not yet
-    /// stored), and how many waits for them there are. A sync check trusts no earlier look at a
+    /// How many of `collection`'s revisions are held here (being fetched, or fetched or received
+    /// and not yet stored), and how many waits for them there are. A sync check trusts no earlier look at a
     /// peer while any is held (`Replicator.syncCheck()`).
     package func held(in collection: DocumentCollection) -> (revisions: Int, waiters: Int) {
         let name = collection.processKey

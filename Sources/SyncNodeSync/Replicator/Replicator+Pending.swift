@@ -85,13 +85,14 @@ extension Replicator {
     /// Right after a pass that a node's long poll started, its answer's digest root stands in for
     /// the request when it equals this side's: in a mesh every write wakes such a pass in each
     /// replication, and their sync checks were half the requests a write cost twenty nodes.
-    /// Not while another pull into the collection holds revisions it fetched with `_bulk_get`
-    /// and has not stored (``InFlightRevisions``): the peer may hold them already, relayed from
-    /// the same source, and wake this side's long poll only a second later
-    /// (`Handlers.coveredWakeDelay`), so a check in that second would take the old root and say
-    /// in sync with it. Revisions that came inside long-poll rows are never held: for them the
-    /// window is the milliseconds between the source's answer and their storing. Nor is anything
-    /// held when sharing is off (`InFlightRevisions.isEnabled`, for benchmarks).
+    /// Not while another pull into the collection holds revisions it has fetched with
+    /// `_bulk_get`, or received in its long poll's rows, and not yet stored
+    /// (``InFlightRevisions``): the peer may hold them already, relayed from the same source,
+    /// and wake this side's long poll only a second later (`Handlers.coveredWakeDelay`), so a
+    /// check in that second would take the old root and say in sync with it. What is left is
+    /// the milliseconds between the source's answer reaching this node and the pull holding
+    /// its revisions. Nothing is held when sharing is off (`InFlightRevisions.isEnabled`, for
+    /// benchmarks).
     public func syncCheck() async throws -> (pending: PendingChanges, digestsMatch: Bool?) {
         let (remote, pulled, answered) = state.withLock { s in
             defer { s.answeredRoot = nil }

@@ -120,16 +120,7 @@ import Testing
             defer { replicator.stop() }
             try await Task.sleep(for: .milliseconds(2500))
 
-            // Too large to come with its row: the woken pass asks for it, and waits.
-            held.armed.withLock { $0 = true }
-            try remote.save(MutableDocument(id: "large", data: ["text": String(repeating: "x", count: 20_000)]))
-            #expect(try await SharedFetchTests.eventually { held.fetching.withLock { $0 } }, "the pass never asked for the document")
-            let during = try await replicator.syncCheck()
-            #expect(during.pending.pull == 1 && during.digestsMatch == false, "\(during)")
-
-            held.released.withLock { $0 = true }
-            #expect(try await SharedFetchTests.eventually { try peer.collection.document(id: "large") != nil })
-            try await Self.expectInSync(replicator)
+            try await Self.expectPendingWhileFetchHeld(held, saving: remote, into: peer, check: replicator)
         }
     }
 
@@ -140,9 +131,61 @@ import Testing
     /// say in sync with the relay for that second.
     @Test func aSyncCheckWhileAnotherPullFetchesAsksThePeer() async throws {
         let held = HeldBulkGets()
-        let source = try await ListenerHarness(faultInjector: held.injector)
+        try await Self.withSourceAndRelay(sourceFaults: held.injector, release: { held.released.withLock { $0 = true } }) { origin, peer, fromRelay, copy in
+            try await Self.expectPendingWhileFetchHeld(held, saving: origin, into: peer, check: fromRelay) { try copy("large") }
+        }
+    }
+
+    /// Saves document `large` in `source`, too large to come with its long-poll row, so the
+    /// woken pull into `peer` asks for it (`held` holds that `_bulk_get`); then, after
+    /// `meanwhile`, `replicator`'s sync check must find it pending, and once the fetch is let
+    /// go, it must end in sync.
+    static func expectPendingWhileFetchHeld(_ held: HeldBulkGets, saving source: DocumentCollection, into peer: Peer, check replicator: Replicator,
+                                            meanwhile: () throws -> Void = {}) async throws {
+        held.armed.withLock { $0 = true }
+        try source.save(MutableDocument(id: "large", data: ["text": String(repeating: "x", count: 20_000)]))
+        #expect(try await SharedFetchTests.eventually { held.fetching.withLock { $0 } }, "the pass never asked for the document")
+        try meanwhile()
+        let during = try await replicator.syncCheck()
+        #expect(during.pending.pull == 1 && during.digestsMatch == false, "\(during)")
+
+        held.released.withLock { $0 = true }
+        #expect(try await SharedFetchTests.eventually { try peer.collection.document(id: "large") != nil })
+        try await Self.expectInSync(replicator)
+    }
+
+    /// The same with a small revision, which comes inside the source's long-poll row (no
+    /// `_bulk_get` to hold): the pull holds it from its arrival until it is stored, and a sync
+    /// check with the relay meanwhile asks the relay. The pull's write is held by a validator.
+    @Test func aSyncCheckWhileAnotherPullStoresACarriedRevisionAsksThePeer() async throws {
+        let gate = HeldWrite(id: "small")
+        try await Self.withSourceAndRelay(release: { gate.open() }) { origin, peer, fromRelay, copy in
+            peer.collection.setValidator(DocumentValidator { proposed, _, _ in gate.pass(proposed.id) })
+            try origin.save(MutableDocument(id: "small", data: ["n": 1]))
+            #expect(try await SharedFetchTests.eventually { gate.isHolding }, "the pull never wrote the document")
+            try copy("small")
+            let during = try await fromRelay.syncCheck()
+            #expect(during.pending.pull == 1 && during.digestsMatch == false, "\(during)")
+
+            gate.open()
+            #expect(try await SharedFetchTests.eventually { try peer.collection.document(id: "small") != nil })
+            try await Self.expectInSync(fromRelay)
+        }
+    }
+
+    /// Runs `body` with a source node (its requests under `sourceFaults`) and a relay, both holding
+    /// document `first`, and a peer whose pulls from both are caught up: from the source live
+    /// (the relay's long polls name it so), from the relay with heartbeats a second apart, so
+    /// that each idle pass leaves its answer's root behind. `body` gets the source's `db`, the
+    /// peer, its pull from the relay, and a function that puts a source document on the relay as
+    /// pulled from the source. `release` lets go of whatever `body` holds, before the shutdown.
+    static func withSourceAndRelay(
+        sourceFaults: FaultInjector? = nil, release: @escaping () -> Void,
+        _ body: (DocumentCollection, Peer, Replicator, (String) throws -> Void) async throws -> Void
+    ) async throws {
+        let source = try await ListenerHarness(faultInjector: sourceFaults)
         let relay = try await ListenerHarness()
-        try await withCleanup({ held.released.withLock { $0 = true }; await source.shutdown(); await relay.shutdown() }) {
+        try await withCleanup({ release(); await source.shutdown(); await relay.shutdown() }) {
             let origin = try #require(try source.node.database("db", create: true)?.defaultCollection())
             let relayed = try #require(try relay.node.database("db", create: true)?.defaultCollection())
             func copy(_ id: String, from sourceID: String) throws {
@@ -159,20 +202,8 @@ import Testing
             defer { fromRelay.stop() }
             let sourceID = try #require(fromSource.remoteIdentity)
             #expect(LivePulls.shared.sources(of: peer.collection, except: "").contains(sourceID))
-            // Heartbeats a second apart: the relay's long polls name the source as live, and
-            // each idle pass leaves its answer's root behind.
             try await Task.sleep(for: .milliseconds(2500))
-
-            held.armed.withLock { $0 = true }
-            try origin.save(MutableDocument(id: "large", data: ["text": String(repeating: "x", count: 20_000)]))
-            #expect(try await SharedFetchTests.eventually { held.fetching.withLock { $0 } }, "the pass never asked for the document")
-            try copy("large", from: sourceID)
-            let during = try await fromRelay.syncCheck()
-            #expect(during.pending.pull == 1 && during.digestsMatch == false, "\(during)")
-
-            held.released.withLock { $0 = true }
-            #expect(try await SharedFetchTests.eventually { try peer.collection.document(id: "large") != nil })
-            try await Self.expectInSync(fromRelay)
+            try await body(origin, peer, fromRelay) { try copy($0, from: sourceID) }
         }
     }
 
@@ -290,5 +321,34 @@ final class HeldBulkGets: Sendable {
             fetching.withLock { $0 = true }
             _ = try? await SharedFetchTests.eventually { released.withLock { $0 } }
         })
+    }
+}
+
+/// A validator's gate: the first write of document `id` waits in it (inside its write
+/// transaction, on the database's writer thread) until ``open()``, or 30 seconds.
+final class HeldWrite: Sendable {
+    let id: String
+    private let state = Mutex((holding: false, open: false))
+    private let opened = DispatchSemaphore(value: 0)
+
+    init(id: String) { self.id = id }
+
+    var isHolding: Bool { state.withLock { $0.holding } }
+
+    func pass(_ id: String) {
+        let wait = state.withLock { s in
+            guard id == self.id, !s.open, !s.holding else { return false }
+            s.holding = true
+            return true
+        }
+        if wait { _ = opened.wait(timeout: .now() + 30) }
+    }
+
+    func open() {
+        let first = state.withLock { s in
+            defer { s.open = true }
+            return !s.open
+        }
+        if first { opened.signal() }
     }
 }

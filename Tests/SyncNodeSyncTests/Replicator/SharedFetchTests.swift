@@ -118,6 +118,37 @@ import Testing
         #expect(registry.held(in: peer.collection).revisions == 0)
     }
 
+    /// Revisions a run received in its long poll's rows are held until it stores them: another
+    /// run that lacks one takes it from here; one another run is fetching stays that run's, and
+    /// this run's own fetch of one keeps its waiters.
+    @Test(.timeLimit(.minutes(1))) func receivedRevisionsAreHeldUntilStored() async throws {
+        let peer = try Peer()
+        let registry = InFlightRevisions()
+        let receiving = try #require(registry.owner(for: peer.collection)), other = try #require(registry.owner(for: peer.collection))
+        let fetchedByOther = [WantedRevisions(id: "b", revs: ["1-b"], attsSince: [])]
+        #expect(registry.claim(fetchedByOther, by: other).mine.count == 1)
+        let ownFetch = [WantedRevisions(id: "c", revs: ["1-c"], attsSince: [])]
+        #expect(registry.claim(ownFetch, by: receiving).mine.count == 1)
+        let ownKey = try #require(registry.claim(ownFetch, by: other).theirs.first)
+        let wait = Task { await registry.result(of: ownKey) }
+        #expect(try await Self.eventually { registry.held(in: peer.collection).waiters == 1 })
+
+        let carried = try [("a", "1-a"), ("b", "1-b"), ("c", "1-c")].map { try WireRevision(json: #"{"_id":"\#($0.0)","_rev":"\#($0.1)","n":1}"#) }
+        registry.received(carried, by: receiving)
+        let held = registry.held(in: peer.collection)
+        #expect(held.revisions == 3 && held.waiters == 1, "c's fetch kept its waiter")
+        let taken = registry.claim([WantedRevisions(id: "a", revs: ["1-a"], attsSince: [])], by: other)
+        #expect(taken.mine.isEmpty && taken.theirs.count == 1)
+        #expect(await registry.result(of: try #require(taken.theirs.first))?.rev == "1-a", "another run takes a received revision")
+        registry.failed(ownFetch, by: receiving)
+        #expect(await wait.value == nil)
+
+        registry.stored(carried, by: receiving)
+        #expect(registry.held(in: peer.collection).revisions == 1, "only the other run's fetch of b is left")
+        registry.release(other)
+        #expect(registry.held(in: peer.collection).revisions == 0)
+    }
+
     /// The peer a revision is being fetched from is killed (-9) mid-fetch: the replication that
     /// waited for that fetch brings the revision from its own peer, attachment and all.
     @Test func aWaitingPullFetchesItselfWhenThePeerFetchedFromIsKilled() async throws {
