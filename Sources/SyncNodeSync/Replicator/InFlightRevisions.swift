@@ -12,7 +12,8 @@ import SyncNodeStore
 /// link broke), the waiter fetches the revision from its own peer, so nothing is lost.
 ///
 /// A fetched revision stays here until the replication that fetched it has stored it, and no
-/// longer: a replication that asks after that finds it stored (`_revs_diff`).
+/// longer: a replication that asks after that finds it stored (`_revs_diff`). So does a
+/// revision a replication received in its long poll's rows (``received(_:by:)``).
 package final class InFlightRevisions: Sendable {
     /// The process's registry: replications of one local collection find each other through it.
     package static let shared = InFlightRevisions()
@@ -77,7 +78,7 @@ package final class InFlightRevisions: Sendable {
     }
 
     /// Splits `wanted` into the revisions `owner` now fetches (claimed) and those another run
-    /// is fetching or has fetched (await them with ``result(of:)``).
+    /// is fetching, has fetched or has received (await them with ``result(of:)``).
     func claim(_ wanted: [WantedRevisions], by owner: Owner) -> (mine: [WantedRevisions], theirs: [Key]) {
         state.withLock { s in
             var mine: [WantedRevisions] = []

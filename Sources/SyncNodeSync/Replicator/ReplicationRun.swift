@@ -167,13 +167,12 @@ struct ReplicationRun: Sendable {
                     wanted.append(WantedRevisions(id: row.id, revs: diff.missing, attsSince: diff.possibleAncestors))
                 }
             }
+            // Held until stored, as fetched revisions are (see `Replicator.syncCheck()`), from
+            // before the fetch of the rest.
+            if !carried.isEmpty { sharing.map { $0.registry.received(carried.map(\.revision), by: $0) } }
             let asking = wanted
             docs = asking.isEmpty ? [] : try await replicator.withRetries { try await fetchShared(asking) }
-            if !carried.isEmpty {
-                // Held until stored, as fetched revisions are (see `Replicator.syncCheck()`).
-                sharing.map { $0.registry.received(carried.map(\.revision), by: $0) }
-                docs = Self.inFeedOrder(docs, of: changes.rows.map(\.id), carried: carried)
-            }
+            if !carried.isEmpty { docs = Self.inFeedOrder(docs, of: changes.rows.map(\.id), carried: carried) }
         }
         if let filter = direction == .push ? config.pushFilter : config.pullFilter {
             var dropped: [WireRevision] = []

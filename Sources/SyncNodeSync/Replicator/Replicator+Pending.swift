@@ -89,9 +89,11 @@ extension Replicator {
     /// `_bulk_get`, or received in its long poll's rows, and not yet stored
     /// (``InFlightRevisions``): the peer may hold them already, relayed from the same source,
     /// and wake this side's long poll only a second later (`Handlers.coveredWakeDelay`), so a
-    /// check in that second would take the old root and say in sync with it. What is left is
-    /// the milliseconds between the source's answer reaching this node and the pull holding
-    /// its revisions. Nothing is held when sharing is off (`InFlightRevisions.isEnabled`, for
+    /// check in that second would take the old root and say in sync with it. What is left: the
+    /// milliseconds between the source's answer reaching this node and the pull holding its
+    /// revisions (after its `_revs_diff`), and a revision another pull held first, once that
+    /// pull lets go of it (its fetch failed, or it ended) before this one has stored its own
+    /// copy. Nothing is held when sharing is off (`InFlightRevisions.isEnabled`, for
     /// benchmarks).
     public func syncCheck() async throws -> (pending: PendingChanges, digestsMatch: Bool?) {
         let (remote, pulled, answered) = state.withLock { s in

@@ -325,7 +325,9 @@ final class HeldBulkGets: Sendable {
 }
 
 /// A validator's gate: the first write of document `id` waits in it (inside its write
-/// transaction, on the database's writer thread) until ``open()``, or 30 seconds.
+/// transaction) until ``open()``, or 5 seconds. The wait blocks the writing task's thread, one
+/// of Swift's cooperative threads, and another write to the database waits behind it: kept
+/// short, so a test that misses its ``open()`` stalls the run no longer than that.
 final class HeldWrite: Sendable {
     let id: String
     private let state = Mutex((holding: false, open: false))
@@ -341,7 +343,7 @@ final class HeldWrite: Sendable {
             s.holding = true
             return true
         }
-        if wait { _ = opened.wait(timeout: .now() + 30) }
+        if wait { _ = opened.wait(timeout: .now() + 5) }
     }
 
     func open() {
