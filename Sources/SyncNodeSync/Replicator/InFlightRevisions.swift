@@ -206,8 +206,8 @@ package final class InFlightRevisions: Sendable {
     }
 
     /// How many of `collection`'s revisions are held here (being fetched, or fetched or received
-    /// and not yet stored), and how many waits for them there are. A sync check trusts no earlier look at a
-    /// peer while any is held (`Replicator.syncCheck()`).
+    /// and not yet stored), and how many waits for them there are. A sync check trusts no
+    /// earlier look at a peer while any is held (`Replicator.syncCheck()`).
     package func held(in collection: DocumentCollection) -> (revisions: Int, waiters: Int) {
         let name = collection.processKey
         return state.withLock { s in
