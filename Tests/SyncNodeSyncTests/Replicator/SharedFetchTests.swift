@@ -35,6 +35,28 @@ import Testing
         return false
     }
 
+    /// A registry of its own, and two replication runs into `peer`'s collection.
+    static func twoRuns(into peer: Peer) throws -> (InFlightRevisions, InFlightRevisions.Owner, InFlightRevisions.Owner) {
+        let registry = InFlightRevisions()
+        return (registry, try #require(registry.owner(for: peer.collection)), try #require(registry.owner(for: peer.collection)))
+    }
+
+    /// `waiting` claims `wanted`, which other runs hold, and waits for each revision (a task each,
+    /// in the order claimed); returns the keys and the waits once every wait is registered.
+    static func waits(for wanted: [WantedRevisions], by waiting: InFlightRevisions.Owner, in registry: InFlightRevisions,
+                      _ peer: Peer) async throws -> (keys: [InFlightRevisions.Key], waits: [Task<WireRevision?, Never>]) {
+        let before = registry.held(in: peer.collection).waiters
+        let keys = registry.claim(wanted, by: waiting).theirs
+        let waits = keys.map { key in Task { await registry.result(of: key) } }
+        #expect(try await eventually { registry.held(in: peer.collection).waiters == before + keys.count })
+        return (keys, waits)
+    }
+
+    /// Small revisions as a peer sends them, one per (id, rev).
+    static func revisions(_ pairs: [(id: String, rev: String)]) throws -> [WireRevision] {
+        try pairs.map { try WireRevision(json: #"{"_id":"\#($0.id)","_rev":"\#($0.rev)","n":1}"#) }
+    }
+
     @Test func aRevisionBeingFetchedFromOnePeerIsNotFetchedFromAnother() async throws {
         let slowAsked = Mutex(false)
         let waited = Mutex<DocumentCollection?>(nil)
@@ -73,14 +95,12 @@ import Testing
 
     @Test func aCancelledWaitEndsWithoutTheFetch() async throws {
         let peer = try Peer()
-        let registry = InFlightRevisions()
-        let fetching = try #require(registry.owner(for: peer.collection)), waiting = try #require(registry.owner(for: peer.collection))
+        let (registry, fetching, waiting) = try Self.twoRuns(into: peer)
         let wanted = [WantedRevisions(id: "d", revs: ["1-a"], attsSince: [])]
         #expect(registry.claim(wanted, by: fetching).mine.count == 1)
-        let theirs = registry.claim(wanted, by: waiting).theirs
+        let (theirs, waits) = try await Self.waits(for: wanted, by: waiting, in: registry, peer)
         #expect(theirs.count == 1)
-        let wait = Task { await registry.result(of: theirs[0]) }
-        #expect(try await Self.eventually { registry.held(in: peer.collection).waiters == 1 })
+        let wait = try #require(waits.first)
         wait.cancel()
         #expect(await wait.value == nil, "a stopped replication fetches nothing it waited for")
         #expect(registry.held(in: peer.collection).waiters == 0)
@@ -93,19 +113,16 @@ import Testing
     /// what was stored is let go.
     @Test(.timeLimit(.minutes(1))) func anAnswerOutOfOrderAndShortSettlesEveryClaim() async throws {
         let peer = try Peer()
-        let registry = InFlightRevisions()
-        let fetching = try #require(registry.owner(for: peer.collection)), waiting = try #require(registry.owner(for: peer.collection))
+        let (registry, fetching, waiting) = try Self.twoRuns(into: peer)
         let wanted = [WantedRevisions(id: "a", revs: ["1-a"], attsSince: []), WantedRevisions(id: "b", revs: ["1-b", "2-b"], attsSince: []),
                       WantedRevisions(id: "c", revs: ["1-c"], attsSince: [])]
         let mine = registry.claim(wanted, by: fetching).mine
         #expect(mine.flatMap(\.revs) == ["1-a", "1-b", "2-b", "1-c"])
-        let theirs = registry.claim(wanted, by: waiting).theirs
+        let (theirs, waits) = try await Self.waits(for: wanted, by: waiting, in: registry, peer)
         #expect(theirs.map(\.rev) == ["1-a", "1-b", "2-b", "1-c"])
-        let waits = theirs.map { key in Task { await registry.result(of: key) } }
-        #expect(try await Self.eventually { registry.held(in: peer.collection).waiters == 4 })
         #expect(registry.claim(wanted, by: fetching).mine.flatMap(\.revs) == ["1-a", "1-b", "2-b", "1-c"], "a retried claim stays this run's")
         #expect(registry.held(in: peer.collection).waiters == 4, "and keeps its waiters")
-        let delivered = try [("c", "1-c"), ("a", "1-a"), ("b", "2-b")].map { try WireRevision(json: #"{"_id":"\#($0.0)","_rev":"\#($0.1)","n":1}"#) }
+        let delivered = try Self.revisions([("c", "1-c"), ("a", "1-a"), ("b", "2-b")])
         registry.fetched(delivered, for: mine, by: fetching)
         var results: [String?] = []
         for wait in waits { results.append(await wait.value?.rev) }
@@ -123,17 +140,14 @@ import Testing
     /// this run's own fetch of one keeps its waiters.
     @Test(.timeLimit(.minutes(1))) func receivedRevisionsAreHeldUntilStored() async throws {
         let peer = try Peer()
-        let registry = InFlightRevisions()
-        let receiving = try #require(registry.owner(for: peer.collection)), other = try #require(registry.owner(for: peer.collection))
+        let (registry, receiving, other) = try Self.twoRuns(into: peer)
         let fetchedByOther = [WantedRevisions(id: "b", revs: ["1-b"], attsSince: [])]
         #expect(registry.claim(fetchedByOther, by: other).mine.count == 1)
         let ownFetch = [WantedRevisions(id: "c", revs: ["1-c"], attsSince: [])]
         #expect(registry.claim(ownFetch, by: receiving).mine.count == 1)
-        let ownKey = try #require(registry.claim(ownFetch, by: other).theirs.first)
-        let wait = Task { await registry.result(of: ownKey) }
-        #expect(try await Self.eventually { registry.held(in: peer.collection).waiters == 1 })
+        let wait = try #require(try await Self.waits(for: ownFetch, by: other, in: registry, peer).waits.first)
 
-        let carried = try [("a", "1-a"), ("b", "1-b"), ("c", "1-c")].map { try WireRevision(json: #"{"_id":"\#($0.0)","_rev":"\#($0.1)","n":1}"#) }
+        let carried = try Self.revisions([("a", "1-a"), ("b", "1-b"), ("c", "1-c")])
         registry.received(carried, by: receiving)
         let held = registry.held(in: peer.collection)
         #expect(held.revisions == 3 && held.waiters == 1, "c's fetch kept its waiter")
