@@ -37,8 +37,10 @@ enum SyncNodeBenchmarks {
             case "attachments":
                 try await AttachmentBenchmark.run(megabytes: count ?? 1024)
             case "digest-saves" where (3...4).contains(args.count) && ["on", "off"].contains(args[2]):
-                guard let batch = args.count == 4 ? Int(args[3]) : 1, batch > 0 else { throw StoreError.storage("digest-saves: BATCH must be a positive number") }
-                try DigestBenchmark.save(count: count ?? 5000, digests: args[2] == "on", batch: batch)
+                guard let count, count > 0, let batch = args.count == 4 ? Int(args[3]) : 1, batch > 0 else {
+                    throw StoreError.storage("digest-saves: N and BATCH must be positive numbers")
+                }
+                try DigestBenchmark.save(count: count, digests: args[2] == "on", batch: batch)
             case "save-blob" where args.count == 3:
                 try AttachmentBenchmark.saveBlob(directory: args[1], file: args[2])
             case "generate":
