@@ -53,7 +53,7 @@ final class BlobStore: Sendable {
     /// the user and group databases, a cost each small attachment served or pulled paid).
     func file(digest: String) -> (url: URL, length: Int)? {
         guard let name = Self.fileName(digest: digest) else { return nil }
-        let url = directory.appendingPathComponent(name)
+        let url = url(named: name)
         var info = stat()
         guard stat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
         return (url, Int(info.st_size))
@@ -112,7 +112,7 @@ final class BlobStore: Sendable {
         guard let name = Self.fileName(digest: blob.digest) else {
             throw StoreError.invalidValue("blob digest '\(blob.digest)' is not a sha1- digest")
         }
-        let target = directory.appendingPathComponent(name)
+        let target = url(named: name)
         if keepExisting(target) { return }
         switch blob.source {
         case .data(let data):
@@ -137,7 +137,7 @@ final class BlobStore: Sendable {
     func store(data: Data) throws -> String {
         let digest = Blob.digest(of: data)
         guard let name = Self.fileName(digest: digest) else { return digest }
-        let target = directory.appendingPathComponent(name)
+        let target = url(named: name)
         if !keepExisting(target) {
             try write(data, to: target)
         }
@@ -151,7 +151,7 @@ final class BlobStore: Sendable {
             try? FileManager.default.removeItem(at: temp)
             throw StoreError.invalidValue("blob digest '\(digest)' is not a sha1- digest")
         }
-        let target = directory.appendingPathComponent(name)
+        let target = url(named: name)
         if keepExisting(target) {
             try? FileManager.default.removeItem(at: temp)
         } else {
@@ -165,7 +165,14 @@ final class BlobStore: Sendable {
     /// to refer to this one again must not lose it to a compaction in between.
     /// One call, so a file compaction removes in between is not reported as there.
     private func keepExisting(_ target: URL) -> Bool {
-        (try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: target.path)) != nil
+        // One system call: Foundation's `setAttributes` reads the file's attributes first.
+        utimensat(AT_FDCWD, target.path, nil, 0) == 0
+    }
+
+    /// The file `name` of the blob folder. Said to be a file: `appendingPathComponent` would
+    /// otherwise ask the file system (a `stat(2)` for each blob looked up, written or placed).
+    private func url(named name: String) -> URL {
+        directory.appendingPathComponent(name, isDirectory: false)
     }
 
     /// The bytes of every blob (not their MD5 sidecars or files being written).
@@ -206,7 +213,7 @@ final class BlobStore: Sendable {
     /// A fresh temporary name. Not a `UUID()`: Foundation opens `/dev/urandom` for each.
     func tempURL() -> URL {
         let random = (0..<2).map { _ in String(UInt64.random(in: .min ... .max), radix: 16) }.joined(separator: "-")
-        return directory.appendingPathComponent(".tmp-\(random)")
+        return url(named: ".tmp-\(random)")
     }
 
     /// A new temporary file, the owner's alone, open for writing: one system call, where
