@@ -268,13 +268,13 @@ enum MultipartRelated {
         /// The name a part's `Content-Disposition` gives: a quoted one exactly as it stands between
         /// its quotes (a name may begin or end with a space), a bare one up to the next `;`.
         private func filename(_ disposition: String?) -> String? {
-            guard let disposition, let range = disposition.range(of: "filename=") else { return nil }
+            guard let disposition, let range = disposition.firstRange(of: "filename=") else { return nil }
             let value = disposition[range.upperBound...]
             if value.hasPrefix("\"") {
                 let quoted = value.dropFirst()
                 return quoted.firstIndex(of: "\"").map { String(quoted[..<$0]) }
             }
-            return value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first.map { $0.trimmingCharacters(in: .whitespaces) }
+            return value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first.map { String(MultipartScanner.trimmed($0)) }
         }
     }
 

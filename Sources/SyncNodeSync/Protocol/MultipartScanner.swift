@@ -21,12 +21,21 @@ struct MultipartScanner {
     static func boundary(of type: String, in contentType: String) -> String? {
         guard contentType.lowercased().hasPrefix(type) else { return nil }
         for parameter in contentType.split(separator: ";").dropFirst() {
-            let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            let pair = parameter.split(separator: "=", maxSplits: 1).map { trimmed($0) }
             if pair.count == 2, pair[0].lowercased() == "boundary" {
-                return pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                return String(trimmed(pair[1], of: ["\""]))
             }
         }
         return nil
+    }
+
+    /// `text` without the `characters` it begins or ends with: by default a header's optional
+    /// white space (spaces and tabs). Foundation's `trimmingCharacters(in:)` took 3.5% of a
+    /// pull of many small attachments, a few calls for each part.
+    static func trimmed(_ text: Substring, of characters: Set<Character> = [" ", "\t"]) -> Substring {
+        var text = text.drop { characters.contains($0) }
+        while let last = text.last, characters.contains(last) { text.removeLast() }
+        return text
     }
 
     init(boundary: String) {
@@ -78,7 +87,7 @@ struct MultipartScanner {
                 for line in String(decoding: pending[..<blank], as: UTF8.self).split(separator: "\r\n") {
                     let pair = line.split(separator: ":", maxSplits: 1)
                     guard pair.count == 2 else { throw CouchError.badRequest("malformed multipart body: a header line without a colon") }
-                    fields[pair[0].trimmingCharacters(in: .whitespaces).lowercased()] = pair[1].trimmingCharacters(in: .whitespaces)
+                    fields[Self.trimmed(pair[0]).lowercased()] = String(Self.trimmed(pair[1]))
                 }
                 pending.removeFirst(blank + 2)
                 try headers(fields)
