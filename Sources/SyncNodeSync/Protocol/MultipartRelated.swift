@@ -68,7 +68,7 @@ enum MultipartRelated {
         /// - Throws: what ``MultipartRelated/read(_:boundary:jsonLimit:attachmentLimit:into:)`` throws.
         func feed(_ bytes: UnsafeRawBufferPointer) throws {
             let parts = parts
-            try scanner.feed(bytes, headers: { parts.headers = $0 }, body: { parts.body(ByteBuffer(bytes: $0)) }, end: { parts.complete() })
+            try scanner.feed(bytes, headers: { parts.headers = $0 }, body: { slice in slice.withUnsafeBytes { parts.body($0) } }, end: { parts.complete() })
             if let error = parts.error { throw error }
         }
 
@@ -119,29 +119,31 @@ enum MultipartRelated {
             self.collection = collection
         }
 
-        func body(_ bytes: ByteBuffer) {
+        /// The next bytes of the current part, straight from the scanner (not copied into a
+        /// buffer of their own unless a decoder needs one).
+        func body(_ bytes: UnsafeRawBufferPointer) {
             guard error == nil else { return }
             do {
                 guard object != nil else {
-                    guard json.count + bytes.readableBytes <= jsonLimit else {
+                    guard json.count + bytes.count <= jsonLimit else {
                         throw CouchError.tooLarge("the JSON part is larger than \(jsonLimit) bytes")
                     }
-                    json.append(contentsOf: bytes.readableBytesView)
+                    json.append(contentsOf: bytes)
                     return
                 }
                 try startPart()
                 if let decoder, let writer {
-                    bytes.withUnsafeReadableBytes { encodedMD5.update(bufferPointer: $0) }
-                    try decoder.feed(bytes) { piece in try piece.withUnsafeReadableBytes { try writer.append($0) } }
+                    encodedMD5.update(bufferPointer: bytes)
+                    try decoder.feed(ByteBuffer(bytes: bytes)) { piece in try piece.withUnsafeReadableBytes { try writer.append($0) } }
                 } else if let writer {
-                    guard writer.length + bytes.readableBytes <= attachmentLimit else {
+                    guard writer.length + bytes.count <= attachmentLimit else {
                         throw CouchError.tooLarge("Attachment is larger than \(attachmentLimit) bytes")
                     }
                     // Refused as soon as it passes what its document declares, not once it is all written.
-                    if let declared, writer.length + bytes.readableBytes > declared, let name = current?.name {
+                    if let declared, writer.length + bytes.count > declared, let name = current?.name {
                         throw CouchError.badRequest("attachment '\(name)' is longer than the \(declared) bytes the document declares")
                     }
-                    try bytes.withUnsafeReadableBytes { try writer.append($0) }
+                    try writer.append(bytes)
                 }
             } catch {
                 self.error = error
