@@ -126,7 +126,7 @@ extension MultipartMixed {
                     try MultipartRelated.Reader(boundary: $0, jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection, inspect: inspect)
                 }
             }, body: { bytes in
-                try bytes.withUnsafeBytes { try part?.feed($0) }
+                try part?.feed(bytes)
             }, end: {
                 guard let part else { return }
                 self.part = nil

@@ -68,7 +68,7 @@ enum MultipartRelated {
         /// - Throws: what ``MultipartRelated/read(_:boundary:jsonLimit:attachmentLimit:into:)`` throws.
         func feed(_ bytes: UnsafeRawBufferPointer) throws {
             let parts = parts
-            try scanner.feed(bytes, headers: { parts.headers = $0 }, body: { slice in slice.withUnsafeBytes { parts.body($0) } }, end: { parts.complete() })
+            try scanner.feed(bytes, headers: { parts.headers = $0 }, body: { parts.body($0) }, end: { parts.complete() })
             if let error = parts.error { throw error }
         }
 

@@ -49,10 +49,18 @@ struct MultipartScanner {
     /// - Throws: `CouchError` 400 for a malformed body, or what the callbacks throw.
     mutating func feed(
         _ bytes: UnsafeRawBufferPointer,
-        headers: ([String: String]) throws -> Void, body: (ArraySlice<UInt8>) throws -> Void, end: () throws -> Void
+        headers: ([String: String]) throws -> Void, body: (UnsafeRawBufferPointer) throws -> Void, end: () throws -> Void
     ) throws {
         guard state != .done else { return }
-        pending.append(contentsOf: bytes)
+        var input = bytes
+        if state == .body {
+            switch try feedBody(bytes, body: body, end: end) {
+            case .taken: return
+            case .ended(let after): input = after
+            case .general: break
+            }
+        }
+        pending.append(contentsOf: input)
         while true {
             switch state {
             case .preamble:
@@ -94,14 +102,14 @@ struct MultipartScanner {
                 state = .body
             case .body:
                 if let at = Self.find(delimiter, in: pending) {
-                    if at > 0 { try body(pending[..<at]) }
+                    if at > 0 { try pending.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<at])) } }
                     pending.removeFirst(at + delimiter.count)
                     try end()
                     state = .afterDelimiter
                 } else {
                     let safe = pending.count - (delimiter.count - 1)
                     if safe > 0 {
-                        try body(pending[..<safe])
+                        try pending.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<safe])) }
                         pending.removeFirst(safe)
                     }
                     return
@@ -112,21 +120,60 @@ struct MultipartScanner {
         }
     }
 
+    private enum BodyFeed {
+        /// Every byte was taken (the last few held back, as ever).
+        case taken
+        /// The part ended: these bytes follow its delimiter.
+        case ended(after: UnsafeRawBufferPointer)
+        /// The general path must take them.
+        case general
+    }
+
+    /// Inside a part's body: its bytes go to `body` straight from `bytes`, not through
+    /// `pending` (a copy of every byte, at each level of a nested multipart body). Only when a
+    /// delimiter may start in the bytes held back, or too few arrived to tell, does the
+    /// general path take them.
+    private mutating func feedBody(
+        _ bytes: UnsafeRawBufferPointer, body: (UnsafeRawBufferPointer) throws -> Void, end: () throws -> Void
+    ) throws -> BodyFeed {
+        let length = delimiter.count
+        guard bytes.count >= length - 1 else { return .general }
+        if !pending.isEmpty {
+            // A delimiter that starts in the held-back bytes ends within this many of the new ones.
+            let seam = pending + bytes.prefix(length - 1)
+            if let at = Self.find(delimiter, in: seam), at < pending.count { return .general }
+            try pending.withUnsafeBytes { try body($0) }
+            pending.removeAll(keepingCapacity: true)
+        }
+        if let at = Self.find(delimiter, in: bytes) {
+            if at > 0 { try body(UnsafeRawBufferPointer(rebasing: bytes[..<at])) }
+            try end()
+            state = .afterDelimiter
+            return .ended(after: UnsafeRawBufferPointer(rebasing: bytes[(at + length)...]))
+        }
+        let safe = bytes.count - (length - 1)
+        if safe > 0 { try body(UnsafeRawBufferPointer(rebasing: bytes[..<safe])) }
+        pending.append(contentsOf: bytes[safe...])
+        return .taken
+    }
+
     /// Where `needle` first starts in `haystack`: candidates by memchr on its first byte, then memcmp.
     private static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
-        haystack.withUnsafeBytes { h in
-            needle.withUnsafeBytes { n in
-                guard let hb = h.baseAddress, let nb = n.baseAddress, n.count > 0, h.count >= n.count else { return nil }
-                let first = Int32(n[0])
-                var offset = 0
-                while offset + n.count <= h.count {
-                    guard let hit = memchr(hb + offset, first, h.count - offset - n.count + 1) else { return nil }
-                    let position = hb.distance(to: UnsafeRawPointer(hit))
-                    if memcmp(hb + position, nb, n.count) == 0 { return position }
-                    offset = position + 1
-                }
-                return nil
+        haystack.withUnsafeBytes { find(needle, in: $0) }
+    }
+
+    private static func find(_ needle: [UInt8], in h: UnsafeRawBufferPointer) -> Int? {
+        needle.withUnsafeBytes { n in
+            guard let hb = h.baseAddress, let nb = n.baseAddress, n.count > 0, h.count >= n.count else { return nil }
+            let first = Int32(n[0])
+            var offset = 0
+            while offset + n.count <= h.count {
+                guard let hit = memchr(hb + offset, first, h.count - offset - n.count + 1) else { return nil }
+                let position = hb.distance(to: UnsafeRawPointer(hit))
+                if memcmp(hb + position, nb, n.count) == 0 { return position }
+                offset = position + 1
             }
+            return nil
         }
     }
 }
