@@ -168,10 +168,13 @@ package final class InFlightRevisions: Sendable {
         state.withLock { s in
             for doc in docs {
                 let key = Key(collection: owner.collection, id: doc.id, rev: doc.rev)
-                guard let old = s.entries.updateValue(.fetched(owner: owner.number, doc), forKey: key) else { continue }
-                // Another run's entry stays its own; so does this run's fetch of it, with its waiters.
-                if case .fetched(owner.number, _) = old { continue }
-                s.entries[key] = old
+                switch s.entries[key] {
+                case nil, .fetched(owner.number, _)?:
+                    s.entries[key] = .fetched(owner: owner.number, doc)
+                default:
+                    // Another run's entry stays its own; so does this run's fetch of it, with its waiters.
+                    break
+                }
             }
         }
     }
