@@ -45,6 +45,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 "CXattr",
+                "CWriteback",
                 .target(name: "CLibCrypto", condition: .when(platforms: [.linux])),
             ]
         ),
@@ -89,6 +90,8 @@ let package = Package(
         .systemLibrary(name: "CMalloc"),
         // Extended attributes, where the blob store keeps each blob's MD5 (no file of its own).
         .systemLibrary(name: "CXattr"),
+        // Writeback started early, so a batch of pulled blobs waits for the disk once.
+        .systemLibrary(name: "CWriteback"),
         // OpenSSL's SHA-256 without a context allocated per hash: every write hashes one to three digest entries.
         .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Gzip between nodes through Intel's ISA-L (igzip): about three times zlib's speed at the same ratio.

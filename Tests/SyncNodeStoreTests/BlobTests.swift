@@ -166,6 +166,46 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: fresh.path))
     }
 
+    /// A batch's blobs keep their temporary names until the batch is placed, or until
+    /// ``BlobBatch/lag`` later ones were finished; then each is in place under its digest with
+    /// its MD5. One that vanished before then fails the placing: those before it stay placed,
+    /// the rest are dropped, and no temporary file is left.
+    @Test func aBatchOfBlobsIsPlacedTogether() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let folder = db.path.appendingPathComponent("blobs")
+        func temporaryFiles() throws -> [String] {
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix(".tmp-") }
+        }
+        func write(_ text: String, into batch: BlobBatch, verify: (String, Int) throws -> Void = { _, _ in }) throws -> WrittenBlob {
+            let writer = try c.blobWriter()
+            try Array(text.utf8).withUnsafeBytes { try writer.append($0) }
+            return try writer.finish(into: batch, verify: verify)
+        }
+        let batch = try c.blobBatch()
+        let written = try (0..<BlobBatch.lag + 2).map { try write("blob \($0)", into: batch) }
+        #expect(throws: StoreError.self) { try write("refused", into: batch) { _, _ in throw StoreError.invalidValue("no") } }
+        #expect(written.map { c.blobFile(digest: $0.digest) != nil } == [true, true] + Array(repeating: false, count: BlobBatch.lag))
+        #expect(try temporaryFiles().count == BlobBatch.lag)
+        try batch.place()
+        #expect(batch.isEmpty)
+        for blob in written {
+            #expect(c.blobFile(digest: blob.digest) != nil)
+            #expect(c.blobMD5(digest: blob.digest) == blob.md5)
+        }
+        #expect(try temporaryFiles().isEmpty)
+
+        let failing = try c.blobBatch()
+        let first = try write("three", into: failing), gone = try write("four", into: failing), last = try write("five", into: failing)
+        try FileManager.default.removeItem(at: gone.temp)
+        #expect(throws: StoreError.self) { try failing.place() }
+        #expect(c.blobFile(digest: first.digest) != nil)
+        #expect(c.blobFile(digest: gone.digest) == nil && c.blobFile(digest: last.digest) == nil)
+        #expect(try temporaryFiles().isEmpty)
+    }
+
     /// A blob read from one database and saved into another: its file is copied across.
     @Test func aBlobFromAnotherDatabaseIsCopiedAcross() throws {
         let dir = try TempDirectory()

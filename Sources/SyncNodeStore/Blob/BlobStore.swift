@@ -160,6 +160,29 @@ final class BlobStore: Sendable {
         keep(md5, for: digest, beside: target)
     }
 
+    /// Makes each of `blobs` durable and names it, then (when `syncingFolder`) the folder,
+    /// which makes the names durable. After a failure the rest are dropped, the ones before it
+    /// stay in place.
+    /// - Throws: ``StoreError/io(_:)`` when a blob cannot be synced or renamed, or the folder
+    ///   not synced.
+    func adopt(_ blobs: [WrittenBlob], syncingFolder: Bool) throws {
+        var failure: (any Error)?
+        for blob in blobs {
+            if failure == nil {
+                do {
+                    try Durability.sync(path: blob.temp.path)
+                    try adopt(blob.temp, digest: blob.digest, md5: blob.md5)
+                    continue
+                } catch {
+                    failure = error
+                }
+            }
+            try? FileManager.default.removeItem(at: blob.temp)
+        }
+        if syncingFolder { try syncDirectory() }
+        if let failure { throw failure }
+    }
+
     /// True when the content is there already. Its time is refreshed: compaction
     /// spares unreferenced blobs younger than its grace period, and a save about
     /// to refer to this one again must not lose it to a compaction in between.

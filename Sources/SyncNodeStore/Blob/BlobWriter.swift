@@ -1,11 +1,13 @@
+import CWriteback
 import Crypto
 import Foundation
 
 /// Content written into a database's blob store piece by piece (an attachment arriving over
 /// the network), its digests computed as it goes, so nothing holds the whole content in memory.
 ///
-/// The pieces go to a temporary file; ``finish(syncingName:verify:)`` names it after its digest (or drops it when
-/// the store has that content already). A writer abandoned, or a process killed, leaves no
+/// The pieces go to a temporary file; ``finish(verify:)`` names it after its digest (or drops it
+/// when the store has that content already), or ``finish(into:verify:)`` leaves that to a
+/// ``BlobBatch``. A writer abandoned, or a process killed, leaves no
 /// partial blob under a real name: temporary files are removed when the database opens.
 package final class BlobWriter {
     private let store: BlobStore
@@ -47,39 +49,60 @@ package final class BlobWriter {
         pending.removeAll(keepingCapacity: true)
     }
 
-    /// Puts the content in place under its digest and returns the digest (`sha1-...`); its
-    /// `md5-` wire digest is kept beside it.
+    /// Puts the content in place under its digest, durable, its name too, and returns the
+    /// digest (`sha1-...`); its `md5-` wire digest is kept beside it.
     ///
     /// `verify` sees the content's `md5-` digest and length first; when it throws, nothing is
     /// kept and its error is rethrown (content that is not what its sender declared never
     /// becomes a blob).
-    ///
-    /// The content is durable when this returns; its name too when `syncingName` (an fsync of
-    /// the blob directory). A caller that finishes many blobs passes false and calls
-    /// ``DocumentCollection/makeBlobNamesDurable()`` once, before saving a document that refers
-    /// to them.
     /// - Throws: ``StoreError/io(_:)`` when the file cannot be completed or renamed, or the folder
     ///   not synced (the blob is then in place, its name perhaps not durable); or what `verify` throws.
-    package func finish(syncingName: Bool = true, verify: (_ md5: String, _ length: Int) throws -> Void = { _, _ in }) throws -> String {
-        let md5 = "md5-" + Data(self.md5.finalize()).base64EncodedString()
-        do {
-            try flush()
-            try verify(md5, length)
+    package func finish(verify: (_ md5: String, _ length: Int) throws -> Void = { _, _ in }) throws -> String {
+        let written = try complete(verify: verify) {
             do {
                 try handle.synchronize()
             } catch {
                 throw StoreError.io("completing blob content: \(error.localizedDescription)")
             }
+        }
+        try store.adopt(written.temp, digest: written.digest, md5: written.md5)
+        try store.syncDirectory()
+        return written.digest
+    }
+
+    /// Completes the content without waiting for the disk and adds it to `batch`: its writeback
+    /// starts, and it keeps its temporary name until the batch has made it durable (a name is a
+    /// promise of its content: after a power cut, a named file emptied by delayed allocation
+    /// would pass for it for good). A pull finishes its batch's attachments so, and does not
+    /// wait for the disk once per attachment.
+    ///
+    /// `verify` is as for ``finish(verify:)``.
+    /// - Throws: ``StoreError/io(_:)`` when the file cannot be completed, or an earlier blob of
+    ///   the batch not placed; or what `verify` throws.
+    package func finish(into batch: BlobBatch, verify: (_ md5: String, _ length: Int) throws -> Void) throws -> WrittenBlob {
+        let written = try complete(verify: verify) {
+            // Advice only: the sync at placement makes it durable whatever this does.
+            _ = syncnode_start_writeback(handle.fileDescriptor)
+        }
+        try batch.add(written)
+        return written
+    }
+
+    /// Writes what is pending, checks it with `verify`, runs `end` on the file and closes it;
+    /// on a failure nothing is kept.
+    private func complete(verify: (_ md5: String, _ length: Int) throws -> Void, end: () throws -> Void) throws -> WrittenBlob {
+        let md5 = "md5-" + Data(self.md5.finalize()).base64EncodedString()
+        do {
+            try flush()
+            try verify(md5, length)
+            try end()
         } catch {
             abandon()
             throw error
         }
         done = true
         try? handle.close()
-        let digest = "sha1-" + Data(sha1.finalize()).base64EncodedString()
-        try store.adopt(temp, digest: digest, md5: md5)
-        if syncingName { try store.syncDirectory() }
-        return digest
+        return WrittenBlob(digest: "sha1-" + Data(sha1.finalize()).base64EncodedString(), md5: md5, length: length, temp: temp)
     }
 
     /// Drops what was written.

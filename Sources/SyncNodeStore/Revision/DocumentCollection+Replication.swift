@@ -266,11 +266,10 @@ extension DocumentCollection {
         database.blobStore.file(digest: digest)
     }
 
-    /// Makes the names of blobs finished with `BlobWriter.finish(syncingName: false)` durable
-    /// (one fsync of the blob directory), before a document that refers to them is saved.
-    /// - Throws: ``StoreError/io(_:)`` when the disk refuses.
-    package func makeBlobNamesDurable() throws {
-        try database.blobStore.syncDirectory()
+    /// A batch for blobs that documents about to be saved refer to (see ``BlobBatch``).
+    package func blobBatch() throws -> BlobBatch {
+        try checkLive()
+        return BlobBatch(store: database.blobStore)
     }
 
     /// A writer of blob content arriving piece by piece (see ``BlobWriter``).

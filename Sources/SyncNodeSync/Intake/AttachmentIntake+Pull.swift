@@ -29,6 +29,10 @@ extension AttachmentIntake {
         var out = docs
         var downloads: [Download] = []
         var files: [Int: [String: AttachmentFile]] = [:]
+        // What arrives waits here, its writeback started, and is placed at once: one wait for
+        // the disk per batch instead of one per attachment.
+        let batch = try collection.blobBatch()
+        var written: [Int: [String: WrittenAttachment]] = [:]
         for (index, doc) in docs.enumerated() {
             guard case .dictionary(let attachments)? = doc.meta[DocumentCollection.attachmentsKey] else { continue }
             let known = try localBlobs(id: doc.id, revisions: attsSince[doc.id] ?? [], in: collection)
@@ -46,37 +50,41 @@ extension AttachmentIntake {
             // send (and everything from CouchDB) one request each.
             var remaining = downloads
             if downloads.count > 1 {
-                let received = try await inBatches(downloads, of: docs, attsSince: attsSince, into: collection, from: source)
-                for (index, sent) in received { files[index, default: [:]].merge(sent) { $1 } }
+                let received = try await inBatches(downloads, of: docs, attsSince: attsSince, into: collection, batch: batch, from: source)
+                for (index, sent) in received { written[index, default: [:]].merge(sent) { $1 } }
                 remaining.removeAll { received[$0.doc]?[$0.name] != nil }
             }
-            try await withThrowingTaskGroup(of: (Int, String, AttachmentFile?).self) { group in
+            try await withThrowingTaskGroup(of: (Int, String, WrittenAttachment?).self) { group in
                 var pending = remaining.makeIterator()
                 func next() {
                     guard let (index, name, entry) = pending.next() else { return }
                     let doc = docs[index]
                     group.addTask {
                         do {
-                            return (index, name, try await download(id: doc.id, rev: doc.rev, name: name, entry: entry, into: collection, from: source))
+                            return (index, name, try await download(id: doc.id, rev: doc.rev, name: name, entry: entry, into: collection, batch: batch, from: source))
                         } catch let missing as CouchError where PeerStatus.contentGone.contains(missing.status) {
                             return (index, name, nil)
                         }
                     }
                 }
                 for _ in 0..<parallelDownloads { next() }
-                while let (index, name, file) = try await group.next() {
-                    if let file { files[index, default: [:]][name] = file }
+                while let (index, name, attachment) = try await group.next() {
+                    if let attachment { written[index, default: [:]][name] = attachment }
                     next()
                 }
             }
         } catch {
-            // Blobs already in place stay (a retry finds them there): their names durable all the same.
-            if !downloads.isEmpty { try? collection.makeBlobNamesDurable() }
+            // What arrived is placed all the same (a retry finds it there), once every download
+            // of the batch has ended (a task group waits for its tasks).
+            try? batch.place()
             throw error
         }
-        // The new blobs' names, durable together before the documents that refer to them are
-        // saved (and so before the checkpoint that skips them).
-        if !downloads.isEmpty { try collection.makeBlobNamesDurable() }
+        // Durable, content and names, before the documents that refer to them are saved (and
+        // so before the checkpoint that skips them).
+        try batch.place()
+        for (index, found) in written {
+            for (name, attachment) in found { files[index, default: [:]][name] = try attachment.file(in: collection) }
+        }
         for (index, found) in files {
             guard case .dictionary(var attachments)? = out[index].meta[DocumentCollection.attachmentsKey] else { continue }
             for (name, file) in found {
@@ -101,8 +109,8 @@ extension AttachmentIntake {
     /// cannot use).
     private static func inBatches(
         _ downloads: [Download], of docs: [WireRevision], attsSince: [String: [String]], into collection: DocumentCollection,
-        from source: any AttachmentSource
-    ) async throws -> [Int: [String: AttachmentFile]] {
+        batch: BlobBatch, from source: any AttachmentSource
+    ) async throws -> [Int: [String: WrittenAttachment]] {
         var documents: [Int] = []
         var lengths: [Int: [String: Int?]] = [:]
         for download in downloads {
@@ -112,14 +120,14 @@ extension AttachmentIntake {
             lengths[download.doc, default: [:]][download.name] = length
         }
         let parts = min(parallelDownloads, documents.count)
-        let received = try await withThrowingTaskGroup(of: [AttachmentRequest.Key: [String: AttachmentFile]]?.self) { group in
+        let received = try await withThrowingTaskGroup(of: [AttachmentRequest.Key: [String: WrittenAttachment]]?.self) { group in
             for part in 0..<parts {
                 let requests = stride(from: part, to: documents.count, by: parts).map { documents[$0] }.map {
                     AttachmentRequest(key: .init(id: docs[$0].id, rev: docs[$0].rev), attsSince: attsSince[docs[$0].id] ?? [], lengths: lengths[$0] ?? [:])
                 }
                 group.addTask {
                     do {
-                        return try await source.downloadAttachments(of: requests, into: collection)
+                        return try await source.downloadAttachments(of: requests, into: collection, batch: batch)
                     } catch let refused as CouchError where refused.status == 502 {
                         // An answer this side cannot use (malformed, or naming what was not asked
                         // for): its attachments are asked for alone instead; the others' stay.
@@ -127,18 +135,18 @@ extension AttachmentIntake {
                     }
                 }
             }
-            var all: [AttachmentRequest.Key: [String: AttachmentFile]] = [:]
+            var all: [AttachmentRequest.Key: [String: WrittenAttachment]] = [:]
             for try await answer in group {
                 if let answer { all.merge(answer) { $1 } }
             }
             return all
         }
-        var found: [Int: [String: AttachmentFile]] = [:]
+        var found: [Int: [String: WrittenAttachment]] = [:]
         for (index, name, entry) in downloads {
             // Checked against the stub this pull received: the answer's JSON only vouches for itself.
-            guard let file = received[.init(id: docs[index].id, rev: docs[index].rev)]?[name],
-                  (try? AttachmentFile.verify(md5: file.md5, length: file.length, against: entry, name: name)) != nil else { continue }
-            found[index, default: [:]][name] = file
+            guard let attachment = received[.init(id: docs[index].id, rev: docs[index].rev)]?[name],
+                  (try? AttachmentFile.verify(md5: attachment.blob.md5, length: attachment.blob.length, against: entry, name: name)) != nil else { continue }
+            found[index, default: [:]][name] = attachment
         }
         return found
     }
@@ -158,13 +166,13 @@ extension AttachmentIntake {
         return known
     }
 
-    /// One attachment of revision `rev`, streamed from `source` into `collection`'s blob store;
-    /// checked against its stub before it is kept. Its name is not yet durable:
-    /// ``pulled(_:wanted:into:from:)`` makes a batch's names durable together.
+    /// One attachment of revision `rev`, streamed from `source` into `collection`'s blob store,
+    /// into `batch`; checked against its stub before it is kept. ``pulled(_:wanted:into:from:)``
+    /// places the batch.
     private static func download(
         id: String, rev: String, name: String, entry: [String: DocumentValue], into collection: DocumentCollection,
-        from source: any AttachmentSource
-    ) async throws -> AttachmentFile {
+        batch: BlobBatch, from source: any AttachmentSource
+    ) async throws -> WrittenAttachment {
         var declared: Int?
         if case .int(let n)? = entry["length"] { declared = Int(clamping: n) }
         let writer = try collection.blobWriter()
@@ -174,7 +182,7 @@ extension AttachmentIntake {
             writer.abandon()
             throw error
         }
-        let digest = try writer.finish(syncingName: false) { md5, length in
+        let blob = try writer.finish(into: batch) { md5, length in
             do {
                 try AttachmentFile.verify(md5: md5, length: length, against: entry, name: name)
             } catch let error as CouchError {
@@ -182,9 +190,6 @@ extension AttachmentIntake {
                 throw CouchError(status: 502, error: "bad_gateway", reason: "\(id): \(error.reason)")
             }
         }
-        guard let file = AttachmentFile(digest: digest, contentType: entry["content_type"]?.stringValue ?? "application/octet-stream", in: collection) else {
-            throw CouchError(status: 500, error: "attachment_missing", reason: "attachment '\(name)' of \(id) was stored but cannot be read back")
-        }
-        return file
+        return WrittenAttachment(blob: blob, contentType: entry["content_type"]?.stringValue ?? "application/octet-stream")
     }
 }

@@ -14,12 +14,15 @@ protocol AttachmentSource: Sendable {
     ) async throws
 
     /// The attachments of several revisions in one answer, each revision's written to
-    /// `collection`'s blob store as it arrives (their names not yet durable): the files received,
-    /// by revision and attachment name; nil when the peer cannot send them so.
+    /// `collection`'s blob store as it arrives, into `batch` (for the caller to place, even
+    /// after a failure): those received, by revision and attachment name; nil when the peer
+    /// cannot send them so.
     ///
     /// - Throws: `CouchError` 502 for a malformed answer or content that does not match its
     ///   declaration; the peer's other answers and network errors; `StoreError`.
-    func downloadAttachments(of revisions: [AttachmentRequest], into collection: DocumentCollection) async throws -> [AttachmentRequest.Key: [String: AttachmentFile]]?
+    func downloadAttachments(
+        of revisions: [AttachmentRequest], into collection: DocumentCollection, batch: BlobBatch
+    ) async throws -> [AttachmentRequest.Key: [String: WrittenAttachment]]?
 }
 
 /// A revision whose attachments a pull lacks: those not in revisions `attsSince`.

@@ -85,7 +85,8 @@ extension MultipartMixed {
 extension MultipartMixed {
     /// Reads a `multipart/mixed` answer of documents as its bytes arrive (``response(_:)``'s):
     /// the attachments following each `multipart/related` part's JSON go into `collection`'s
-    /// blob store, each checked against what the JSON declares, none held in memory. Plain
+    /// blob store (a ``BlobBatch``, for the caller to place), each checked against what the
+    /// JSON declares, none held in memory. Plain
     /// JSON parts (a document none follow, an error) are skipped: the reader fetches what it
     /// did not receive another way. One answer's, on one task.
     final class Reader {
@@ -93,13 +94,14 @@ extension MultipartMixed {
         struct Received {
             let id: String
             let rev: String
-            let files: [String: AttachmentFile]
+            let written: [String: WrittenAttachment]
         }
 
         private var scanner: MultipartScanner
         private let jsonLimit: Int
         private let attachmentLimit: Int
         private let collection: DocumentCollection
+        private let batch: BlobBatch
         private let inspect: ([String: DocumentValue]) throws -> Void
         /// The `multipart/related` part being read.
         private var part: MultipartRelated.Reader?
@@ -107,12 +109,13 @@ extension MultipartMixed {
 
         /// `inspect` sees each part's document before any of its attachments is written, and
         /// refuses it by throwing (one that was not asked for, say).
-        init(boundary: String, jsonLimit: Int, attachmentLimit: Int, collection: DocumentCollection,
+        init(boundary: String, jsonLimit: Int, attachmentLimit: Int, collection: DocumentCollection, batch: BlobBatch,
              inspect: @escaping ([String: DocumentValue]) throws -> Void) {
             scanner = MultipartScanner(boundary: boundary)
             self.jsonLimit = jsonLimit
             self.attachmentLimit = attachmentLimit
             self.collection = collection
+            self.batch = batch
             self.inspect = inspect
         }
 
@@ -123,7 +126,7 @@ extension MultipartMixed {
         func feed(_ bytes: UnsafeRawBufferPointer) throws {
             try scanner.feed(bytes, headers: { headers in
                 part = try MultipartRelated.boundary(contentType: headers["content-type"] ?? "").map {
-                    try MultipartRelated.Reader(boundary: $0, jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection, inspect: inspect)
+                    try MultipartRelated.Reader(boundary: $0, jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection, batch: batch, inspect: inspect)
                 }
             }, body: { bytes in
                 try part?.feed(bytes)
@@ -131,8 +134,8 @@ extension MultipartMixed {
                 guard let part else { return }
                 self.part = nil
                 // Only what names the document is kept: a batch's bodies came in the first answer.
-                let (object, files) = try part.result()
-                received.append(Received(id: object["_id"]?.stringValue ?? "", rev: object["_rev"]?.stringValue ?? "", files: files))
+                let (object, written) = try part.result()
+                received.append(Received(id: object["_id"]?.stringValue ?? "", rev: object["_rev"]?.stringValue ?? "", written: written))
             })
         }
 

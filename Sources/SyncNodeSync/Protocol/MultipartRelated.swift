@@ -28,21 +28,22 @@ enum MultipartRelated {
     static func read<Body: AsyncSequence>(
         _ body: Body, boundary: String, jsonLimit: Int, attachmentLimit: Int, into collection: DocumentCollection
     ) async throws -> (object: [String: DocumentValue], files: [String: AttachmentFile]) where Body.Element == ByteBuffer {
-        let reader = try Reader(boundary: boundary, jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection)
+        let batch = try collection.blobBatch()
+        let reader = try Reader(boundary: boundary, jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection, batch: batch)
         defer { reader.abandon() }
-        let result: (object: [String: DocumentValue], files: [String: AttachmentFile])
+        let result: (object: [String: DocumentValue], written: [String: WrittenAttachment])
         do {
             for try await buffer in body {
                 try buffer.withUnsafeReadableBytes { try reader.feed($0) }
             }
             result = try reader.result()
         } catch {
-            // Parts already in place stay (a retry finds them there): their names durable all the same.
-            try? reader.syncNames()
+            // Parts already received are placed all the same: a retry finds them there.
+            try? batch.place()
             throw error
         }
-        try reader.syncNames()
-        return result
+        try batch.place()
+        return (result.object, try result.written.mapValues { try $0.file(in: collection) })
     }
 
     /// A body read as its bytes are fed: a request's, or one part of a `multipart/mixed`
@@ -51,16 +52,16 @@ enum MultipartRelated {
         private var scanner: MultipartScanner
         private let parts: PartReader
 
-        /// `inspect` sees the document once its JSON is read, before any attachment is written,
-        /// and may refuse it by throwing.
+        /// Attachments go into `batch`, for the caller to place. `inspect` sees the document once
+        /// its JSON is read, before any attachment is written, and may refuse it by throwing.
         /// - Throws: `CouchError` 400 for a boundary of more than 200 characters or none.
-        init(boundary: String, jsonLimit: Int, attachmentLimit: Int, collection: DocumentCollection,
+        init(boundary: String, jsonLimit: Int, attachmentLimit: Int, collection: DocumentCollection, batch: BlobBatch,
              inspect: (([String: DocumentValue]) throws -> Void)? = nil) throws {
             guard !boundary.isEmpty, boundary.utf8.count <= 200 else {
                 throw CouchError.badRequest("the multipart boundary must be 1 to 200 characters")
             }
             scanner = MultipartScanner(boundary: boundary)
-            parts = PartReader(jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection)
+            parts = PartReader(jsonLimit: jsonLimit, attachmentLimit: attachmentLimit, collection: collection, batch: batch)
             parts.inspect = inspect
         }
 
@@ -72,16 +73,13 @@ enum MultipartRelated {
             if let error = parts.error { throw error }
         }
 
-        /// The document and its attachments' files, once the whole body was fed.
-        func result() throws -> (object: [String: DocumentValue], files: [String: AttachmentFile]) {
+        /// The document and its attachments (in the batch, not yet placed), once the whole body was fed.
+        func result() throws -> (object: [String: DocumentValue], written: [String: WrittenAttachment]) {
             guard scanner.isComplete else {
                 throw CouchError.badRequest("the multipart body ended before its closing boundary")
             }
             return try parts.result()
         }
-
-        /// Makes the names of the finished parts' blobs durable (one fsync of the blob folder).
-        func syncNames() throws { try parts.syncNames() }
 
         /// Drops a part left half-read.
         func abandon() { parts.abandon() }
@@ -92,6 +90,8 @@ enum MultipartRelated {
         let jsonLimit: Int
         let attachmentLimit: Int
         let collection: DocumentCollection
+        /// Where the attachments' blobs wait to be placed.
+        let batch: BlobBatch
         var headers: [String: String] = [:]
         private(set) var error: (any Error)?
 
@@ -100,7 +100,7 @@ enum MultipartRelated {
         private var attachments: [String: DocumentValue] = [:]
         /// The `follows` attachments without a part yet, in the order the JSON lists them.
         private var waiting: [String] = []
-        private var files: [String: AttachmentFile] = [:]
+        private var written: [String: WrittenAttachment] = [:]
 
         /// The attachment part being read, and the length its entry declares.
         private var current: (name: String, entry: [String: DocumentValue])?
@@ -113,10 +113,11 @@ enum MultipartRelated {
         private var decoder: GzipDecoder?
         private var encodedMD5 = Insecure.MD5()
 
-        init(jsonLimit: Int, attachmentLimit: Int, collection: DocumentCollection) {
+        init(jsonLimit: Int, attachmentLimit: Int, collection: DocumentCollection, batch: BlobBatch) {
             self.jsonLimit = jsonLimit
             self.attachmentLimit = attachmentLimit
             self.collection = collection
+            self.batch = batch
         }
 
         /// The next bytes of the current part, straight from the scanner (not copied into a
@@ -165,20 +166,14 @@ enum MultipartRelated {
             headers = [:]
         }
 
-        func result() throws -> (object: [String: DocumentValue], files: [String: AttachmentFile]) {
+        func result() throws -> (object: [String: DocumentValue], written: [String: WrittenAttachment]) {
             if let error { throw error }
             guard var object else { throw CouchError.badRequest("the multipart body ended before its JSON part did") }
             if let missing = waiting.first {
                 throw CouchError.badRequest("attachment '\(missing)' is marked follows, but the body ended before its part")
             }
             if !attachments.isEmpty { object["_attachments"] = .dictionary(attachments) }
-            return (object, files)
-        }
-
-        /// Makes the names of the finished parts' blobs durable: one fsync of the blob folder
-        /// for all of them (``finishPart()`` skips it for each).
-        func syncNames() throws {
-            if !files.isEmpty { try collection.makeBlobNamesDurable() }
+            return (object, written)
         }
 
         /// Drops a part left half-read (a body that broke off, or an error).
@@ -248,15 +243,11 @@ enum MultipartRelated {
             }
             if let writer {
                 self.writer = nil
-                // The names are made durable once, for all parts (``syncNames()``).
-                let digest = try writer.finish(syncingName: false) { md5, length in
+                // Placed with the others, one wait for the disk for all of them (``BlobBatch``).
+                let blob = try writer.finish(into: batch) { md5, length in
                     try AttachmentFile.verify(md5: md5, length: length, against: entry, name: name)
                 }
-                let type = entry["content_type"]?.stringValue ?? "application/octet-stream"
-                guard let file = AttachmentFile(digest: digest, contentType: type, in: collection) else {
-                    throw CouchError(status: 500, error: "attachment_missing", reason: "attachment '\(name)' was stored but cannot be read back")
-                }
-                files[name] = file
+                written[name] = WrittenAttachment(blob: blob, contentType: entry["content_type"]?.stringValue ?? "application/octet-stream")
                 stored["follows"] = true
             }
             attachments[name] = .dictionary(stored)

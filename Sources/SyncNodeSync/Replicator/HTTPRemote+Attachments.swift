@@ -34,7 +34,9 @@ extension HTTPRemote: AttachmentSource {
         }
     }
 
-    func downloadAttachments(of revisions: [AttachmentRequest], into collection: DocumentCollection) async throws -> [AttachmentRequest.Key: [String: AttachmentFile]]? {
+    func downloadAttachments(
+        of revisions: [AttachmentRequest], into collection: DocumentCollection, batch: BlobBatch
+    ) async throws -> [AttachmentRequest.Key: [String: WrittenAttachment]]? {
         guard try await sendsMultipartBulkGet() else { return nil }
         var body = JSONWriter(capacity: 16 + revisions.reduce(0) { $0 + $1.key.id.utf8.count + 64 * (1 + $1.attsSince.count) })
         body.writeRaw(#"{"docs":["#)
@@ -68,7 +70,7 @@ extension HTTPRemote: AttachmentSource {
             return nil
         }
         let asked = Dictionary(revisions.map { ($0.key, $0.lengths) }, uniquingKeysWith: { $1 })
-        let reader = MultipartMixed.Reader(boundary: boundary, jsonLimit: Self.partJSONLimit, attachmentLimit: maxAttachmentSize, collection: collection) { object in
+        let reader = MultipartMixed.Reader(boundary: boundary, jsonLimit: Self.partJSONLimit, attachmentLimit: maxAttachmentSize, collection: collection, batch: batch) { object in
             // Nothing is written that was not asked for, nor longer than its stub says.
             let key = AttachmentRequest.Key(id: object["_id"]?.stringValue ?? "", rev: object["_rev"]?.stringValue ?? "")
             guard let lengths = asked[key] else { throw CouchError.badRequest("it sent \(key.id) \(key.rev), which was not asked for") }
@@ -85,11 +87,11 @@ extension HTTPRemote: AttachmentSource {
             for try await piece in response.body {
                 try piece.withUnsafeReadableBytes { try reader.feed($0) }
             }
-            var files: [AttachmentRequest.Key: [String: AttachmentFile]] = [:]
+            var written: [AttachmentRequest.Key: [String: WrittenAttachment]] = [:]
             for received in try reader.result() {
-                files[AttachmentRequest.Key(id: received.id, rev: received.rev), default: [:]].merge(received.files) { $1 }
+                written[AttachmentRequest.Key(id: received.id, rev: received.rev), default: [:]].merge(received.written) { $1 }
             }
-            return files
+            return written
         } catch let error as CouchError where error.status == 400 || error.status == 413 {
             // Malformed or oversized content is the peer's fault or the network's: a bad gateway, retried.
             throw CouchError(status: 502, error: "bad_gateway", reason: "\(root): \(error.reason)")

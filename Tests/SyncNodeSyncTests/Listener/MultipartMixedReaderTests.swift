@@ -25,18 +25,35 @@ import Testing
         return text
     }
 
-    /// The answer read as a puller that asked for document `a` reads it.
-    private static func read(_ answer: [UInt8], chunk: Int, into collection: DocumentCollection) throws -> [MultipartMixed.Reader.Received] {
-        let reader = MultipartMixed.Reader(boundary: "B", jsonLimit: 1 << 20, attachmentLimit: 1 << 20, collection: collection) { object in
+    /// A document received, with its attachments' files once placed.
+    struct Document {
+        let id: String
+        let rev: String
+        let files: [String: AttachmentFile]
+    }
+
+    /// The answer read as a puller that asked for document `a` reads it: its attachments are
+    /// placed afterwards, even when the answer was refused.
+    private static func read(_ answer: [UInt8], chunk: Int, into collection: DocumentCollection) throws -> [Document] {
+        let batch = try collection.blobBatch()
+        let reader = MultipartMixed.Reader(boundary: "B", jsonLimit: 1 << 20, attachmentLimit: 1 << 20, collection: collection, batch: batch) { object in
             guard object["_id"] == "a" else { throw CouchError.badRequest("not asked for") }
         }
         defer { reader.abandon() }
-        var start = 0
-        while start < answer.count {
-            try Array(answer[start..<min(start + chunk, answer.count)]).withUnsafeBytes { try reader.feed($0) }
-            start += chunk
+        let received: [MultipartMixed.Reader.Received]
+        do {
+            var start = 0
+            while start < answer.count {
+                try Array(answer[start..<min(start + chunk, answer.count)]).withUnsafeBytes { try reader.feed($0) }
+                start += chunk
+            }
+            received = try reader.result()
+        } catch {
+            try batch.place()
+            throw error
         }
-        return try reader.result()
+        try batch.place()
+        return try received.map { Document(id: $0.id, rev: $0.rev, files: try $0.written.mapValues { try $0.file(in: collection) }) }
     }
 
     /// Files under `dir` that are blobs or blobs being written.

@@ -1,0 +1,57 @@
+import Foundation
+import Synchronization
+
+/// Blobs written for a batch of documents (``BlobWriter/finish(into:verify:)``), each content
+/// made durable before its name, the names durable together by ``place()``: call it before
+/// saving the documents that refer to them. Whatever was written into it is placed then, even
+/// when the batch failed on the way: a retry finds that content here.
+///
+/// A blob's writeback starts as it is finished; it is synced and named once ``lag`` later
+/// blobs were finished, when the disk has usually written it already, so neither the
+/// downloads nor ``place()`` wait for the disk once per blob.
+package final class BlobBatch: Sendable {
+    private let store: BlobStore
+    private let written = Mutex<[WrittenBlob]>([])
+    /// Blobs finished and not yet synced, at most: a few megabytes of small attachments.
+    static let lag = 16
+
+    init(store: BlobStore) {
+        self.store = store
+    }
+
+    /// Whether no blob waits to be placed.
+    package var isEmpty: Bool { written.withLock { $0.isEmpty } }
+
+    /// Adds a finished blob, and places the oldest when more than ``lag`` wait.
+    /// - Throws: ``StoreError/io(_:)`` when that one cannot be placed (it is dropped).
+    func add(_ blob: WrittenBlob) throws {
+        let due = written.withLock { written -> WrittenBlob? in
+            written.append(blob)
+            return written.count > Self.lag ? written.removeFirst() : nil
+        }
+        if let due { try store.adopt([due], syncingFolder: false) }
+    }
+
+    /// Places every blob written and not yet placed, then makes the blob folder durable: the
+    /// names of all the batch's blobs, placed here or before.
+    /// - Throws: ``StoreError/io(_:)`` when one cannot be synced or named (those before it stay
+    ///   placed, the rest are dropped), or the folder cannot be synced.
+    package func place() throws {
+        let blobs = written.withLock { blobs in
+            defer { blobs = [] }
+            return blobs
+        }
+        try store.adopt(blobs, syncingFolder: true)
+    }
+}
+
+/// Blob content written and checked, not yet durable nor under its name
+/// (``BlobWriter/finish(into:verify:)``).
+package struct WrittenBlob: Sendable {
+    /// The content's key in the blob store (`sha1-...`).
+    package let digest: String
+    /// The `md5-` digest peers exchange.
+    package let md5: String
+    package let length: Int
+    let temp: URL
+}
