@@ -34,8 +34,8 @@ package final class BlobBatch: Sendable {
 
     /// Places every blob written and not yet placed, then makes the blob folder durable: the
     /// names of all the batch's blobs, placed here or before.
-    /// - Throws: ``StoreError/io(_:)`` when one cannot be synced or named (those before it stay
-    ///   placed, the rest are dropped), or the folder cannot be synced.
+    /// - Throws: ``StoreError/io(_:)`` when one cannot be synced or named (it is dropped, the
+    ///   others are placed), or the folder cannot be synced.
     package func place() throws {
         let blobs = written.withLock { blobs in
             defer { blobs = [] }

@@ -161,23 +161,20 @@ final class BlobStore: Sendable {
     }
 
     /// Makes each of `blobs` durable and names it, then (when `syncingFolder`) the folder,
-    /// which makes the names durable. After a failure the rest are dropped, the ones before it
-    /// stay in place.
-    /// - Throws: ``StoreError/io(_:)`` when a blob cannot be synced or renamed, or the folder
-    ///   not synced.
+    /// which makes the names durable. One that cannot be placed is dropped and the others are
+    /// placed all the same: a retry then fetches only that one.
+    /// - Throws: ``StoreError/io(_:)``, the first blob's that could not be synced or renamed, or
+    ///   the folder's.
     func adopt(_ blobs: [WrittenBlob], syncingFolder: Bool) throws {
         var failure: (any Error)?
         for blob in blobs {
-            if failure == nil {
-                do {
-                    try Durability.sync(path: blob.temp.path)
-                    try adopt(blob.temp, digest: blob.digest, md5: blob.md5)
-                    continue
-                } catch {
-                    failure = error
-                }
+            do {
+                try Durability.sync(path: blob.temp.path)
+                try adopt(blob.temp, digest: blob.digest, md5: blob.md5)
+            } catch {
+                failure = failure ?? error
+                try? FileManager.default.removeItem(at: blob.temp)
             }
-            try? FileManager.default.removeItem(at: blob.temp)
         }
         if syncingFolder { try syncDirectory() }
         if let failure { throw failure }
