@@ -8,7 +8,7 @@ import Foundation
 /// The pieces go to a temporary file; ``finish(verify:)`` names it after its digest (or drops it
 /// when the store has that content already), or ``finish(into:verify:)`` leaves that to a
 /// ``BlobBatch``. A writer abandoned, or a process killed, leaves no
-/// partial blob under a real name: temporary files are removed when the database opens.
+/// partial blob under a real name: temporary files an hour old are removed when the database opens.
 package final class BlobWriter {
     private let store: BlobStore
     private let temp: URL
