@@ -11,23 +11,31 @@ import Synchronization
 /// downloads nor ``place()`` wait for the disk once per blob.
 package final class BlobBatch: Sendable {
     private let store: BlobStore
-    private let written = Mutex<[WrittenBlob]>([])
+    private let state = Mutex(State())
     /// Blobs finished and not yet synced, at most: a few megabytes of small attachments.
     static let lag = 16
+
+    private struct State {
+        var waiting: [WrittenBlob] = []
+        /// Whether any blob was added: a batch that wrote none (its attachments all here
+        /// already) has no name to make durable, and ``place()`` syncs nothing.
+        var wroteAny = false
+    }
 
     init(store: BlobStore) {
         self.store = store
     }
 
     /// Whether no blob waits to be placed.
-    package var isEmpty: Bool { written.withLock { $0.isEmpty } }
+    package var isEmpty: Bool { state.withLock { $0.waiting.isEmpty } }
 
     /// Adds a finished blob, and places the oldest when more than ``lag`` wait.
     /// - Throws: ``StoreError/io(_:)`` when that one cannot be placed (it is dropped).
     func add(_ blob: WrittenBlob) throws {
-        let due = written.withLock { written -> WrittenBlob? in
-            written.append(blob)
-            return written.count > Self.lag ? written.removeFirst() : nil
+        let due = state.withLock { state -> WrittenBlob? in
+            state.waiting.append(blob)
+            state.wroteAny = true
+            return state.waiting.count > Self.lag ? state.waiting.removeFirst() : nil
         }
         if let due { try store.adopt([due], syncingFolder: false) }
     }
@@ -37,10 +45,11 @@ package final class BlobBatch: Sendable {
     /// - Throws: ``StoreError/io(_:)`` when one cannot be synced or named (it is dropped, the
     ///   others are placed), or the folder cannot be synced.
     package func place() throws {
-        let blobs = written.withLock { blobs in
-            defer { blobs = [] }
-            return blobs
+        let (blobs, wroteAny) = state.withLock { state in
+            defer { state.waiting = [] }
+            return (state.waiting, state.wroteAny)
         }
+        guard wroteAny else { return }
         try store.adopt(blobs, syncingFolder: true)
     }
 }
