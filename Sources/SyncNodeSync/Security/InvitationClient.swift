@@ -33,7 +33,9 @@ public enum InvitationClient {
     ///   - uuid: this node's UUID, recorded with its fingerprint.
     ///   - name: this node's name, for the inviter's log.
     ///   - port: this node's listener port, so the inviter can sync with it too; nil when it serves none.
-    ///   - timeout: for connecting to each host and for its answer.
+    ///   - timeout: for connecting to each host (an address where nothing answers costs this
+    ///     much); a host that accepted the connection gets four times as long to answer, as a
+    ///     busy node takes seconds for the TLS handshake and the redemption's writes.
     /// - Throws: ``SyncError/invalidConfiguration(_:)`` when the URL has no invitation or fingerprint;
     ///   `CouchError` with the node's refusal (401 with a reason: expired, used, revoked, unknown);
     ///   ``SyncError/invalidIdentity(_:)`` when the node that answers has another UUID than the URL's;
@@ -71,7 +73,7 @@ public enum InvitationClient {
             let response: HTTPClientResponse
             let text: String
             do {
-                response = try await client.execute(request, timeout: .init(timeout))
+                response = try await client.execute(request, timeout: .init(timeout * 4))
                 text = String(buffer: try await response.body.collect(upTo: 1 << 20))
             } catch {
                 failures.append("\(host): \(error)")
