@@ -176,7 +176,7 @@ import Testing
         let queue = try DatabaseQueue(path: dir.url.appendingPathComponent("db.syncnode/db.sqlite3").path)
         try queue.write { db in
             try db.execute(sql: """
-                DROP TABLE c1_digest;
+                DROP TABLE c1_buckets;
                 ALTER TABLE collections DROP COLUMN digest_log;
                 DELETE FROM grdb_migrations WHERE identifier IN ('v6-digests', 'v7-digest-log')
                 """)
@@ -201,7 +201,7 @@ import Testing
             // As the earlier version kept it: the tombstone in its bucket's figures.
             let bucket = CollectionDigest.bucket(of: "d-3")
             try db.write { db in
-                try db.execute(sql: "UPDATE c1_digest SET count = count + 1, deleted = deleted + 1 WHERE bucket = ?", arguments: [bucket])
+                try DigestTable.apply(db, collectionID: 1, [(bucket, CollectionDigest.Accumulator(count: 1, deleted: 1))])
                 try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v9-live-digests'")
             }
             // Read from the table: the digest as last read is remembered until a write's sequence.
@@ -211,6 +211,41 @@ import Testing
         let db = try dir.open()
         defer { try? db.close() }
         #expect(try db.defaultCollection().digest() == expected)
+    }
+
+    /// A file that kept its digest a row per bucket (before v10) has it packed, with the log
+    /// that adds to it kept; a damaged one is counted again from the documents.
+    @Test(arguments: [false, true]) func aDigestKeptARowPerBucketIsPacked(damaged: Bool) throws {
+        let dir = try TempDirectory()
+        var expected: CollectionDigest
+        do {
+            let db = try dir.open()
+            let c = try db.defaultCollection()
+            // Enough single saves for a fold and a log after it.
+            for i in 0..<150 { try c.save(MutableDocument(id: "old-\(i)")) }
+            try c.delete(id: "old-7")
+            expected = try c.digest()
+            try db.write { db in
+                #expect(try Data.fetchOne(db, sql: "SELECT digest_log FROM collections WHERE id = 1") != nil)
+                let sums = try DigestTable.stored(db, c.tables)
+                #expect(sums.reduce(0) { $0 + $1.count } > 0)
+                try db.execute(sql: "CREATE TABLE c1_digest(bucket INTEGER PRIMARY KEY, count INTEGER NOT NULL, deleted INTEGER NOT NULL, hash BLOB NOT NULL)")
+                for (bucket, sum) in sums.enumerated() where !(damaged && bucket == 9) {
+                    try db.execute(sql: "INSERT INTO c1_digest VALUES(?, ?, ?, ?)",
+                                   arguments: [bucket, sum.count, sum.deleted, Data(CollectionDigest.bytes(of: sum.hash))])
+                }
+                try db.execute(sql: "DROP TABLE c1_buckets; DELETE FROM grdb_migrations WHERE identifier = 'v10-packed-digests'")
+            }
+            try db.close()
+        }
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        #expect(try c.digest() == expected)
+        #expect(try c.digest() == recomputed(c))
+        #expect(try db.read { try $0.tableExists("c1_digest") } == false)
+        try c.save(MutableDocument(id: "new"))
+        #expect(try c.digest() == recomputed(c))
     }
 
     /// A damaged digest log is said, on reading the digest and on the next write, and never

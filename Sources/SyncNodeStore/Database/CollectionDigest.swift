@@ -211,3 +211,23 @@ public struct CollectionDigest: Sendable, Equatable {
         withUnsafeBytes(of: (words.high.bigEndian, words.low.bigEndian)) { Array($0) }
     }
 }
+
+/// How the digest table and log store an accumulator (a memberwise initializer stays).
+extension CollectionDigest.Accumulator {
+    /// Bytes a stored accumulator takes: count and deleted count (8 each), hash (16), big-endian.
+    static let storedSize = 32
+
+    /// The accumulator stored at `offset` of `bytes`, which must hold ``storedSize`` bytes there.
+    init(loading bytes: UnsafeRawBufferPointer, at offset: Int) {
+        self.init(count: Int(Int64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: Int64.self))),
+                  deleted: Int(Int64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: Int64.self))),
+                  hash: CollectionDigest.Words(loading: bytes, at: offset + 16))
+    }
+
+    /// Stores the accumulator at `offset` of `bytes`, which must have ``storedSize`` bytes of room there.
+    func store(into bytes: UnsafeMutableRawBufferPointer, at offset: Int) {
+        bytes.storeBytes(of: Int64(count).bigEndian, toByteOffset: offset, as: Int64.self)
+        bytes.storeBytes(of: Int64(deleted).bigEndian, toByteOffset: offset + 8, as: Int64.self)
+        hash.store(into: bytes, at: offset + 16)
+    }
+}

@@ -1,15 +1,14 @@
 import Foundation
 import GRDB
 
-/// A collection's digest changes not yet folded into its `c<id>_digest` table: a short list in
+/// A collection's digest changes not yet folded into its digest table (``DigestTable``): a short list in
 /// `collections.digest_log`, the row whose sequence counter every write already rewrites.
 ///
 /// A transaction that changes few buckets (a single save) adds its changes to the list, so its
 /// commit need not write a page it would not write without digests. Writing the digest table's
 /// leaf instead adds a page to every commit (on a bare SQLite schema of the same shape, 5.2 WAL
 /// pages per small commit instead of 4.2); with the list, a benchmark's files with and without
-/// digests wrote as many WAL pages. A binary from before the list reads the table alone: its
-/// digests leave the list out until a fold. Once the list would
+/// digests wrote as many WAL pages. Once the list would
 /// name more than ``capacity`` buckets, all of it is folded into the table at once (a batch of
 /// writes does so at its commit).
 ///
@@ -18,8 +17,8 @@ enum DigestLog {
     /// Buckets the list may name: its row stays within one page (about 2 KB), and a fold
     /// comes after about 75 single saves of new documents.
     static let capacity = 64
-    /// Bucket (2 bytes), count change and deleted change (8 each), hash (16), big-endian.
-    private static let entrySize = 34
+    /// Bucket (2 bytes, big-endian), then the change as the table stores it.
+    private static let entrySize = 2 + CollectionDigest.Accumulator.storedSize
 
     typealias Changes = [Int: CollectionDigest.Accumulator]
 
@@ -147,18 +146,11 @@ enum DigestLog {
     }
 
     private static func change(in list: UnsafeRawBufferPointer, at index: Int) -> CollectionDigest.Accumulator {
-        let start = index * entrySize
-        return CollectionDigest.Accumulator(
-            count: Int(Int64(bigEndian: list.loadUnaligned(fromByteOffset: start + 2, as: Int64.self))),
-            deleted: Int(Int64(bigEndian: list.loadUnaligned(fromByteOffset: start + 10, as: Int64.self))),
-            hash: CollectionDigest.Words(loading: list, at: start + 18))
+        CollectionDigest.Accumulator(loading: list, at: index * entrySize + 2)
     }
 
     private static func store(_ change: CollectionDigest.Accumulator, bucket: Int, into list: UnsafeMutableRawBufferPointer, at index: Int) {
-        let start = index * entrySize
-        list.storeBytes(of: UInt16(bucket).bigEndian, toByteOffset: start, as: UInt16.self)
-        list.storeBytes(of: Int64(change.count).bigEndian, toByteOffset: start + 2, as: Int64.self)
-        list.storeBytes(of: Int64(change.deleted).bigEndian, toByteOffset: start + 10, as: Int64.self)
-        change.hash.store(into: list, at: start + 18)
+        list.storeBytes(of: UInt16(bucket).bigEndian, toByteOffset: index * entrySize, as: UInt16.self)
+        change.store(into: list, at: index * entrySize + 2)
     }
 }

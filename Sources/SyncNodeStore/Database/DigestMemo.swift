@@ -3,7 +3,7 @@ import Synchronization
 
 /// A collection's digest as last read, with the collection's `last_seq` when it was true.
 ///
-/// Reading the digest whole (256 rows and the log, then the root's hash) takes 0.3-0.7 ms, and a
+/// Reading the digest whole (its table and log, then the root's hash) takes 0.3-0.7 ms, and a
 /// mesh reads the same one many times per write: each peer's sync check asks for it, and so does
 /// this node's check of each peer. Every write that changes a digest takes a sequence (saves,
 /// replicated revisions, purges, expiry), so while `last_seq` stays the same the digest does too:

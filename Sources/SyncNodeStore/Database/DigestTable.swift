@@ -1,12 +1,21 @@
 import Foundation
 import GRDB
 
-/// Where a collection's ``CollectionDigest`` lives: `c<id>_digest`, one row per bucket
-/// (`bucket`, `count`, `deleted`, `hash`). Every write transaction changes it, or the short
-/// ``DigestLog`` of changes not yet folded into it, once before it commits, by what its writes
-/// changed (``DigestLedger``), so it commits or rolls back with them. An SQL function
-/// registered on every connection of the store, `sn_digest_bucket(id)`, lists a bucket.
+/// Where a collection's ``CollectionDigest`` lives: `c<id>_buckets`, its 256 buckets packed
+/// 32 to a row (`first`, the row's first bucket; `sums`, each bucket's ``CollectionDigest/Accumulator``
+/// as stored, 1,024 bytes). Every write transaction changes it, or the short ``DigestLog`` of
+/// changes not yet folded into it, once before it commits, by what its writes changed
+/// (``DigestLedger``), so it commits or rolls back with them. An SQL function registered on
+/// every connection of the store, `sn_digest_bucket(id)`, lists a bucket.
+///
+/// A fold names about 64 buckets at once. Kept a row per bucket (`c<id>_digest`, before
+/// `v10-packed-digests`), that was 128 statements, and the largest part of what the digest
+/// cost a single save (7,700 of 24,600 instructions, counted by callgrind); packed, it is 16,
+/// on as many pages.
 enum DigestTable {
+    static let bucketsPerRow = 32
+    private static let rowSize = bucketsPerRow * CollectionDigest.Accumulator.storedSize
+
     static func registerFunctions(_ db: GRDB.Database) {
         db.add(function: DatabaseFunction("sn_digest_bucket", argumentCount: 1, pure: true) { args in
             guard var id = String.fromDatabaseValue(args[0]) else { return nil }
@@ -17,13 +26,9 @@ enum DigestTable {
     /// The table and its empty buckets, for a new collection.
     static func create(_ db: GRDB.Database, _ t: CollectionTables) throws {
         try db.execute(sql: """
-            CREATE TABLE \(t.digest)(
-                bucket INTEGER PRIMARY KEY,
-                count INTEGER NOT NULL,
-                deleted INTEGER NOT NULL,
-                hash BLOB NOT NULL);
-            WITH RECURSIVE b(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM b WHERE n < \(CollectionDigest.bucketCount - 1))
-            INSERT INTO \(t.digest)(bucket, count, deleted, hash) SELECT n, 0, 0, zeroblob(16) FROM b;
+            CREATE TABLE \(t.digest)(first INTEGER PRIMARY KEY, sums BLOB NOT NULL);
+            WITH RECURSIVE b(n) AS (SELECT 0 UNION ALL SELECT n + \(bucketsPerRow) FROM b WHERE n + \(bucketsPerRow) < \(CollectionDigest.bucketCount))
+            INSERT INTO \(t.digest)(first, sums) SELECT n, zeroblob(\(rowSize)) FROM b;
             """)
     }
 
@@ -42,49 +47,99 @@ enum DigestTable {
         try apply(db, collectionID: t.id, sums.enumerated().lazy.filter { $0.element.count > 0 }.map { ($0.offset, $0.element) })
     }
 
-    /// Adds each of `changes` (by bucket) to a collection's rows: read, combined here, written back,
-    /// with raw cached statements. Through GRDB's arguments and an SQL function, each bucket's
-    /// update cost a single save about a tenth of its time.
-    static func apply(_ db: GRDB.Database, collectionID: Int64, _ changes: some Sequence<(bucket: Int, change: CollectionDigest.Accumulator)>) throws {
-        let read = try SQLiteStatement.cached(db, "SELECT count, deleted, hash FROM c\(collectionID)_digest WHERE bucket = ?")
-        let write = try SQLiteStatement.cached(db, "UPDATE c\(collectionID)_digest SET count = ?, deleted = ?, hash = ? WHERE bucket = ?")
-        for (bucket, change) in changes {
-            read.bind(1, Int64(bucket))
-            guard try read.step() else {
-                read.reset()
-                throw StoreError.storage("the digest table c\(collectionID)_digest has no bucket \(bucket)")
+    /// Moves a digest kept a row per bucket (`c<id>_digest`, before `v10-packed-digests`) into
+    /// the packed table, as it stands: the collection's ``DigestLog`` adds to it as it did. A
+    /// table that does not read as 256 buckets is counted again from the documents, and the
+    /// log, which added to it, is dropped.
+    static func repack(_ db: GRDB.Database, _ t: CollectionTables) throws {
+        let legacy = "c\(t.id)_digest"
+        guard try db.tableExists(legacy) else { return }
+        // A file that `v9-live-digests` counted again has the packed table already.
+        if try !db.tableExists(t.digest) {
+            let rows = try Row.fetchAll(db, sql: "SELECT bucket, count, deleted, hash FROM \(legacy) ORDER BY bucket")
+            let sums = rows.enumerated().compactMap { index, row -> CollectionDigest.Accumulator? in
+                guard row[0] as Int64? == Int64(index), let count = row[1] as Int64?, let deleted = row[2] as Int64?,
+                      let hash = (row[3] as Data?)?.withUnsafeBytes(CollectionDigest.Words.init(bytes:)) else { return nil }
+                return CollectionDigest.Accumulator(count: Int(count), deleted: Int(deleted), hash: hash)
             }
-            let stored = read.withBlob(2, CollectionDigest.Words.init(bytes:))
-            // A damaged row is said, as reading the digest says it, never overwritten with a guess.
-            guard var hash = stored else {
-                read.reset()
-                throw StoreError.storage("the digest table c\(collectionID)_digest is damaged (bucket \(bucket))")
+            if sums.count == CollectionDigest.bucketCount, rows.count == CollectionDigest.bucketCount {
+                try create(db, t)
+                try apply(db, collectionID: t.id, sums.enumerated().map { ($0.offset, $0.element) })
+            } else {
+                try db.execute(sql: "UPDATE collections SET digest_log = NULL WHERE id = ?", arguments: [t.id])
+                try build(db, t)
             }
-            hash ^= change.hash
-            let count = read.int64(0) + Int64(change.count), deleted = read.int64(1) + Int64(change.deleted)
-            // The row is let go before it is written.
-            read.reset()
-            write.bind(1, count)
-            write.bind(2, deleted)
-            withUnsafeBytes(of: (hash.high.bigEndian, hash.low.bigEndian)) { write.bind(3, blob: $0) }
-            write.bind(4, Int64(bucket))
-            defer { write.reset() }
-            _ = try write.step()
         }
+        try db.execute(sql: "DROP TABLE \(legacy)")
+    }
+
+    /// Adds each of `changes` (sorted by bucket, each bucket once) to a collection's rows: each
+    /// row they touch read, combined here, written back, with raw cached statements.
+    static func apply(_ db: GRDB.Database, collectionID: Int64, _ changes: some Sequence<(bucket: Int, change: CollectionDigest.Accumulator)>) throws {
+        let read = try SQLiteStatement.cached(db, "SELECT sums FROM c\(collectionID)_buckets WHERE first = ?")
+        let write = try SQLiteStatement.cached(db, "UPDATE c\(collectionID)_buckets SET sums = ? WHERE first = ?")
+        var row = [UInt8](repeating: 0, count: rowSize)
+        var first: Int?
+        func writeRow() throws {
+            guard let first else { return }
+            write.bind(2, Int64(first))
+            try row.withUnsafeBytes { try write.stepOnce(bindingInPlace: $0, at: 1) }
+        }
+        for (bucket, change) in changes {
+            let rowFirst = bucket - bucket % bucketsPerRow
+            if rowFirst != first {
+                try writeRow()
+                read.bind(1, Int64(rowFirst))
+                defer { read.reset() }
+                guard try read.step() else { throw damaged(collectionID, "has no row for bucket \(bucket)") }
+                // A damaged row is said, as reading the digest says it, never overwritten with a guess.
+                let copied = read.withBlob(0) { stored -> Bool in
+                    guard stored.count == rowSize else { return false }
+                    row.withUnsafeMutableBytes { $0.copyMemory(from: stored) }
+                    return true
+                }
+                guard copied else { throw damaged(collectionID, "is damaged (bucket \(bucket))") }
+                first = rowFirst
+            }
+            row.withUnsafeMutableBytes { bytes in
+                let offset = (bucket - rowFirst) * CollectionDigest.Accumulator.storedSize
+                var sum = CollectionDigest.Accumulator(loading: UnsafeRawBufferPointer(bytes), at: offset)
+                sum.add(change)
+                sum.store(into: bytes, at: offset)
+            }
+        }
+        try writeRow()
+    }
+
+    private static func damaged(_ collectionID: Int64, _ what: String) -> StoreError {
+        StoreError.storage("the digest table c\(collectionID)_buckets \(what)")
     }
 
     /// The digest: the table's rows plus the changes logged since they were last written (``DigestLog``).
     static func read(_ db: GRDB.Database, _ t: CollectionTables) throws -> CollectionDigest {
-        let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT count, deleted, hash FROM \(t.digest) ORDER BY bucket"))
-        let damaged = StoreError.storage("the digest table \(t.digest) is damaged")
-        var sums = try rows.map { row in
-            guard let hash = ((row[2] as Data?) ?? Data()).withUnsafeBytes(CollectionDigest.Words.init(bytes:)) else { throw damaged }
-            return CollectionDigest.Accumulator(count: row[0], deleted: row[1], hash: hash)
-        }
-        guard sums.count == CollectionDigest.bucketCount else { throw damaged }
+        var sums = try stored(db, t)
         for (bucket, change) in try DigestLog.read(db, collectionID: t.id) { sums[bucket].add(change) }
-        guard let digest = CollectionDigest(buckets: sums.map(\.bucket)) else { throw damaged }
+        guard let digest = CollectionDigest(buckets: sums.map(\.bucket)) else { throw damaged(t.id, "is damaged") }
         return digest
+    }
+
+    /// The 256 buckets as the table holds them, without the log.
+    static func stored(_ db: GRDB.Database, _ t: CollectionTables) throws -> [CollectionDigest.Accumulator] {
+        let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT first, sums FROM \(t.digest) ORDER BY first"))
+        var sums: [CollectionDigest.Accumulator] = []
+        sums.reserveCapacity(CollectionDigest.bucketCount)
+        for (index, row) in rows.enumerated() {
+            guard row[0] as Int64? == Int64(index * bucketsPerRow), let bytes = row[1] as Data?, bytes.count == rowSize else {
+                throw damaged(t.id, "is damaged")
+            }
+            bytes.withUnsafeBytes { raw in
+                for offset in stride(from: 0, to: rowSize, by: CollectionDigest.Accumulator.storedSize) {
+                    sums.append(CollectionDigest.Accumulator(loading: raw, at: offset))
+                }
+            }
+        }
+        guard sums.count == CollectionDigest.bucketCount else { throw damaged(t.id, "is damaged") }
+        return sums
     }
 
     /// The live entries of one bucket, by ID. It computes each ID's bucket (a scan of the ID index:

@@ -91,6 +91,14 @@ struct SQLiteStatement {
         return body(UnsafeRawBufferPointer(start: start, count: count))
     }
 
+    /// Steps once with the blob `bytes` bound at `index` where they lie, as the text one above
+    /// (no bytes bind NULL).
+    func stepOnce(bindingInPlace bytes: UnsafeRawBufferPointer, at index: Int32) throws {
+        defer { reset() }
+        _ = sqlite3_bind_blob(handle, index, bytes.baseAddress, Int32(bytes.count), nil)
+        _ = try step()
+    }
+
     /// Binds `bytes` as a blob, copied by SQLite before the call returns.
     func bind(_ index: Int32, blob bytes: UnsafeRawBufferPointer) {
         _ = sqlite3_bind_blob(handle, index, bytes.baseAddress, Int32(bytes.count), Self.transient)

@@ -13,7 +13,7 @@ import GRDB
 ///   other revisions (conflicting leaves, and ancestors until compaction);
 ///   `c<id>_local`: `_local` documents (checkpoints), never replicated, with who wrote
 ///   each and when (``TombstoneHorizon``s read them);
-///   `c<id>_digest`: the ``CollectionDigest``'s 256 buckets (``DigestTable``, kept by ``DigestLedger``).
+///   `c<id>_buckets`: the ``CollectionDigest``'s 256 buckets, 32 to a row (``DigestTable``, kept by ``DigestLedger``).
 /// - `indexes(id, collection_id, name, definition)`: value indexes
 ///   (`c<cid>_ix<id>`, SQLite expression indexes on the docs table) and
 ///   full-text indexes (`c<cid>_fts<id>`, FTS5 tables kept by triggers).
@@ -80,6 +80,9 @@ enum Schema {
                 try db.execute(sql: "UPDATE collections SET digest_log = NULL WHERE id = ?", arguments: [id])
                 try DigestTable.build(db, t)
             }
+        }
+        migrator.registerMigration("v10-packed-digests") { db in
+            for id in try Int64.fetchAll(db, sql: "SELECT id FROM collections") { try DigestTable.repack(db, CollectionTables(id: id)) }
         }
         try migrator.migrate(pool)
         return try pool.read { db in
@@ -156,7 +159,7 @@ enum Schema {
     static func dropCollection(_ db: GRDB.Database, id: Int64) throws {
         let t = CollectionTables(id: id)
         try IndexCatalog.deleteAll(db, collectionID: id)
-        try db.execute(sql: "DROP TABLE \(t.docs); DROP TABLE \(t.revs); DROP TABLE \(t.local); DROP TABLE IF EXISTS \(t.digest);")
+        try db.execute(sql: "DROP TABLE \(t.docs); DROP TABLE \(t.revs); DROP TABLE \(t.local); DROP TABLE IF EXISTS \(t.digest); DROP TABLE IF EXISTS c\(id)_digest;")
         try db.execute(sql: "DELETE FROM collections WHERE id = ?", arguments: [id])
         try db.execute(sql: "DELETE FROM tombstone_clock WHERE collection_id = ?", arguments: [id])
     }
@@ -212,7 +215,7 @@ struct CollectionTables: Sendable {
         docs = "c\(id)_docs"
         revs = "c\(id)_revs"
         local = "c\(id)_local"
-        digest = "c\(id)_digest"
+        digest = "c\(id)_buckets"
         selectRow = "SELECT key, rev, seq, deleted, body, tree FROM \(docs) WHERE id = ?"
         selectDocument = "SELECT rev, seq, deleted, body FROM \(docs) WHERE id = ?"
         selectTree = "SELECT key, rev, tree FROM \(docs) WHERE id = ?"
