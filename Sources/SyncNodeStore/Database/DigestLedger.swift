@@ -111,7 +111,9 @@ final class DigestLedger: Sendable {
             guard state.isPending else { return [] }
             defer { state.clear() }
             return state.collections.compactMap { collectionID, buckets in
-                buckets.touched.isEmpty ? nil : (collectionID, buckets.touched.sorted().map { ($0, buckets.sums[$0]) })
+                // Sorted where it is (clearing it empties it whatever its order): one array fewer a save.
+                buckets.touched.sort()
+                return buckets.touched.isEmpty ? nil : (collectionID, buckets.touched.map { ($0, buckets.sums[$0]) })
             }
         }
         for (collectionID, changes) in pending {

@@ -38,38 +38,29 @@ enum DigestLog {
     /// The list to store once a transaction's `changes` (sorted by bucket, each bucket once) are
     /// added to the `stored` one (as read with the collection's sequence counter,
     /// ``SequenceAllocator``): longer, or empty when they were folded into the table.
-    ///
-    /// A single save runs this: it copies the stored list into one new array around the entries
-    /// that change (decoding it and inserting into it cost a save more than hashing its entries
-    /// does).
     static func adding(_ changes: some RandomAccessCollection<(bucket: Int, change: CollectionDigest.Accumulator)>, toStored stored: [UInt8],
                        _ db: GRDB.Database, collectionID: Int64) throws -> [UInt8] {
         guard stored.count % entrySize == 0 else { throw damaged(collectionID) }
-        if let merged = try merging(changes, into: stored, collectionID: collectionID) { return merged }
-        var folded = try decode(stored, collectionID: collectionID)
-        for (bucket, change) in changes { folded[bucket, default: .init()].add(change) }
-        try DigestTable.apply(db, collectionID: collectionID, folded.sorted { $0.key < $1.key }.lazy.map { ($0.key, $0.value) })
+        try stored.withUnsafeBytes { try checkOrder($0, collectionID: collectionID) }
+        let merged = merging(changes, into: stored)
+        if merged.count <= capacity * entrySize { return merged }
+        // Folded: the merged list is what the table takes (sorted by bucket, each bucket once).
+        try merged.withUnsafeBytes { list in
+            try DigestTable.apply(db, collectionID: collectionID, (0..<(list.count / entrySize)).lazy.map { (bucket(in: list, at: $0), change(in: list, at: $0)) })
+        }
         return []
     }
 
-    /// `stored` with `changes` added; nil when the result would name more than ``capacity`` buckets.
-    private static func merging(_ changes: some RandomAccessCollection<(bucket: Int, change: CollectionDigest.Accumulator)>, into stored: [UInt8],
-                                collectionID: Int64) throws -> [UInt8]? {
-        // A batch that alone names more buckets than the list holds goes to the table at once.
-        guard changes.count <= capacity else { return nil }
+    /// `stored` (checked) with `changes` added: one new list, the stored entries copied around
+    /// the ones that change. Decoding the list and inserting into it, and copying through
+    /// closures that captured their counters (which Swift then checked at run time), cost a
+    /// single save more than hashing its entries does.
+    private static func merging(_ changes: some RandomAccessCollection<(bucket: Int, change: CollectionDigest.Accumulator)>, into stored: [UInt8]) -> [UInt8] {
         let storedCount = stored.count / entrySize
-        return try stored.withUnsafeBytes { old -> [UInt8]? in
-            // Checked whole, as reading it is, though only a few of its entries change.
-            try checkOrder(old, collectionID: collectionID)
-            var merged = [UInt8](repeating: 0, count: stored.count + changes.count * entrySize)
-            var written = 0, next = 0
-            merged.withUnsafeMutableBytes { new in
-                func copy(upTo end: Int) {
-                    let bytes = UnsafeRawBufferPointer(rebasing: old[(next * entrySize)..<(end * entrySize)])
-                    UnsafeMutableRawBufferPointer(rebasing: new[(written * entrySize)...]).copyMemory(from: bytes)
-                    written += end - next
-                    next = end
-                }
+        return stored.withUnsafeBytes { old in
+            [UInt8](unsafeUninitializedCapacity: stored.count + changes.count * entrySize) { buffer, initialized in
+                let new = UnsafeMutableRawBufferPointer(buffer)
+                var written = 0, next = 0
                 for (bucket, change) in changes {
                     // The stored entries of lower buckets are copied as they are.
                     var low = next, high = storedCount
@@ -77,7 +68,8 @@ enum DigestLog {
                         let middle = (low + high) / 2
                         if self.bucket(in: old, at: middle) < bucket { low = middle + 1 } else { high = middle }
                     }
-                    copy(upTo: low)
+                    written += copyEntries(old, next..<low, into: new, at: written)
+                    next = low
                     var total = change
                     if next < storedCount, self.bucket(in: old, at: next) == bucket {
                         total.add(self.change(in: old, at: next))
@@ -86,12 +78,17 @@ enum DigestLog {
                     store(total, bucket: bucket, into: new, at: written)
                     written += 1
                 }
-                copy(upTo: storedCount)
+                written += copyEntries(old, next..<storedCount, into: new, at: written)
+                initialized = written * entrySize
             }
-            guard written <= capacity else { return nil }
-            merged.removeLast(merged.count - written * entrySize)
-            return merged
         }
+    }
+
+    /// Copies entries `range` of `list` to entry `index` of `new`; returns how many.
+    private static func copyEntries(_ list: UnsafeRawBufferPointer, _ range: Range<Int>, into new: UnsafeMutableRawBufferPointer, at index: Int) -> Int {
+        UnsafeMutableRawBufferPointer(rebasing: new[(index * entrySize)...])
+            .copyMemory(from: UnsafeRawBufferPointer(rebasing: list[(range.lowerBound * entrySize)..<(range.upperBound * entrySize)]))
+        return range.count
     }
 
     private static func damaged(_ collectionID: Int64) -> StoreError {

@@ -98,8 +98,12 @@ final class SequenceAllocator: Sendable {
             defer { update.reset() }
             update.bind(1, collectionID)
             update.bind(2, allocated.last)
-            if let log { if log.isEmpty { update.bindNull(3) } else { log.withUnsafeBytes { update.bind(3, blob: $0) } } }
-            _ = try update.step()
+            if let log, !log.isEmpty {
+                try log.withUnsafeBytes { try update.stepOnce(bindingInPlace: $0, at: 3) }
+            } else {
+                if log != nil { update.bindNull(3) }
+                _ = try update.step()
+            }
         }
         return dirty.mapValues(\.allocated)
     }
