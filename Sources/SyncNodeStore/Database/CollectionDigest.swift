@@ -212,7 +212,8 @@ public struct CollectionDigest: Sendable, Equatable {
     }
 }
 
-/// How the digest table and log store an accumulator (a memberwise initializer stays).
+/// How the digest table and log store an accumulator (an extension, so that the memberwise
+/// initializer stays).
 extension CollectionDigest.Accumulator {
     /// Bytes a stored accumulator takes: count and deleted count (8 each), hash (16), big-endian.
     static let storedSize = 32
