@@ -124,20 +124,21 @@ extension Database {
                     try db.execute(sql: "PRAGMA incremental_vacuum(\(Self.compactionBatch * 4))")
                     return try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
                 }) > 0 {}
-                // The moved pages went through the WAL, whose file keeps its length until it is
-                // truncated. That needs the readers gone: wait a second for them, not the writers'
-                // full patience, and leave the WAL long if one is still reading.
-                try pool.writeWithoutTransaction { db in
-                    try db.execute(sql: "PRAGMA busy_timeout = 1000")
-                    defer { try? db.execute(sql: "PRAGMA busy_timeout = \(Int(Self.busyTimeout * 1000))") }
-                    try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
-                }
             } else {
                 try pool.writeWithoutTransaction { db in
                     try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
                     try db.execute(sql: "PRAGMA auto_vacuum = \(Self.incrementalVacuum)")
                     try db.execute(sql: "VACUUM")
                 }
+            }
+            // The moved pages (a VACUUM's: the whole file) went through the WAL, and the file
+            // keeps its length until a checkpoint: without one, a compacted file measured larger
+            // than before. Truncating the WAL needs the readers gone: wait a second for them,
+            // not the writers' full patience, and leave the WAL long if one is still reading.
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA busy_timeout = 1000")
+                defer { try? db.execute(sql: "PRAGMA busy_timeout = \(Int(Self.busyTimeout * 1000))") }
+                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
             }
         } catch {
             throw StoreError.from(error, doing: "vacuum")
