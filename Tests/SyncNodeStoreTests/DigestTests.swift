@@ -198,26 +198,26 @@ import Testing
             for i in 0..<50 { try c.save(MutableDocument(id: "d-\(i)")) }
             try c.delete(id: "d-3")
             expected = try c.digest()
-            // As the earlier version kept it: the tombstone in its bucket's figures.
-            let bucket = CollectionDigest.bucket(of: "d-3")
-            try db.write { db in
-                try DigestTable.apply(db, collectionID: 1, [(bucket, CollectionDigest.Accumulator(count: 1, deleted: 1))])
-                try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v9-live-digests'")
-            }
-            // Read from the table: the digest as last read is remembered until a write's sequence.
-            #expect(try db.read { try DigestTable.read($0, c.tables) } != expected)
+            // As the earlier version kept it: a row per bucket, the tombstone in its bucket's figures.
+            let tombstone = (bucket: CollectionDigest.bucket(of: "d-3"), change: CollectionDigest.Accumulator(count: 1, deleted: 1))
+            try db.write { try makeRowPerBucketDigest($0, c, adding: tombstone, forgetting: ["v9-live-digests", "v10-packed-digests"]) }
             try db.close()
         }
         let db = try dir.open()
         defer { try? db.close() }
         #expect(try db.defaultCollection().digest() == expected)
+        #expect(try db.read { try $0.tableExists("c1_digest") } == false)
     }
 
-    /// A file that kept its digest a row per bucket (before v10) has it packed, with the log
-    /// that adds to it kept; a damaged one is counted again from the documents.
-    @Test(arguments: [false, true]) func aDigestKeptARowPerBucketIsPacked(damaged: Bool) throws {
+    /// A digest kept a row per bucket, as files before v10 kept it (`v10` forgotten), or as a
+    /// binary from before v10 made it for a new collection since (`v10` recorded), is packed as
+    /// it stands, with the log that adds to it; a damaged one is counted again from the documents.
+    @Test(arguments: [false, true], [false, true])
+    func aDigestKeptARowPerBucketIsPacked(damaged: Bool, madeSinceV10: Bool) throws {
         let dir = try TempDirectory()
         var expected: CollectionDigest
+        // A change only the moved table carries: a recount would lose it.
+        let marker = (bucket: 5, change: CollectionDigest.Accumulator(count: 1, hash: .init(high: 1, low: 2)))
         do {
             let db = try dir.open()
             let c = try db.defaultCollection()
@@ -227,25 +227,46 @@ import Testing
             expected = try c.digest()
             try db.write { db in
                 #expect(try Data.fetchOne(db, sql: "SELECT digest_log FROM collections WHERE id = 1") != nil)
-                let sums = try DigestTable.stored(db, c.tables)
-                #expect(sums.reduce(0) { $0 + $1.count } > 0)
-                try db.execute(sql: "CREATE TABLE c1_digest(bucket INTEGER PRIMARY KEY, count INTEGER NOT NULL, deleted INTEGER NOT NULL, hash BLOB NOT NULL)")
-                for (bucket, sum) in sums.enumerated() where !(damaged && bucket == 9) {
-                    try db.execute(sql: "INSERT INTO c1_digest VALUES(?, ?, ?, ?)",
-                                   arguments: [bucket, sum.count, sum.deleted, Data(CollectionDigest.bytes(of: sum.hash))])
-                }
-                try db.execute(sql: "DROP TABLE c1_buckets; DELETE FROM grdb_migrations WHERE identifier = 'v10-packed-digests'")
+                try makeRowPerBucketDigest(db, c, adding: marker, leavingOut: damaged ? 9 : nil,
+                                           forgetting: madeSinceV10 ? [] : ["v10-packed-digests"])
             }
             try db.close()
         }
         let db = try dir.open()
         defer { try? db.close() }
         let c = try db.defaultCollection()
-        #expect(try c.digest() == expected)
-        #expect(try c.digest() == recomputed(c))
+        let packed = try c.digest()
         #expect(try db.read { try $0.tableExists("c1_digest") } == false)
-        try c.save(MutableDocument(id: "new"))
-        #expect(try c.digest() == recomputed(c))
+        if damaged {
+            #expect(packed == expected)
+            try c.save(MutableDocument(id: "new"))
+            #expect(try c.digest() == recomputed(c))
+        } else {
+            // The marker moved with the table, and the log still adds to it.
+            for i in expected.buckets.indices {
+                let want = expected.buckets[i], got = packed.buckets[i]
+                if i == marker.bucket {
+                    #expect(got.count == want.count + 1 && got.hash != want.hash)
+                } else {
+                    #expect(got == want, "bucket \(i)")
+                }
+            }
+        }
+    }
+
+    /// Replaces the collection's packed digest table by a row-per-bucket one holding the same
+    /// figures plus `change`, leaving out bucket `leftOut` (damage), and forgets `migrations`.
+    private func makeRowPerBucketDigest(_ db: GRDB.Database, _ c: DocumentCollection, adding change: (bucket: Int, change: CollectionDigest.Accumulator),
+                                        leavingOut leftOut: Int? = nil, forgetting migrations: [String]) throws {
+        var sums = try DigestTable.stored(db, c.tables)
+        sums[change.bucket].add(change.change)
+        try db.execute(sql: "CREATE TABLE c1_digest(bucket INTEGER PRIMARY KEY, count INTEGER NOT NULL, deleted INTEGER NOT NULL, hash BLOB NOT NULL)")
+        for (bucket, sum) in sums.enumerated() where bucket != leftOut {
+            try db.execute(sql: "INSERT INTO c1_digest VALUES(?, ?, ?, ?)",
+                           arguments: [bucket, sum.count, sum.deleted, Data(CollectionDigest.bytes(of: sum.hash))])
+        }
+        try db.execute(sql: "DROP TABLE c1_buckets")
+        for migration in migrations { try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = ?", arguments: [migration]) }
     }
 
     /// A damaged digest log is said, on reading the digest and on the next write, and never

@@ -199,8 +199,9 @@ public struct CollectionDigest: Sendable, Equatable {
 
         /// Adds another change (of the same bucket).
         mutating func add(_ other: Accumulator) {
-            count += other.count
-            deleted += other.deleted
+            // Wrapping: a damaged file's counts must not trap; its digest is wrong either way.
+            count &+= other.count
+            deleted &+= other.deleted
             hash ^= other.hash
         }
 

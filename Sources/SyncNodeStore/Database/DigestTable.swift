@@ -47,22 +47,16 @@ enum DigestTable {
         try apply(db, collectionID: t.id, sums.enumerated().lazy.filter { $0.element.count > 0 }.map { ($0.offset, $0.element) })
     }
 
-    /// Moves a digest kept a row per bucket (`c<id>_digest`, before `v10-packed-digests`) into
-    /// the packed table, as it stands: the collection's ``DigestLog`` adds to it as it did. A
-    /// table that does not read as 256 buckets is counted again from the documents, and the
-    /// log, which added to it, is dropped.
+    /// Gives the collection its packed table if it has none, and drops a digest kept a row per
+    /// bucket (`c<id>_digest`, before `v10-packed-digests`, or made by such a binary since).
+    /// That digest is moved as it stands: the collection's ``DigestLog`` adds to it as it did.
+    /// Without one that reads as 256 buckets, the documents are counted again and the log, which
+    /// added to what is lost, is dropped.
     static func repack(_ db: GRDB.Database, _ t: CollectionTables) throws {
         let legacy = "c\(t.id)_digest"
-        guard try db.tableExists(legacy) else { return }
-        // A file that `v9-live-digests` counted again has the packed table already.
+        let hasLegacy = try db.tableExists(legacy)
         if try !db.tableExists(t.digest) {
-            let rows = try Row.fetchAll(db, sql: "SELECT bucket, count, deleted, hash FROM \(legacy) ORDER BY bucket")
-            let sums = rows.enumerated().compactMap { index, row -> CollectionDigest.Accumulator? in
-                guard row[0] as Int64? == Int64(index), let count = row[1] as Int64?, let deleted = row[2] as Int64?,
-                      let hash = (row[3] as Data?)?.withUnsafeBytes(CollectionDigest.Words.init(bytes:)) else { return nil }
-                return CollectionDigest.Accumulator(count: Int(count), deleted: Int(deleted), hash: hash)
-            }
-            if sums.count == CollectionDigest.bucketCount, rows.count == CollectionDigest.bucketCount {
+            if hasLegacy, let sums = try legacySums(db, legacy) {
                 try create(db, t)
                 try apply(db, collectionID: t.id, sums.enumerated().map { ($0.offset, $0.element) })
             } else {
@@ -70,7 +64,28 @@ enum DigestTable {
                 try build(db, t)
             }
         }
-        try db.execute(sql: "DROP TABLE \(legacy)")
+        if hasLegacy { try db.execute(sql: "DROP TABLE \(legacy)") }
+    }
+
+    /// Whether some collection lacks its packed table or still has a row-per-bucket one: a
+    /// binary from before `v10-packed-digests` opened the file since and made a collection.
+    static func needsRepacking(_ db: GRDB.Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: """
+            SELECT EXISTS(SELECT 1 FROM collections WHERE 'c' || id || '_buckets' NOT IN (SELECT name FROM sqlite_master))
+                OR EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name GLOB 'c[0-9]*_digest')
+            """) ?? false
+    }
+
+    /// The 256 buckets of a row-per-bucket table; nil unless it holds exactly them.
+    private static func legacySums(_ db: GRDB.Database, _ legacy: String) throws -> [CollectionDigest.Accumulator]? {
+        let rows = try Row.fetchAll(db, sql: "SELECT bucket, count, deleted, hash FROM \(legacy) ORDER BY bucket")
+        let sums = rows.enumerated().compactMap { index, row -> CollectionDigest.Accumulator? in
+            guard Int64.fromDatabaseValue(row[0]) == Int64(index), let count = Int64.fromDatabaseValue(row[1]),
+                  let deleted = Int64.fromDatabaseValue(row[2]),
+                  let hash = Data.fromDatabaseValue(row[3])?.withUnsafeBytes(CollectionDigest.Words.init(bytes:)) else { return nil }
+            return CollectionDigest.Accumulator(count: Int(count), deleted: Int(deleted), hash: hash)
+        }
+        return sums.count == CollectionDigest.bucketCount && rows.count == CollectionDigest.bucketCount ? sums : nil
     }
 
     /// Adds each of `changes` (sorted by bucket, each bucket once) to a collection's rows: each
@@ -129,7 +144,9 @@ enum DigestTable {
         var sums: [CollectionDigest.Accumulator] = []
         sums.reserveCapacity(CollectionDigest.bucketCount)
         for (index, row) in rows.enumerated() {
-            guard row[0] as Int64? == Int64(index * bucketsPerRow), let bytes = row[1] as Data?, bytes.count == rowSize else {
+            // Read as database values: GRDB's typed subscripts stop the process on a wrong type.
+            guard Int64.fromDatabaseValue(row[0]) == Int64(index * bucketsPerRow), let bytes = Data.fromDatabaseValue(row[1]),
+                  bytes.count == rowSize else {
                 throw damaged(t.id, "is damaged")
             }
             bytes.withUnsafeBytes { raw in

@@ -76,7 +76,7 @@ enum Schema {
             // Digests leave tombstones out from this version on: counted again without them.
             for id in try Int64.fetchAll(db, sql: "SELECT id FROM collections") {
                 let t = CollectionTables(id: id)
-                try db.execute(sql: "DROP TABLE IF EXISTS \(t.digest)")
+                try db.execute(sql: "DROP TABLE IF EXISTS \(t.digest); DROP TABLE IF EXISTS c\(id)_digest")
                 try db.execute(sql: "UPDATE collections SET digest_log = NULL WHERE id = ?", arguments: [id])
                 try DigestTable.build(db, t)
             }
@@ -85,6 +85,12 @@ enum Schema {
             for id in try Int64.fetchAll(db, sql: "SELECT id FROM collections") { try DigestTable.repack(db, CollectionTables(id: id)) }
         }
         try migrator.migrate(pool)
+        // A binary from before v10 may have opened the file since, and made a collection the old way.
+        if try pool.read(DigestTable.needsRepacking) {
+            try pool.write { db in
+                for id in try Int64.fetchAll(db, sql: "SELECT id FROM collections") { try DigestTable.repack(db, CollectionTables(id: id)) }
+            }
+        }
         return try pool.read { db in
             guard let uuid = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'uuid'") else {
                 throw StoreError.storage("database has no UUID")
