@@ -14,6 +14,11 @@ import GRDB
 /// on as many pages.
 enum DigestTable {
     static let bucketsPerRow = 32
+
+    /// The table of collection `id`'s digest (``CollectionTables/digest``).
+    static func name(_ id: Int64) -> String { "c\(id)_buckets" }
+    /// The table a row per bucket that files before `v10-packed-digests` kept instead.
+    static func legacyName(_ id: Int64) -> String { "c\(id)_digest" }
     private static let rowSize = bucketsPerRow * CollectionDigest.Accumulator.storedSize
 
     static func registerFunctions(_ db: GRDB.Database) {
@@ -53,7 +58,7 @@ enum DigestTable {
     /// Without one that reads as 256 buckets, the documents are counted again and the log, which
     /// added to what is lost, is dropped.
     static func repack(_ db: GRDB.Database, _ t: CollectionTables) throws {
-        let legacy = "c\(t.id)_digest"
+        let legacy = legacyName(t.id)
         let hasLegacy = try db.tableExists(legacy)
         if try !db.tableExists(t.digest) {
             if hasLegacy, let sums = try legacySums(db, legacy) {
@@ -67,9 +72,15 @@ enum DigestTable {
         if hasLegacy { try db.execute(sql: "DROP TABLE \(legacy)") }
     }
 
+    /// ``repack(_:_:)`` for every collection.
+    static func repackAll(_ db: GRDB.Database) throws {
+        for id in try Int64.fetchAll(db, sql: "SELECT id FROM collections") { try repack(db, CollectionTables(id: id)) }
+    }
+
     /// Whether some collection lacks its packed table or still has a row-per-bucket one: a
     /// binary from before `v10-packed-digests` opened the file since and made a collection.
     static func needsRepacking(_ db: GRDB.Database) throws -> Bool {
+        // The two names of ``name(_:)`` and ``legacyName(_:)``, as SQL spells them.
         try Bool.fetchOne(db, sql: """
             SELECT EXISTS(SELECT 1 FROM collections WHERE 'c' || id || '_buckets' NOT IN (SELECT name FROM sqlite_master))
                 OR EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name GLOB 'c[0-9]*_digest')
@@ -91,8 +102,8 @@ enum DigestTable {
     /// Adds each of `changes` (sorted by bucket, each bucket once) to a collection's rows: each
     /// row they touch read, combined here, written back, with raw cached statements.
     static func apply(_ db: GRDB.Database, collectionID: Int64, _ changes: some Sequence<(bucket: Int, change: CollectionDigest.Accumulator)>) throws {
-        let read = try SQLiteStatement.cached(db, "SELECT sums FROM c\(collectionID)_buckets WHERE first = ?")
-        let write = try SQLiteStatement.cached(db, "UPDATE c\(collectionID)_buckets SET sums = ? WHERE first = ?")
+        let read = try SQLiteStatement.cached(db, "SELECT sums FROM \(name(collectionID)) WHERE first = ?")
+        let write = try SQLiteStatement.cached(db, "UPDATE \(name(collectionID)) SET sums = ? WHERE first = ?")
         var row = [UInt8](repeating: 0, count: rowSize)
         var first: Int?
         func writeRow() throws {
@@ -127,7 +138,7 @@ enum DigestTable {
     }
 
     private static func damaged(_ collectionID: Int64, _ what: String) -> StoreError {
-        StoreError.storage("the digest table c\(collectionID)_buckets \(what)")
+        StoreError.storage("the digest table \(name(collectionID)) \(what)")
     }
 
     /// The digest: the table's rows plus the changes logged since they were last written (``DigestLog``).

@@ -76,20 +76,16 @@ enum Schema {
             // Digests leave tombstones out from this version on: counted again without them.
             for id in try Int64.fetchAll(db, sql: "SELECT id FROM collections") {
                 let t = CollectionTables(id: id)
-                try db.execute(sql: "DROP TABLE IF EXISTS \(t.digest); DROP TABLE IF EXISTS c\(id)_digest")
+                try db.execute(sql: "DROP TABLE IF EXISTS \(t.digest); DROP TABLE IF EXISTS \(DigestTable.legacyName(id))")
                 try db.execute(sql: "UPDATE collections SET digest_log = NULL WHERE id = ?", arguments: [id])
                 try DigestTable.build(db, t)
             }
         }
-        migrator.registerMigration("v10-packed-digests") { db in
-            for id in try Int64.fetchAll(db, sql: "SELECT id FROM collections") { try DigestTable.repack(db, CollectionTables(id: id)) }
-        }
+        migrator.registerMigration("v10-packed-digests", migrate: DigestTable.repackAll)
         try migrator.migrate(pool)
         // A binary from before v10 may have opened the file since, and made a collection the old way.
         if try pool.read(DigestTable.needsRepacking) {
-            try pool.write { db in
-                for id in try Int64.fetchAll(db, sql: "SELECT id FROM collections") { try DigestTable.repack(db, CollectionTables(id: id)) }
-            }
+            try pool.write(DigestTable.repackAll)
         }
         return try pool.read { db in
             guard let uuid = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'uuid'") else {
@@ -165,7 +161,7 @@ enum Schema {
     static func dropCollection(_ db: GRDB.Database, id: Int64) throws {
         let t = CollectionTables(id: id)
         try IndexCatalog.deleteAll(db, collectionID: id)
-        try db.execute(sql: "DROP TABLE \(t.docs); DROP TABLE \(t.revs); DROP TABLE \(t.local); DROP TABLE IF EXISTS \(t.digest); DROP TABLE IF EXISTS c\(id)_digest;")
+        try db.execute(sql: "DROP TABLE \(t.docs); DROP TABLE \(t.revs); DROP TABLE \(t.local); DROP TABLE IF EXISTS \(t.digest); DROP TABLE IF EXISTS \(DigestTable.legacyName(id));")
         try db.execute(sql: "DELETE FROM collections WHERE id = ?", arguments: [id])
         try db.execute(sql: "DELETE FROM tombstone_clock WHERE collection_id = ?", arguments: [id])
     }
@@ -221,7 +217,7 @@ struct CollectionTables: Sendable {
         docs = "c\(id)_docs"
         revs = "c\(id)_revs"
         local = "c\(id)_local"
-        digest = "c\(id)_buckets"
+        digest = DigestTable.name(id)
         selectRow = "SELECT key, rev, seq, deleted, body, tree FROM \(docs) WHERE id = ?"
         selectDocument = "SELECT rev, seq, deleted, body FROM \(docs) WHERE id = ?"
         selectTree = "SELECT key, rev, tree FROM \(docs) WHERE id = ?"
