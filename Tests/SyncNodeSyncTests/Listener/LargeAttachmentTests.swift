@@ -157,7 +157,7 @@ import Testing
             defer { try? FileManager.default.removeItem(at: peer) }
             let url = try ReplicatorTests.pairingURL(h)
             let blobs = peer.appendingPathComponent("default.syncnode/blobs")
-            func files() -> [(name: String, size: Int)] {
+            @Sendable func files() -> [(name: String, size: Int)] {
                 ((try? FileManager.default.contentsOfDirectory(atPath: blobs.path)) ?? []).map { name in
                     (name, ((try? FileManager.default.attributesOfItem(atPath: blobs.appendingPathComponent(name).path))?[.size] as? Int) ?? 0)
                 }

@@ -73,21 +73,28 @@ import Testing
 
     /// Runs `syncnode sync URL --pull` into `peer` and kills it (-9) once `midway` holds;
     /// false when it finished first.
-    static func killPull(into peer: URL, from url: URL, when midway: () -> Bool) async throws -> Bool {
+    static func killPull(into peer: URL, from url: URL, when midway: @escaping @Sendable () -> Bool) async throws -> Bool {
         let process = Process()
         process.executableURL = try syncnodeExecutable()
         process.arguments = ["--dir", peer.path, "sync", url.absoluteString, "--pull"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let deadline = Date().addingTimeInterval(120)
-        while process.isRunning, Date() < deadline, !midway() {
-            try await Task.sleep(for: .milliseconds(5))
+        let pid = process.processIdentifier
+        // Watched from a thread of its own: a task polling on the shared pool waited its turn
+        // past the whole pull when the whole suite ran on two cores.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread {
+                let deadline = Date().addingTimeInterval(120)
+                // An exited process stays a zombie until Process reaps it; then kill(pid, 0) fails.
+                while kill(pid, 0) == 0, Date() < deadline, !midway() { usleep(2_000) }
+                kill(pid, SIGKILL)
+                done.resume()
+            }.start()
         }
-        let killedMidway = process.isRunning
-        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
-        return killedMidway
+        // Killed, not finished: the signal ended it.
+        return process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL
     }
 
     /// kill -9 of a `syncnode sync --pull` in the middle of 20,000 documents,
