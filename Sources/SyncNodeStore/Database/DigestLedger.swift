@@ -43,8 +43,9 @@ final class DigestLedger: Sendable {
     /// A collection's bucket changes, and which buckets have one. A class, so that a flush
     /// that reads it while it is in the dictionary and then empties it copies no array.
     /// Only used under the ledger's lock, so its properties skip Swift's run-time exclusivity
-    /// checks, which cost a save more than its bucket arithmetic.
-    private final class Buckets {
+    /// checks, which cost a save more than its bucket arithmetic. Sendable, unchecked, for the
+    /// same reason: the flush hands it, under the lock, to the write the database runs there.
+    private final class Buckets: @unchecked Sendable {
         @exclusivity(unchecked) var sums = [CollectionDigest.Accumulator](repeating: .init(), count: CollectionDigest.bucketCount)
         @exclusivity(unchecked) var isTouched = [Bool](repeating: false, count: CollectionDigest.bucketCount)
         @exclusivity(unchecked) var touched: [Int] = []
@@ -107,21 +108,19 @@ final class DigestLedger: Sendable {
     /// counters and writes back with them, or folds them into the tables; call last in the
     /// transaction, before `sequences` writes its counters.
     func flush(_ db: GRDB.Database, with sequences: SequenceAllocator) throws {
-        let pending = state.withLock { state -> [(collectionID: Int64, changes: [(bucket: Int, change: CollectionDigest.Accumulator)])] in
-            guard state.isPending else { return [] }
+        try state.withLock { state in
+            guard state.isPending else { return }
             defer { state.clear() }
-            return state.collections.compactMap { collectionID, buckets in
-                // Sorted where it is (clearing it empties it whatever its order): one array fewer a save.
+            for (collectionID, buckets) in state.collections where !buckets.touched.isEmpty {
+                // Sorted where it is (clearing it empties it whatever its order), and read
+                // where it is: arrays made for the changes cost a save more than adding them.
                 buckets.touched.sort()
-                return buckets.touched.isEmpty ? nil : (collectionID, buckets.touched.map { ($0, buckets.sums[$0]) })
-            }
-        }
-        for (collectionID, changes) in pending {
-            if let stored = sequences.digestLog(collectionID: collectionID) {
-                sequences.setDigestLog(try DigestLog.adding(changes, toStored: stored, db, collectionID: collectionID), collectionID: collectionID)
-            } else {
+                let changes = buckets.touched.lazy.map { (bucket: $0, change: buckets.sums[$0]) }
+                let logged = try sequences.changeDigestLog(collectionID: collectionID) { log, spare in
+                    try DigestLog.add(changes, to: &log, spare: &spare, db, collectionID: collectionID)
+                }
                 // Every write that changes a digest takes a sequence; this is only a safe default.
-                try DigestLog.record(db, collectionID: collectionID, changes)
+                if !logged { try DigestLog.record(db, collectionID: collectionID, changes) }
             }
         }
     }

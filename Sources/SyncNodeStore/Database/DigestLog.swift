@@ -31,36 +31,42 @@ enum DigestLog {
     /// together they name more than ``capacity`` buckets.
     static func record(_ db: GRDB.Database, collectionID: Int64, _ changes: some Collection<(bucket: Int, change: CollectionDigest.Accumulator)>) throws {
         let logged = try stored(db, collectionID: collectionID)
-        let bytes = try adding(changes.sorted { $0.bucket < $1.bucket }, toStored: logged, db, collectionID: collectionID)
-        if bytes != logged { try write(db, collectionID: collectionID, bytes) }
+        var log = logged, spare: [UInt8] = []
+        try add(changes.sorted { $0.bucket < $1.bucket }, to: &log, spare: &spare, db, collectionID: collectionID)
+        if log != logged { try write(db, collectionID: collectionID, log) }
     }
 
-    /// The list to store once a transaction's `changes` (sorted by bucket, each bucket once) are
-    /// added to the `stored` one (as read with the collection's sequence counter,
-    /// ``SequenceAllocator``): longer, or empty when they were folded into the table.
-    static func adding(_ changes: some RandomAccessCollection<(bucket: Int, change: CollectionDigest.Accumulator)>, toStored stored: [UInt8],
-                       _ db: GRDB.Database, collectionID: Int64) throws -> [UInt8] {
-        guard stored.count % entrySize == 0 else { throw damaged(collectionID) }
-        try stored.withUnsafeBytes { try checkOrder($0, collectionID: collectionID) }
-        let merged = merging(changes, into: stored)
-        if merged.count <= capacity * entrySize { return merged }
+    /// Adds a transaction's `changes` (sorted by bucket, each bucket once) to `log`, the stored
+    /// list (as read with the collection's sequence counter, ``SequenceAllocator``), or folds
+    /// them and it into the table and leaves `log` empty. `spare` is where the new list is
+    /// built: two buffers kept from one transaction to the next, as a new one each cost a
+    /// single save more than its bucket arithmetic.
+    static func add(_ changes: some RandomAccessCollection<(bucket: Int, change: CollectionDigest.Accumulator)>, to log: inout [UInt8],
+                    spare: inout [UInt8], _ db: GRDB.Database, collectionID: Int64) throws {
+        guard log.count % entrySize == 0 else { throw damaged(collectionID) }
+        try log.withUnsafeBytes { try checkOrder($0, collectionID: collectionID) }
+        merge(changes, into: log, giving: &spare)
+        swap(&log, &spare)
+        if log.count <= capacity * entrySize { return }
         // Folded: the merged list is what the table takes (sorted by bucket, each bucket once).
-        try merged.withUnsafeBytes { list in
+        try log.withUnsafeBytes { list in
             try DigestTable.apply(db, collectionID: collectionID, (0..<(list.count / entrySize)).lazy.map { (bucket(in: list, at: $0), change(in: list, at: $0)) })
         }
-        return []
+        log.removeAll(keepingCapacity: true)
     }
 
-    /// `stored` (checked) with `changes` added: one new list, the stored entries copied around
-    /// the ones that change. Decoding the list and inserting into it, and copying through
-    /// closures that captured their counters (which Swift then checked at run time), cost a
-    /// single save more than hashing its entries does.
-    private static func merging(_ changes: some RandomAccessCollection<(bucket: Int, change: CollectionDigest.Accumulator)>, into stored: [UInt8]) -> [UInt8] {
+    /// `stored` (checked) with `changes` added, written to `new`: the stored entries copied
+    /// around the ones that change. Decoding the list and inserting into it, and copying
+    /// through closures that captured their counters (which Swift then checked at run time),
+    /// cost a single save more than hashing its entries does.
+    private static func merge(_ changes: some RandomAccessCollection<(bucket: Int, change: CollectionDigest.Accumulator)>, into stored: [UInt8],
+                              giving new: inout [UInt8]) {
         let storedCount = stored.count / entrySize
-        return stored.withUnsafeBytes { old in
-            [UInt8](unsafeUninitializedCapacity: stored.count + changes.count * entrySize) { buffer, initialized in
-                let new = UnsafeMutableRawBufferPointer(buffer)
-                var written = 0, next = 0
+        new.removeAll(keepingCapacity: true)
+        new.reserveCapacity(stored.count + changes.count * entrySize)
+        stored.withUnsafeBytes { old in
+            withUnsafeTemporaryAllocation(byteCount: entrySize, alignment: 8) { entry in
+                var next = 0
                 for (bucket, change) in changes {
                     // The stored entries of lower buckets are copied as they are.
                     var low = next, high = storedCount
@@ -68,27 +74,24 @@ enum DigestLog {
                         let middle = (low + high) / 2
                         if self.bucket(in: old, at: middle) < bucket { low = middle + 1 } else { high = middle }
                     }
-                    written += copyEntries(old, next..<low, into: new, at: written)
+                    new.append(contentsOf: entries(old, next..<low))
                     next = low
                     var total = change
                     if next < storedCount, self.bucket(in: old, at: next) == bucket {
                         total.add(self.change(in: old, at: next))
                         next += 1
                     }
-                    store(total, bucket: bucket, into: new, at: written)
-                    written += 1
+                    store(total, bucket: bucket, into: entry, at: 0)
+                    new.append(contentsOf: UnsafeRawBufferPointer(entry))
                 }
-                written += copyEntries(old, next..<storedCount, into: new, at: written)
-                initialized = written * entrySize
+                new.append(contentsOf: entries(old, next..<storedCount))
             }
         }
     }
 
-    /// Copies entries `range` of `list` to entry `index` of `new`; returns how many.
-    private static func copyEntries(_ list: UnsafeRawBufferPointer, _ range: Range<Int>, into new: UnsafeMutableRawBufferPointer, at index: Int) -> Int {
-        UnsafeMutableRawBufferPointer(rebasing: new[(index * entrySize)...])
-            .copyMemory(from: UnsafeRawBufferPointer(rebasing: list[(range.lowerBound * entrySize)..<(range.upperBound * entrySize)]))
-        return range.count
+    /// Entries `range` of `list`.
+    private static func entries(_ list: UnsafeRawBufferPointer, _ range: Range<Int>) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: list[(range.lowerBound * entrySize)..<(range.upperBound * entrySize)])
     }
 
     private static func damaged(_ collectionID: Int64) -> StoreError {

@@ -11,9 +11,13 @@ import Synchronization
 /// changes too: it is read and written with the counter, so that a single save reads and
 /// writes the row once.
 final class SequenceAllocator: Sendable {
-    /// Per collection: the counter row as this transaction found it, and the last sequence handed out.
+    /// Per collection: the counter row as this transaction found it, and the last sequence
+    /// handed out. Kept from one transaction to the next for their digest log buffers (a
+    /// single save allocated two of about 2 KB, which cost it more than its bucket arithmetic),
+    /// for at most ``keptCollections`` collections.
     private let counters = Mutex<[Int64: Counter]>([:])
     private let transactions = Atomic(0)
+    private static let keptCollections = 16
 
     /// The sequences one transaction took in a collection: `before + 1 ... last`.
     struct Allocated: Equatable {
@@ -22,16 +26,41 @@ final class SequenceAllocator: Sendable {
     }
 
     private struct Counter {
-        var allocated: Allocated
-        /// The row's `digest_log` when the transaction first took a sequence (empty for NULL).
-        let digestLog: [UInt8]
-        /// The `digest_log` to write back with the counter (empty for NULL); nil: left as it is.
-        var newDigestLog: [UInt8]?
+        var allocated = Allocated(before: 0, last: 0)
+        /// Whether the current transaction took a sequence in the collection.
+        var isTaken = false
+        /// The row's `digest_log` as the transaction read it with the counter (empty for NULL);
+        /// once `isLogChanged`, the log to write back.
+        var digestLog: [UInt8] = []
+        /// Where a changed log is built, then swapped with `digestLog`.
+        var spare: [UInt8] = []
+        var isLogChanged = false
+
+        mutating func take(after last: Int64, log: UnsafeRawBufferPointer) {
+            allocated = Allocated(before: last, last: last + 1)
+            isTaken = true
+            isLogChanged = false
+            digestLog.removeAll(keepingCapacity: true)
+            digestLog.append(contentsOf: log)
+        }
+
+        mutating func changeLog(_ body: (inout [UInt8], inout [UInt8]) throws -> Void) throws {
+            try body(&digestLog, &spare)
+            isLogChanged = true
+        }
     }
 
     /// Forgets counters from an earlier transaction (committed or rolled back).
     func beginTransaction() {
-        counters.withLock { $0.removeAll(keepingCapacity: true) }
+        counters.withLock { c in
+            if c.count > Self.keptCollections { c.removeAll() }
+            // Not `c.indices`: it holds the dictionary, so each change below would copy it.
+            var index = c.startIndex
+            while index != c.endIndex {
+                c.values[index].isTaken = false
+                c.formIndex(after: &index)
+            }
+        }
         transactions.add(1, ordering: .relaxed)
     }
 
@@ -40,26 +69,29 @@ final class SequenceAllocator: Sendable {
 
     /// The last sequence the current transaction took in a collection; nil before its first.
     func last(collectionID: Int64) -> Int64? {
-        counters.withLock { $0[collectionID]?.allocated.last }
+        counters.withLock { c in
+            guard let index = c.index(forKey: collectionID), c.values[index].isTaken else { return nil }
+            return c.values[index].allocated.last
+        }
     }
 
-    /// The collection's stored digest log, as read with its counter; nil if this transaction
-    /// took no sequence in it.
-    func digestLog(collectionID: Int64) -> [UInt8]? {
-        counters.withLock { $0[collectionID]?.digestLog }
-    }
-
-    /// Writes `log` (empty for NULL) as the collection's digest log with its counter; the
-    /// transaction must have taken a sequence in it.
-    func setDigestLog(_ log: [UInt8], collectionID: Int64) {
-        counters.withLock { $0[collectionID]?.newDigestLog = log }
+    /// Lets `body` change the collection's digest log, written back with its counter: `body`
+    /// gets the log as read with the counter (empty for NULL) and a spare buffer, and leaves
+    /// the new log (empty for NULL) in the first. Returns false, without calling `body`, if
+    /// this transaction took no sequence in the collection.
+    func changeDigestLog(collectionID: Int64, _ body: (inout [UInt8], inout [UInt8]) throws -> Void) throws -> Bool {
+        try counters.withLock { c in
+            guard let index = c.index(forKey: collectionID), c.values[index].isTaken else { return false }
+            try c.values[index].changeLog(body)
+            return true
+        }
     }
 
     func next(_ db: GRDB.Database, collectionID: Int64) throws -> Int64 {
         if let next = counters.withLock({ c -> Int64? in
-            guard c[collectionID] != nil else { return nil }
-            c[collectionID]?.allocated.last += 1
-            return c[collectionID]?.allocated.last
+            guard let index = c.index(forKey: collectionID), c.values[index].isTaken else { return nil }
+            c.values[index].allocated.last += 1
+            return c.values[index].allocated.last
         }) {
             return next
         }
@@ -70,41 +102,48 @@ final class SequenceAllocator: Sendable {
         read.bind(1, collectionID)
         guard try read.step() else { throw StoreError.notFound(.collection, "collection #\(collectionID)") }
         let last = read.int64(0)
-        let log = read.withBlob(1) { Array($0) }
-        counters.withLock { $0[collectionID] = Counter(allocated: Allocated(before: last, last: last + 1), digestLog: log) }
+        read.withBlob(1) { log in
+            counters.withLock { $0[collectionID, default: Counter()].take(after: last, log: log) }
+        }
         return last + 1
     }
 
     /// Hands back `sequence`, the last one taken, unused: the write it was for wrote nothing.
     func giveBack(_ sequence: Int64, collectionID: Int64) {
         counters.withLock { c in
-            if c[collectionID]?.allocated.last == sequence { c[collectionID]?.allocated.last -= 1 }
+            guard let index = c.index(forKey: collectionID), c.values[index].isTaken,
+                  c.values[index].allocated.last == sequence else { return }
+            c.values[index].allocated.last -= 1
         }
     }
 
-    /// Writes the counters back, with the digest logs set since they were read; call last in
-    /// the transaction. Returns what it took.
+    /// Writes the counters back, with the digest logs changed since they were read; call last
+    /// in the transaction. Returns what it took.
     @discardableResult
     func flush(_ db: GRDB.Database) throws -> [Int64: Allocated] {
-        let dirty = counters.withLock { c in
-            defer { c.removeAll(keepingCapacity: true) }
-            return c
-        }
-        for (collectionID, counter) in dirty {
-            let allocated = counter.allocated, log = counter.newDigestLog
-            let update = try SQLiteStatement.cached(db, log == nil
-                ? "UPDATE collections SET last_seq = ?2 WHERE id = ?1"
-                : "UPDATE collections SET last_seq = ?2, digest_log = ?3 WHERE id = ?1")
-            defer { update.reset() }
-            update.bind(1, collectionID)
-            update.bind(2, allocated.last)
-            if let log, !log.isEmpty {
-                try log.withUnsafeBytes { try update.stepOnce(bindingInPlace: $0, at: 3) }
-            } else {
-                if log != nil { update.bindNull(3) }
-                _ = try update.step()
+        try counters.withLock { c in
+            var taken: [Int64: Allocated] = [:]
+            var index = c.startIndex
+            while index != c.endIndex {
+                defer { c.formIndex(after: &index) }
+                guard c.values[index].isTaken else { continue }
+                let collectionID = c.keys[index], counter = c.values[index]
+                let update = try SQLiteStatement.cached(db, counter.isLogChanged
+                    ? "UPDATE collections SET last_seq = ?2, digest_log = ?3 WHERE id = ?1"
+                    : "UPDATE collections SET last_seq = ?2 WHERE id = ?1")
+                defer { update.reset() }
+                update.bind(1, collectionID)
+                update.bind(2, counter.allocated.last)
+                if counter.isLogChanged, !counter.digestLog.isEmpty {
+                    try counter.digestLog.withUnsafeBytes { try update.stepOnce(bindingInPlace: $0, at: 3) }
+                } else {
+                    if counter.isLogChanged { update.bindNull(3) }
+                    _ = try update.step()
+                }
+                taken[collectionID] = counter.allocated
+                c.values[index].isTaken = false
             }
+            return taken
         }
-        return dirty.mapValues(\.allocated)
     }
 }
