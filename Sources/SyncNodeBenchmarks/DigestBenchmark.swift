@@ -7,11 +7,13 @@ import SyncNodeStore
 /// (default 1,000,000; targets: writes at most 5% slower, a read within 5 ms). Each write
 /// figure is the median of paired rounds, and its ratio the median of the rounds' ratios.
 enum DigestBenchmark {
-    static let rounds = 11
+    /// Rounds of batches: with 11, runs of one build gave bulk inserts' medians from 1.05 to 1.13
+    /// while processes of their own, 20 pairs, measured 1.02.
+    static let rounds = 21
     /// Rounds of single saves, which are short (0.1 s, and 0.5 s in processes) and move the
     /// most from one round to the next: with 11 pairs, five runs of one build gave medians from
-    /// 0.99 to 1.23 for the processes.
-    static let singleRounds = 31
+    /// 0.99 to 1.23 for the processes; with 31, from 0.99 to 1.07.
+    static let singleRounds = 61
 
     /// `SyncNodeBenchmarks digest-saves N on|off [BATCH]`: N saves into a fresh database,
     /// `batch` to a transaction (1: single saves), keeping digests or not; prints the seconds
