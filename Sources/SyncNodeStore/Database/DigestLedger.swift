@@ -44,7 +44,8 @@ final class DigestLedger: Sendable {
     /// that reads it while it is in the dictionary and then empties it copies no array.
     /// Only used under the ledger's lock, so its properties skip Swift's run-time exclusivity
     /// checks, which cost a save more than its bucket arithmetic. Sendable, unchecked, for the
-    /// same reason: the flush hands it, under the lock, to the write the database runs there.
+    /// same reason: the flush, holding the lock, reads it from the closure it runs under the
+    /// sequence allocator's lock.
     private final class Buckets: @unchecked Sendable {
         @exclusivity(unchecked) var sums = [CollectionDigest.Accumulator](repeating: .init(), count: CollectionDigest.bucketCount)
         @exclusivity(unchecked) var isTouched = [Bool](repeating: false, count: CollectionDigest.bucketCount)

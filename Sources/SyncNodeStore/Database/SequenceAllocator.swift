@@ -13,8 +13,8 @@ import Synchronization
 final class SequenceAllocator: Sendable {
     /// Per collection: the counter row as this transaction found it, and the last sequence
     /// handed out. Kept from one transaction to the next for their digest log buffers (a
-    /// single save allocated two of about 2 KB, which cost it more than its bucket arithmetic),
-    /// for at most ``keptCollections`` collections.
+    /// single save allocated two of about 2 KB, which cost it more than its bucket arithmetic);
+    /// a transaction that finds more than ``keptCollections`` kept drops them all.
     private let counters = Mutex<[Int64: Counter]>([:])
     private let transactions = Atomic(0)
     private static let keptCollections = 16
@@ -50,7 +50,8 @@ final class SequenceAllocator: Sendable {
         }
     }
 
-    /// Forgets counters from an earlier transaction (committed or rolled back).
+    /// Marks the counters of an earlier transaction (committed or rolled back) as not taken:
+    /// the next sequence reads its row again. Their buffers stay.
     func beginTransaction() {
         counters.withLock { c in
             if c.count > Self.keptCollections { c.removeAll() }
