@@ -42,9 +42,9 @@ enum MultipartMixed {
             return
         }
         let upload = MultipartRelated.Upload(json: Array(part.json.utf8), files: part.files)
-        try await writer.write(ByteBuffer(string: "--\(boundary)\r\nContent-Type: \(upload.contentType)\r\n\r\n"))
-        for try await piece in upload { try await writer.write(piece) }
-        try await writer.write(ByteBuffer(string: "\r\n"))
+        for try await piece in upload.enclosed(in: "--\(boundary)\r\nContent-Type: \(upload.contentType)\r\n\r\n", "\r\n") {
+            try await writer.write(piece)
+        }
     }
 }
 

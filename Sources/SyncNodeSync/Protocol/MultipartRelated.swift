@@ -293,7 +293,6 @@ enum MultipartRelated {
         /// `follows`, which go in the order its (canonical, byte-ordered) keys list them.
         init(json: [UInt8], files: [String: AttachmentFile]) {
             let boundary = WireID.random()
-            contentType = "multipart/related; boundary=\"\(boundary)\""
             var segments: [Segment] = [.bytes(ByteBuffer(string: "--\(boundary)\r\nContent-Type: application/json\r\n\r\n"))]
             var head = ByteBuffer(bytes: json)
             for (name, file) in files.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
@@ -309,7 +308,18 @@ enum MultipartRelated {
             }
             head.writeString("\r\n--\(boundary)--")
             segments.append(.bytes(head))
+            self.init(segments: segments, contentType: "multipart/related; boundary=\"\(boundary)\"")
+        }
+
+        /// This body between `prefix` and `suffix`: the frame of a part in a larger answer,
+        /// sent in the same pieces as the body.
+        func enclosed(in prefix: String, _ suffix: String) -> Upload {
+            Upload(segments: [.bytes(ByteBuffer(string: prefix))] + segments + [.bytes(ByteBuffer(string: suffix))], contentType: contentType)
+        }
+
+        private init(segments: [Segment], contentType: String) {
             self.segments = segments
+            self.contentType = contentType
             length = segments.reduce(0) { total, segment in
                 switch segment {
                 case .bytes(let b): return total + b.readableBytes
@@ -318,40 +328,47 @@ enum MultipartRelated {
             }
         }
 
+        /// The most bytes one piece holds.
+        static let pieceSize = 256 << 10
+
+        /// Pieces of up to ``pieceSize``, headers and files together: an attachment of a
+        /// few kilobytes and its part's headers go to the network as one write, not five.
         struct AsyncIterator: AsyncIteratorProtocol {
             fileprivate var segments: IndexingIterator<[Segment]>
-            fileprivate var reading: (handle: FileHandle, file: AttachmentFile, sent: Int)?
+            /// The bytes not yet returned.
+            fileprivate var remaining: Int
+            fileprivate var reading: AttachmentReader?
 
             mutating func next() async throws -> ByteBuffer? {
-                while true {
-                    if let (handle, file, sent) = reading {
-                        let piece = try handle.read(upToCount: Swift.min(256 << 10, file.length - sent)) ?? Data()
-                        if sent + piece.count == file.length { try? handle.close(); reading = nil } else {
-                            guard !piece.isEmpty else {
-                                try? handle.close()
-                                throw CouchError(status: 500, error: "attachment_changed", reason: "the attachment file \(file.url.lastPathComponent) is shorter than its length")
-                            }
-                            reading = (handle, file, sent + piece.count)
-                        }
-                        if !piece.isEmpty { return ByteBuffer(bytes: piece) }
+                var piece = ByteBuffer()
+                piece.reserveCapacity(Swift.min(Upload.pieceSize, remaining))
+                while piece.readableBytes < Upload.pieceSize {
+                    if let file = reading {
+                        try file.read(into: &piece, upTo: Upload.pieceSize - piece.readableBytes)
+                        if file.isDone { reading = nil }
                         continue
                     }
                     switch segments.next() {
-                    case nil: return nil
-                    case .bytes(let bytes)?: return bytes
+                    case nil:
+                        remaining -= piece.readableBytes
+                        return piece.readableBytes > 0 ? piece : nil
+                    case .bytes(let bytes)? where piece.readableBytes == 0 && bytes.readableBytes >= Upload.pieceSize:
+                        // A large JSON part goes as it is, not copied.
+                        remaining -= bytes.readableBytes
+                        return bytes
+                    case .bytes(var bytes)?: piece.writeBuffer(&bytes)
                     case .file(let file)?:
                         guard file.length > 0 else { continue }
-                        guard let handle = FileHandle(forReadingAtPath: file.url.path) else {
-                            throw CouchError(status: 500, error: "attachment_missing", reason: "the attachment file \(file.url.lastPathComponent) is gone")
-                        }
-                        reading = (handle, file, 0)
+                        reading = try AttachmentReader(url: file.url, length: file.length)
                     }
                 }
+                remaining -= piece.readableBytes
+                return piece
             }
         }
 
         func makeAsyncIterator() -> AsyncIterator {
-            AsyncIterator(segments: segments.makeIterator())
+            AsyncIterator(segments: segments.makeIterator(), remaining: length)
         }
     }
 }
