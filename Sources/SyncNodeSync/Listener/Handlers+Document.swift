@@ -249,10 +249,11 @@ extension Handlers {
     /// A file's bytes as a response body, read a piece at a time as the client takes them.
     private static func streaming(_ file: URL, size: Int) -> ResponseBody {
         ResponseBody(contentLength: size) { writer in
-            let handle = try FileHandle(forReadingFrom: file)
-            defer { try? handle.close() }
-            while let piece = try handle.read(upToCount: 256 << 10), !piece.isEmpty {
-                try await writer.write(ByteBuffer(bytes: piece))
+            let reader = try AttachmentReader(url: file, length: size)
+            while !reader.isDone {
+                var piece = ByteBuffer()
+                try reader.read(into: &piece, upTo: 256 << 10)
+                try await writer.write(piece)
             }
             try await writer.finish(nil)
         }
