@@ -60,6 +60,19 @@ import Testing
     }
 
     /// Mango `_find` with `_index`, as PouchDB-find and aiocouch use them.
+    /// `/_uuids` (and so POSTed documents' IDs and multipart boundaries): 32 lowercase hex
+    /// digits, CouchDB's spelling, all different.
+    @Test func uuidsAreThirtyTwoRandomHexDigits() async throws {
+        let h = try await ListenerHarness()
+        try await withCleanup({ await h.shutdown() }) {
+            let reply = try await h.request(.GET, "/_uuids?count=50")
+            guard case .array(let values)? = reply["uuids"] else { Issue.record("no uuids: \(reply.body)"); return }
+            let ids = values.compactMap(\.string)
+            #expect(ids.count == 50 && Set(ids).count == 50)
+            #expect(ids.allSatisfy { $0.utf8.count == 32 && $0.utf8.allSatisfy { Hex.digits.contains($0) } }, "\(ids)")
+        }
+    }
+
     @Test func findAndIndexes() async throws {
         let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {
