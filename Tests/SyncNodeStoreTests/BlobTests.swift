@@ -1,4 +1,5 @@
 import Foundation
+import CXattr
 import Testing
 @testable import SyncNodeStore
 
@@ -9,17 +10,18 @@ import Testing
     }
 
     /// The MD5 peers exchange is computed once, kept with the blob (in an extended attribute,
-    /// or a sidecar file where the file system has none), and goes with it.
+    /// or a sidecar file where the file system has none), and goes with it. Content written
+    /// from memory has it kept as it is written, not read back when first served.
     @Test func md5DigestsAreKeptWithTheirBlobAndGoWithIt() throws {
         let dir = try TempDirectory()
         let db = try dir.open()
         defer { try? db.close() }
         let c = try db.defaultCollection()
         let digest = try c.storeBlobContent(Data("hello".utf8))
-        #expect(c.blobMD5(digest: digest) == "md5-XUFAKrxLKna5cZ2REBfFkg==")  // CouchDB's digest of "hello"
         let folder = db.path.appendingPathComponent("blobs")
         let url = try #require(c.blobFile(digest: digest))
-        #expect(BlobMD5Note.read(beside: url) == "md5-XUFAKrxLKna5cZ2REBfFkg==")
+        #expect(BlobMD5Note.read(beside: url) == "md5-XUFAKrxLKna5cZ2REBfFkg==")  // CouchDB's digest of "hello"
+        #expect(c.blobMD5(digest: digest) == "md5-XUFAKrxLKna5cZ2REBfFkg==")
         let sidecars = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".md5") }
         #expect(sidecars.count == (BlobMD5Note.attribute(of: url) == nil ? 1 : 0))
         // Read back by another store (as after a restart), then gone with the blob.
@@ -30,6 +32,19 @@ import Testing
         #expect(other.md5(digest: digest) == nil)
     }
 
+    /// A blob saved with a document from memory has its MD5 kept as it is written.
+    @Test func aSavedBlobsMD5IsKeptAsItIsWritten() throws {
+        let dir = try TempDirectory()
+        let db = try dir.open()
+        defer { try? db.close() }
+        let c = try db.defaultCollection()
+        let doc = MutableDocument(id: "saved")
+        doc.setBlob(Blob(contentType: "text/plain", data: Data("saved through the API".utf8)), forKey: "note")
+        try c.save(doc)
+        let saved = try #require(try c.document(id: "saved")?.blob(forKey: "note"))
+        #expect(BlobMD5Note.read(beside: try #require(c.blobFile(digest: saved.digest))) == "md5-puEA1ncSK1g17IssmIz2VA==")
+    }
+
     /// A sidecar an earlier version kept is read, and deleted with its blob.
     @Test func anEarlierVersionsMD5SidecarIsRead() throws {
         let dir = try TempDirectory()
@@ -38,6 +53,8 @@ import Testing
         let c = try db.defaultCollection()
         let digest = try c.storeBlobContent(Data("kept by an earlier version".utf8))
         let url = try #require(c.blobFile(digest: digest))
+        // Earlier versions kept no attribute.
+        removexattr(url.path, "user.syncnode.md5")
         // Not the content's digest: proof that it was read, not computed.
         try Data("md5-fromTheSidecar".utf8).write(to: BlobMD5Note.sidecar(of: url))
         let store = try BlobStore(directory: url.deletingLastPathComponent())
