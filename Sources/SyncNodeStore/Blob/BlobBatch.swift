@@ -7,11 +7,14 @@ import Synchronization
 /// when the batch failed on the way: a retry finds that content here.
 ///
 /// A blob's writeback starts as it is finished; it is synced and named once ``lag`` later
-/// blobs were finished, when the disk has usually written it already, so neither the
-/// downloads nor ``place()`` wait for the disk once per blob.
+/// blobs were finished, when the disk has usually written it already, on a queue of the
+/// batch's own, so neither the downloads nor ``place()`` wait for the disk once per blob.
 package final class BlobBatch: Sendable {
     private let store: BlobStore
     private let state = Mutex(State())
+    /// Where blobs are synced and named while the downloads go on: the waits for the disk
+    /// overlap the network and the parsing instead of stopping the download that finished one.
+    private let placer = DispatchQueue(label: "syncnode.blob-batch")
     /// Blobs finished and not yet synced, at most: a few megabytes of small attachments.
     static let lag = 16
 
@@ -20,6 +23,8 @@ package final class BlobBatch: Sendable {
         /// Whether any blob was added: a batch that wrote none (its attachments all here
         /// already) has no name to make durable, and ``place()`` syncs nothing.
         var wroteAny = false
+        /// The first error placing a blob on the queue met.
+        var failure: (any Error)?
     }
 
     init(store: BlobStore) {
@@ -29,15 +34,25 @@ package final class BlobBatch: Sendable {
     /// Whether no blob waits to be placed.
     package var isEmpty: Bool { state.withLock { $0.waiting.isEmpty } }
 
-    /// Adds a finished blob, and places the oldest when more than ``lag`` wait.
-    /// - Throws: ``StoreError/io(_:)`` when that one cannot be placed (it is dropped).
+    /// Adds a finished blob, and has the oldest placed when more than ``lag`` wait.
+    /// - Throws: ``StoreError/io(_:)`` when an earlier one could not be placed (it was
+    ///   dropped): there is no point downloading more of a batch that will fail.
     func add(_ blob: WrittenBlob) throws {
-        let due = state.withLock { state -> WrittenBlob? in
+        let (due, failure) = state.withLock { state -> (WrittenBlob?, (any Error)?) in
             state.waiting.append(blob)
             state.wroteAny = true
-            return state.waiting.count > Self.lag ? state.waiting.removeFirst() : nil
+            return (state.waiting.count > Self.lag ? state.waiting.removeFirst() : nil, state.failure)
         }
-        if let due { try store.adopt([due], syncingFolder: false) }
+        if let failure { throw failure }
+        if let due {
+            placer.async {
+                do {
+                    try self.store.adopt([due], syncingFolder: false)
+                } catch {
+                    self.state.withLock { $0.failure = $0.failure ?? error }
+                }
+            }
+        }
     }
 
     /// Places every blob written and not yet placed, then makes the blob folder durable: the
@@ -45,12 +60,15 @@ package final class BlobBatch: Sendable {
     /// - Throws: ``StoreError/io(_:)`` when one cannot be synced or named (it is dropped, the
     ///   others are placed), or the folder cannot be synced.
     package func place() throws {
-        let (blobs, wroteAny) = state.withLock { state in
-            defer { state.waiting = [] }
-            return (state.waiting, state.wroteAny)
+        // The blobs being placed on the queue first: the folder's sync below covers their names.
+        placer.sync {}
+        let (blobs, wroteAny, failure) = state.withLock { state in
+            defer { (state.waiting, state.failure) = ([], nil) }
+            return (state.waiting, state.wroteAny, state.failure)
         }
         guard wroteAny else { return }
         try store.adopt(blobs, syncingFolder: true)
+        if let failure { throw failure }
     }
 }
 
