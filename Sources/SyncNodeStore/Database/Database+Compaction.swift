@@ -135,10 +135,17 @@ extension Database {
             // keeps its length until a checkpoint: without one, a compacted file measured larger
             // than before. Truncating the WAL needs the readers gone: wait a second for them,
             // not the writers' full patience, and leave the WAL long if one is still reading.
+            // The background checkpointer's pass holds the checkpoint a moment: the truncation
+            // reports busy at once then (not waiting), so it is tried again for a while.
             try pool.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA busy_timeout = 1000")
                 defer { try? db.execute(sql: "PRAGMA busy_timeout = \(Int(Self.busyTimeout * 1000))") }
-                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                for _ in 0..<20 {
+                    // Its row: busy (1 when it could not finish), the log's frames, those checkpointed.
+                    let busy = (try? Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")) ?? 1
+                    if busy == 0 { break }
+                    usleep(50_000)
+                }
             }
         } catch {
             throw StoreError.from(error, doing: "vacuum")
