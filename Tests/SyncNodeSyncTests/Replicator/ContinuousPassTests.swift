@@ -329,9 +329,11 @@ final class HeldBulkGets: Sendable {
 }
 
 /// A validator's gate: the first write of document `id` waits in it (inside its write
-/// transaction) until ``open()``, or 5 seconds. The wait blocks the writing task's thread, one
-/// of Swift's cooperative threads, and another write to the database waits behind it: kept
-/// short, so a test that misses its ``open()`` stalls the run no longer than that.
+/// transaction) until ``open()``, or 30 seconds. The wait blocks the writing task's thread, one
+/// of Swift's cooperative threads, and another write to the database waits behind it; its user
+/// opens it in its cleanup, so the limit only bounds a test that fails before. Not shorter: in a
+/// loaded whole run a sync check took over 5 s, the write went through in the middle of it, and
+/// the check saw a pending pull with the digests already equal.
 final class HeldWrite: Sendable {
     let id: String
     private let state = Mutex((holding: false, open: false))
@@ -347,7 +349,7 @@ final class HeldWrite: Sendable {
             s.holding = true
             return true
         }
-        if wait { _ = opened.wait(timeout: .now() + 5) }
+        if wait { _ = opened.wait(timeout: .now() + 30) }
     }
 
     func open() {
