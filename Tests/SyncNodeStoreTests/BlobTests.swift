@@ -227,9 +227,22 @@ import Testing
         let queued = try c.blobBatch()
         let lost = try write("lost on the queue", into: queued)
         try FileManager.default.removeItem(at: lost.temp)
-        let later = try (0..<BlobBatch.lag).map { try write("later \($0)", into: queued) }
+        var placed = try (0..<BlobBatch.lag).map { try write("later \($0)", into: queued).digest }
+        // Once the queue has met the failure, the next blob's add says so; that blob, and the
+        // one it hands the queue, are placed all the same.
+        var refused = false
+        for n in 0..<200 where !refused {
+            placed.append(Blob.digest(of: Data("after \(n)".utf8)))
+            do {
+                _ = try write("after \(n)", into: queued)
+                usleep(5_000)
+            } catch {
+                refused = true
+            }
+        }
+        #expect(refused, "no add said the queue failed")
         #expect(throws: StoreError.self) { try queued.place() }
-        #expect(later.allSatisfy { c.blobFile(digest: $0.digest) != nil })
+        #expect(placed.allSatisfy { c.blobFile(digest: $0) != nil })
         #expect(c.blobFile(digest: lost.digest) == nil)
         #expect(try temporaryFiles().isEmpty)
     }

@@ -15,7 +15,9 @@ package final class BlobBatch: Sendable {
     /// Where blobs are synced and named while the downloads go on: the waits for the disk
     /// overlap the network and the parsing instead of stopping the download that finished one.
     private let placer = DispatchQueue(label: "syncnode.blob-batch")
-    /// Blobs finished and not yet synced, at most: a few megabytes of small attachments.
+    /// Blobs finished and not yet handed to the queue, at most: a few megabytes of small
+    /// attachments. The queue's own backlog is not bounded: each is a path and two digests,
+    /// and its disk writes began as the blob was finished.
     static let lag = 16
 
     private struct State {
@@ -43,7 +45,6 @@ package final class BlobBatch: Sendable {
             state.wroteAny = true
             return (state.waiting.count > Self.lag ? state.waiting.removeFirst() : nil, state.failure)
         }
-        if let failure { throw failure }
         if let due {
             placer.async {
                 do {
@@ -53,6 +54,7 @@ package final class BlobBatch: Sendable {
                 }
             }
         }
+        if let failure { throw failure }
     }
 
     /// Places every blob written and not yet placed, then makes the blob folder durable: the
