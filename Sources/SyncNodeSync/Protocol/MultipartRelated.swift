@@ -331,20 +331,29 @@ enum MultipartRelated {
         /// The most bytes one piece holds.
         static let pieceSize = 256 << 10
 
-        /// Pieces of up to ``pieceSize``, headers and files together: an attachment of a
-        /// few kilobytes and its part's headers go to the network as one write, not five.
+        /// Pieces of up to ``pieceSize``, headers, JSON and files together: an attachment of a
+        /// few kilobytes and its part's headers go to the network as one write, not five, and a
+        /// large document's JSON in pieces like a file's.
         struct AsyncIterator: AsyncIteratorProtocol {
             fileprivate var segments: IndexingIterator<[Segment]>
             /// The bytes not yet returned.
             fileprivate var remaining: Int
+            /// What is left of the bytes segment being sent.
+            fileprivate var bytes: ByteBuffer?
             fileprivate var reading: AttachmentReader?
 
             mutating func next() async throws -> ByteBuffer? {
                 var piece = ByteBuffer()
                 piece.reserveCapacity(Swift.min(Upload.pieceSize, remaining))
                 while piece.readableBytes < Upload.pieceSize {
+                    let room = Upload.pieceSize - piece.readableBytes
+                    if var rest = bytes {
+                        if var slice = rest.readSlice(length: Swift.min(room, rest.readableBytes)) { piece.writeBuffer(&slice) }
+                        bytes = rest.readableBytes > 0 ? rest : nil
+                        continue
+                    }
                     if let file = reading {
-                        try file.read(into: &piece, upTo: Upload.pieceSize - piece.readableBytes)
+                        try file.read(into: &piece, upTo: room)
                         if file.isDone { reading = nil }
                         continue
                     }
@@ -352,11 +361,7 @@ enum MultipartRelated {
                     case nil:
                         remaining -= piece.readableBytes
                         return piece.readableBytes > 0 ? piece : nil
-                    case .bytes(let bytes)? where piece.readableBytes == 0 && bytes.readableBytes >= Upload.pieceSize:
-                        // A large JSON part goes as it is, not copied.
-                        remaining -= bytes.readableBytes
-                        return bytes
-                    case .bytes(var bytes)?: piece.writeBuffer(&bytes)
+                    case .bytes(let segment)?: bytes = segment
                     case .file(let file)?:
                         guard file.length > 0 else { continue }
                         reading = try AttachmentReader(url: file.url, length: file.length)
