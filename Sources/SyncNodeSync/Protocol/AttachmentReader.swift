@@ -13,11 +13,16 @@ final class AttachmentReader {
     private var sent = 0
 
     /// Opens `url`, whose content is `length` bytes.
-    /// - Throws: `CouchError` 500 when the file is gone.
+    /// - Throws: `CouchError` 500: `attachment_missing` when the file is gone,
+    ///   `attachment_unreadable` when it cannot be opened (too many open files, permissions).
     init(url: URL, length: Int) throws {
         let fd = open(url.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw CouchError(status: 500, error: "attachment_missing", reason: "the attachment file \(url.lastPathComponent) is gone")
+            let error = errno
+            guard error != ENOENT else {
+                throw CouchError(status: 500, error: "attachment_missing", reason: "the attachment file \(url.lastPathComponent) is gone")
+            }
+            throw CouchError(status: 500, error: "attachment_unreadable", reason: "the attachment file \(url.lastPathComponent) cannot be opened: \(String(cString: strerror(error)))")
         }
         self.fd = fd
         self.url = url
@@ -38,7 +43,8 @@ final class AttachmentReader {
             var n: Int
             repeat { n = Foundation.read(fd, space.baseAddress, want) } while n < 0 && errno == EINTR
             guard n >= 0 else {
-                throw CouchError(status: 500, error: "attachment_unreadable", reason: "the attachment file \(url.lastPathComponent) cannot be read: \(String(cString: strerror(errno)))")
+                let error = errno
+                throw CouchError(status: 500, error: "attachment_unreadable", reason: "the attachment file \(url.lastPathComponent) cannot be read: \(String(cString: strerror(error)))")
             }
             return n
         }
