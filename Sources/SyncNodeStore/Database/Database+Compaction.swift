@@ -136,14 +136,14 @@ extension Database {
             // than before. Truncating the WAL needs the readers gone: wait a second for them,
             // not the writers' full patience, and leave the WAL long if one is still reading.
             // The background checkpointer's pass holds the checkpoint a moment: the truncation
-            // reports busy at once then (not waiting), so it is tried again for a while.
+            // reports busy at once then (not waiting), so it is tried again within that second,
+            // each try waiting a tenth of it for readers.
             try pool.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA busy_timeout = 1000")
+                try db.execute(sql: "PRAGMA busy_timeout = 100")
                 defer { try? db.execute(sql: "PRAGMA busy_timeout = \(Int(Self.busyTimeout * 1000))") }
-                for _ in 0..<20 {
-                    // Its row: busy (1 when it could not finish), the log's frames, those checkpointed.
-                    let busy = (try? Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")) ?? 1
-                    if busy == 0 { break }
+                let deadline = Date().addingTimeInterval(1)
+                // Its row: busy (1 when it could not finish), the log's frames, those checkpointed.
+                while try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") != 0, Date() < deadline {
                     usleep(50_000)
                 }
             }
