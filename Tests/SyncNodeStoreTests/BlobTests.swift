@@ -54,7 +54,11 @@ import Testing
         let digest = try c.storeBlobContent(Data("kept by an earlier version".utf8))
         let url = try #require(c.blobFile(digest: digest))
         // Earlier versions kept no attribute.
+        #if canImport(Darwin)
+        removexattr(url.path, "user.syncnode.md5", 0)
+        #else
         removexattr(url.path, "user.syncnode.md5")
+        #endif
         // Not the content's digest: proof that it was read, not computed.
         try Data("md5-fromTheSidecar".utf8).write(to: BlobMD5Note.sidecar(of: url))
         let store = try BlobStore(directory: url.deletingLastPathComponent())

@@ -59,7 +59,6 @@ import Testing
         }
     }
 
-    /// Mango `_find` with `_index`, as PouchDB-find and aiocouch use them.
     /// `/_uuids` (and so POSTed documents' IDs and multipart boundaries): 32 lowercase hex
     /// digits, CouchDB's spelling, all different.
     @Test func uuidsAreThirtyTwoRandomHexDigits() async throws {
@@ -73,6 +72,7 @@ import Testing
         }
     }
 
+    /// Mango `_find` with `_index`, as PouchDB-find and aiocouch use them.
     @Test func findAndIndexes() async throws {
         let h = try await ListenerHarness()
         try await withCleanup({ await h.shutdown() }) {

@@ -37,7 +37,8 @@ import Testing
 
     /// Checks that nothing serves `port` any more: a new listener binds it, or, when something
     /// else holds it (in a loaded whole run, another test's connection may get it as its own
-    /// end once it is free), no connection to it is accepted.
+    /// end once it is free), no connection to it is accepted. That fallback would miss a stopped
+    /// listener that kept its socket bound without listening.
     static func expectFree(_ port: Int, _ node: NodeDirectory) async throws {
         let next = listener(node, port: port)
         do {
