@@ -132,14 +132,15 @@ final class BlobStore: Sendable {
         try place(target, doing: "copying blob from \(source.path)") { try FileManager.default.copyItem(at: source, to: $0) }
     }
 
-    /// Stores raw content received from elsewhere (a peer) and returns its digest.
+    /// Stores raw content received from elsewhere (a peer) and returns its digest; `md5` is its
+    /// `md5-` digest when the caller has it already.
     @discardableResult
-    func store(data: Data) throws -> String {
+    func store(data: Data, md5: String? = nil) throws -> String {
         let digest = Blob.digest(of: data)
         guard let name = Self.fileName(digest: digest) else { return digest }
         let target = url(named: name)
         if !keepExisting(target) {
-            try write(data, digest: digest, to: target)
+            try write(data, digest: digest, md5: md5, to: target)
         }
         return digest
     }
@@ -259,10 +260,10 @@ final class BlobStore: Sendable {
     /// Writes content held in memory as blob `digest`, and keeps its MD5 with it (``md5(digest:)``):
     /// peers name attachments by it, and computed now it spares reading the file back when
     /// the blob is first served (a node serving 1,000 blobs of 100 KB saved through the API
-    /// spent 0.2 s of its first pull computing theirs).
-    private func write(_ data: Data, digest: String, to target: URL) throws {
+    /// spent 0.2 s of its first pull computing theirs). `md5` is the digest when known already.
+    private func write(_ data: Data, digest: String, md5: String? = nil, to target: URL) throws {
         try place(target, doing: "writing blob \(target.lastPathComponent)") { try data.write(to: $0) }
-        keep("md5-" + Data(Insecure.MD5.hash(data: data)).base64EncodedString(), for: digest, beside: target)
+        keep(md5 ?? "md5-" + Data(Insecure.MD5.hash(data: data)).base64EncodedString(), for: digest, beside: target)
     }
 
     /// Fills a temporary file with `fill` and renames it to `target`, each durable before the

@@ -240,10 +240,11 @@ extension DocumentCollection {
         }
     }
 
-    /// Stores blob content received from a peer; returns its digest.
+    /// Stores blob content received from a peer; returns its digest. `md5`, when given, is the
+    /// content's `md5-` digest already checked (not computed again).
     @discardableResult
-    package func storeBlobContent(_ data: Data) throws -> String {
-        try database.blobStore.store(data: data)
+    package func storeBlobContent(_ data: Data, md5: String? = nil) throws -> String {
+        try database.blobStore.store(data: data, md5: md5)
     }
 
     /// The `md5-` digest of a blob's content (the digest peers exchange), when this database has the content.

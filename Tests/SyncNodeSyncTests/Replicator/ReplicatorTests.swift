@@ -208,6 +208,10 @@ import Testing
             let gzip = #"{"_attachments":{"a.txt":{"content_type":"text/plain","encoding":"gzip","length":5,"data":"H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAAAA=="}}}"#
             #expect(try await h.request(.PUT, "/db/z", body: gzip).status == 201)
             #expect(try await h.request(.GET, "/db/z/a.txt").body == "hello")
+            // The sender's digest covers the gzip bytes; the one kept is the decoded content's.
+            let signed = #"{"_attachments":{"a.txt":{"content_type":"text/plain","encoding":"gzip","digest":"md5-iMaiC8wqiFlD2NjLTemvCQ==","data":"H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAAAA=="}}}"#
+            #expect(try await h.request(.PUT, "/db/z1", body: signed).status == 201)
+            #expect(try await h.request(.GET, "/db/z1")["_attachments"]?["a.txt"]?["digest"]?.string == "md5-XUFAKrxLKna5cZ2REBfFkg==")
             let brotli = #"{"_attachments":{"a.txt":{"content_type":"text/plain","encoding":"br","data":"aGVsbG8="}}}"#
             #expect(try await h.request(.PUT, "/db/z2", body: brotli).status == 415)
             let corrupt = #"{"_attachments":{"a.txt":{"content_type":"text/plain","encoding":"gzip","data":"H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAA"}}}"#
