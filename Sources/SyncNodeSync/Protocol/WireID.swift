@@ -7,13 +7,7 @@ enum WireID {
     /// and dropping its dashes went through `NSString`; a node serving many small
     /// attachments makes one boundary per part.
     static func random() -> String {
-        var generator = SystemRandomNumberGenerator()
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(16)
-        for _ in 0..<2 {
-            let word: UInt64 = generator.next()
-            for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
-        }
-        return Hex.string(bytes)
+        let words = (UInt64.random(in: .min ... .max), UInt64.random(in: .min ... .max))
+        return withUnsafeBytes(of: words) { Hex.string(Array($0)) }
     }
 }
