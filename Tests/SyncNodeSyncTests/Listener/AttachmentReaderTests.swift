@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import SyncNodeTestSupport
 import Testing
 @testable import SyncNodeStore
 @testable import SyncNodeSync
@@ -77,10 +78,8 @@ import Testing
     }
 
     @Test func aFileShorterThanItsLengthIsAnErrorAndALongerOneIsCut() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncnode-reader-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let url = dir.appendingPathComponent("blob")
+        let dir = try TempDirectory()
+        let url = dir.url.appendingPathComponent("blob")
         try Data(repeating: 42, count: 10).write(to: url)
 
         let short = try AttachmentReader(url: url, length: 20)
@@ -95,7 +94,7 @@ import Testing
         try long.read(into: &cut, upTo: 100)
         #expect(cut.readableBytes == 4 && long.isDone)
 
-        #expect { try AttachmentReader(url: dir.appendingPathComponent("gone"), length: 1) } throws: {
+        #expect { try AttachmentReader(url: dir.url.appendingPathComponent("gone"), length: 1) } throws: {
             ($0 as? CouchError)?.error == "attachment_missing"
         }
     }
